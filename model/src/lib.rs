@@ -7,3 +7,8 @@ pub mod queue;
 pub mod service;
 pub mod tail;
 pub mod units;
+pub mod batch;
+mod burst;
+pub mod kingman;
+pub mod mmc;
+pub mod plan;

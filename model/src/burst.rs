@@ -1,0 +1,78 @@
+//! The wait a customer adds inside its own burst, mixed with the wait of its burst.
+//!
+//! A burst of N events reaches a FIFO server together. The event at position j (0-based,
+//! uniform over 0..N) waits W_b + U_j, where W_b is the burst's wait behind earlier bursts
+//! and U_j = S_1 + ... + S_j the service of the j events ahead of it in the burst.
+//! So P(W > t) = (1/N) sum_j E[P(W_b > t - U_j)].
+
+use crate::service::{Service, gamma_p};
+
+/// Within-burst service sums in closed form: U_j = j m (deterministic) or
+/// Gamma(j k, sigma) (gamma with shape k and scale sigma, exponential with k = 1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Within {
+    /// Every event costs exactly `mean_s`.
+    Constant { mean_s: f64 },
+    /// Gamma(shape, scale) per event.
+    Gamma { shape: f64, scale_s: f64 },
+}
+
+impl Within {
+    /// The closed-form family for `service`: exact for deterministic, exponential and gamma;
+    /// the two-moment gamma fit otherwise (the bool says whether it is exact).
+    pub(crate) fn of(service: &Service) -> (Self, bool) {
+        let exact = matches!(
+            service,
+            Service::Deterministic { .. } | Service::Exponential { .. } | Service::Gamma { .. }
+        );
+        let w = match service.gamma_fit() {
+            Service::Deterministic { mean_s } => Self::Constant { mean_s },
+            Service::Gamma { mean_s, scv } => Self::Gamma { shape: 1.0 / scv, scale_s: mean_s * scv },
+            // gamma_fit only returns the two variants above.
+            other => Self::Constant { mean_s: other.mean_s() },
+        };
+        (w, exact)
+    }
+
+    /// P(W > t) for a burst of `n` when P(W_b > x) = `tail_b(x)` (1 for x < 0), by direct
+    /// summation over positions. Used when U_j is a constant shift.
+    pub(crate) fn mix_shifted(n: u32, mean_s: f64, t: f64, tail_b: impl Fn(f64) -> f64) -> f64 {
+        let sum: f64 = (0..n)
+            .map(|j| {
+                let x = t - f64::from(j) * mean_s;
+                if x < 0.0 { 1.0 } else { tail_b(x) }
+            })
+            .sum();
+        sum / f64::from(n)
+    }
+
+    /// P(W > t) for a burst of `n` when the burst wait has the exponential tail
+    /// P(W_b > x) = min(cap, c e^{-theta x}) for x >= 0.
+    ///
+    /// For gamma U_j the expectation is closed: E[c e^{-theta (t - U)}; U <= t] =
+    /// c e^{-theta t} (1 - theta sigma)^{-jk} P(U* <= t), where U* is U exponentially tilted,
+    /// Gamma(jk, sigma / (1 - theta sigma)); the cap is applied to the j = 0 term only.
+    /// When theta sigma >= 1 that expectation diverges (the within-burst tail is heavier
+    /// than the burst wait's) and U_j is replaced by its mean.
+    pub(crate) fn mix_exponential(self, n: u32, t: f64, c: f64, theta: f64, cap: f64) -> f64 {
+        let tail_b = |x: f64| if x < 0.0 { 1.0 } else { (c * (-theta * x).exp()).min(cap) };
+        match self {
+            Self::Constant { mean_s } => Self::mix_shifted(n, mean_s, t, tail_b),
+            Self::Gamma { shape, scale_s } if theta * scale_s < 1.0 => {
+                let tilted = scale_s / (1.0 - theta * scale_s);
+                let log_1m = (1.0 - theta * scale_s).ln();
+                let mut sum = tail_b(t);
+                for j in 1..n {
+                    let a = f64::from(j) * shape;
+                    let p_beyond = 1.0 - gamma_p(a, t / scale_s);
+                    let inside = c * (-theta * t - a * log_1m).exp() * gamma_p(a, t / tilted);
+                    sum += (p_beyond + inside).min(1.0);
+                }
+                sum / f64::from(n)
+            }
+            Self::Gamma { shape, scale_s } => {
+                Self::mix_shifted(n, shape * scale_s, t, tail_b)
+            }
+        }
+    }
+}
