@@ -116,6 +116,9 @@ impl WaitModel for BatchMg1 {
 
     /// An event waits unless its burst finds the loop idle and it is first in the burst.
     fn p_wait(&self) -> f64 {
+        if self.burst == 1 {
+            return self.bursts.p_wait();
+        }
         1.0 - (1.0 - self.rho()) / f64::from(self.burst)
     }
 

@@ -2,6 +2,7 @@
 //!
 //! Pure math: no I/O, no async, no clock.
 pub mod error;
+pub use error::ModelError;
 pub mod mg1;
 pub mod queue;
 pub mod service;
@@ -12,3 +13,5 @@ mod burst;
 pub mod kingman;
 pub mod mmc;
 pub mod plan;
+pub mod compare;
+pub mod metrics;

@@ -1,0 +1,218 @@
+//! Holding an observed client-side wait against the model's prediction.
+//!
+//! Given what a client did (events per second on one loop, what each event cost, how the
+//! events arrived) and what it saw (per-event waits: mean and quantiles), predict the
+//! waits and say whether the observation is the client's own queue (measurement bias) or
+//! something the client queue cannot explain (server behaviour, unmodelled client work).
+
+use serde::{Deserialize, Serialize};
+
+use crate::batch::BatchMg1;
+use crate::error::{ModelError, Result};
+use crate::kingman::Kingman;
+use crate::queue::{QueueReport, WaitModel};
+use crate::service::Service;
+use crate::units::Quantile;
+
+/// How events reached the observed loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LoopArrivals {
+    /// Poisson bursts (random assignment, or a single loop fed by a Poisson schedule).
+    #[default]
+    Poisson,
+    /// Every k-th burst of a Poisson stream (round robin over k loops).
+    RoundRobin {
+        /// Loops in the rotation.
+        k: u32,
+    },
+}
+
+/// What one client loop did and saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// Events per second processed by the loop.
+    pub event_rate_per_s: f64,
+    /// Measured per-event cost.
+    pub service: Service,
+    /// Events arriving together (1 when spread out).
+    pub burst: u32,
+    /// Arrival pattern.
+    pub arrivals: LoopArrivals,
+    /// Observed mean wait per event, seconds.
+    pub wait_mean_s: Option<f64>,
+    /// Observed wait quantiles, seconds.
+    pub wait_quantiles_s: Vec<(Quantile, f64)>,
+}
+
+/// One statistic, predicted and observed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// `mean`, `p50`, `p99`, ...
+    pub statistic: String,
+    /// The model's value, seconds.
+    pub predicted_s: f64,
+    /// The observation, seconds.
+    pub observed_s: f64,
+    /// (observed - predicted) / predicted; `None` when the prediction is 0.
+    pub relative_error: Option<f64>,
+}
+
+/// What the comparison concludes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The loop cannot keep up: waits grow with the run's length; every latency the client
+    /// reports is inflated by its own backlog.
+    ClientSaturated,
+    /// The observed wait is what the client's own queue predicts: measurement bias.
+    ClientBias,
+    /// The observation exceeds the client-queue prediction: the excess is server
+    /// behaviour or client work the observation did not include.
+    BeyondClient,
+    /// The observation is below the prediction: the model is conservative here.
+    BelowPrediction,
+}
+
+/// The prediction next to the observation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// Per-loop utilisation.
+    pub rho: f64,
+    /// The model chosen, and why.
+    pub model: String,
+    /// Why that model.
+    pub model_reason: String,
+    /// The model's full report (`None` when saturated).
+    pub predicted: Option<QueueReport>,
+    /// Statistic by statistic.
+    pub rows: Vec<Row>,
+    /// For bursts: plain M/G/1 on the same events, to show what ignoring bursts misses.
+    pub plain_mg1: Option<QueueReport>,
+    /// The relative tolerance the verdict used.
+    pub tolerance: f64,
+    /// The conclusion.
+    pub verdict: Verdict,
+    /// The conclusion in words.
+    pub verdict_text: String,
+}
+
+/// The model for a loop: M^X/G/1 (M/G/1 for bursts of one) under Poisson arrivals,
+/// E_k^X/G/1 under round robin. Returns the model and the reason it was chosen.
+pub fn loop_model(
+    event_rate_per_s: f64,
+    burst: u32,
+    service: &Service,
+    arrivals: LoopArrivals,
+) -> Result<(Box<dyn WaitModel>, String)> {
+    if burst == 0 {
+        return Err(ModelError::invalid("burst", 0, "must be >= 1"));
+    }
+    let burst_rate = event_rate_per_s / f64::from(burst);
+    Ok(match arrivals {
+        LoopArrivals::RoundRobin { k } if k > 1 => (
+            Box::new(Kingman::erlang(k, burst_rate, burst, service.clone())?),
+            format!("round robin over {k} loops makes each loop's arrivals Erlang-{k} (smoother than Poisson)"),
+        ),
+        _ if burst > 1 => (
+            Box::new(BatchMg1::new(burst_rate, burst, service.clone())?),
+            format!("events arrive in bursts of {burst}: a batch queue, which adds the wait inside the burst"),
+        ),
+        _ => (
+            Box::new(BatchMg1::new(burst_rate, 1, service.clone())?),
+            "single events at Poisson times: the Pollaczek-Khinchine queue".to_string(),
+        ),
+    })
+}
+
+/// Compares `obs` with the model; `tolerance` is the relative error on the mean (or the
+/// first quantile given) within which the observation counts as explained.
+pub fn compare(obs: &Observation, tolerance: f64) -> Result<Comparison> {
+    if !(tolerance.is_finite() && tolerance > 0.0) {
+        return Err(ModelError::invalid("tolerance", tolerance, "must be > 0"));
+    }
+    let rho = obs.event_rate_per_s * obs.service.mean_s();
+    let (model, reason) = match loop_model(obs.event_rate_per_s, obs.burst, &obs.service, obs.arrivals) {
+        Ok(m) => m,
+        Err(ModelError::Unstable { .. }) => {
+            return Ok(Comparison {
+                rho,
+                model: "unstable".into(),
+                model_reason: format!("utilisation {rho:.3} >= 1: no steady state exists"),
+                predicted: None,
+                rows: vec![],
+                plain_mg1: None,
+                tolerance,
+                verdict: Verdict::ClientSaturated,
+                verdict_text: format!(
+                    "the loop is saturated (utilisation {rho:.3}): its backlog grows for as long as the \
+                     run lasts, and every latency it reports includes that backlog"
+                ),
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    let report = model.report();
+    let mut rows = Vec::new();
+    let row = |statistic: String, predicted_s: f64, observed_s: f64| Row {
+        statistic,
+        predicted_s,
+        observed_s,
+        relative_error: (predicted_s > 0.0).then(|| (observed_s - predicted_s) / predicted_s),
+    };
+    if let Some(m) = obs.wait_mean_s {
+        rows.push(row("mean".into(), report.wq_mean_s, m));
+    }
+    for &(q, v) in &obs.wait_quantiles_s {
+        rows.push(row(q.label(), model.wait_quantile_s(q), v));
+    }
+    let plain_mg1 = if obs.burst > 1 {
+        BatchMg1::new(obs.event_rate_per_s, 1, obs.service.clone()).ok().map(|q| q.report())
+    } else {
+        None
+    };
+    let key = rows.first().ok_or_else(|| {
+        ModelError::invalid("observation", "no waits", "give the observed mean or at least one quantile")
+    })?;
+    let (verdict, verdict_text) = match key.relative_error {
+        Some(e) if e.abs() <= tolerance => (
+            Verdict::ClientBias,
+            format!(
+                "observed {} wait is within {:.0}% of the client-queue prediction ({:+.1}%): it is the \
+                 client's own queueing, not server time",
+                key.statistic, tolerance * 100.0, e * 100.0
+            ),
+        ),
+        Some(e) if e > tolerance => (
+            Verdict::BeyondClient,
+            format!(
+                "observed {} wait exceeds the client-queue prediction by {:+.1}%: the excess is server \
+                 behaviour or client work not in the observation",
+                key.statistic, e * 100.0
+            ),
+        ),
+        Some(e) => (
+            Verdict::BelowPrediction,
+            format!(
+                "observed {} wait is {:.1}% below the prediction: the model is conservative here \
+                 (check the burst size and the service variability)",
+                key.statistic, -e * 100.0
+            ),
+        ),
+        None => (
+            if key.observed_s > 0.0 { Verdict::BeyondClient } else { Verdict::ClientBias },
+            "the model predicts no wait at all".to_string(),
+        ),
+    };
+    Ok(Comparison {
+        rho,
+        model: model.name().into(),
+        model_reason: reason,
+        predicted: Some(report),
+        rows,
+        plain_mg1,
+        tolerance,
+        verdict,
+        verdict_text,
+    })
+}
