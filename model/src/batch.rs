@@ -38,10 +38,18 @@ impl BatchMg1 {
     /// Bursts of `burst` events arriving at `burst_rate_per_s`, each event costing `service`.
     pub fn new(burst_rate_per_s: f64, burst: u32, service: Service) -> Result<Self> {
         if burst == 0 {
-            return Err(ModelError::invalid("burst", 0, "a burst holds at least one event"));
+            return Err(ModelError::invalid(
+                "burst",
+                0,
+                "a burst holds at least one event",
+            ));
         }
         if !(burst_rate_per_s.is_finite() && burst_rate_per_s > 0.0) {
-            return Err(ModelError::invalid("burst rate", burst_rate_per_s, "must be > 0 per second"));
+            return Err(ModelError::invalid(
+                "burst rate",
+                burst_rate_per_s,
+                "must be > 0 per second",
+            ));
         }
         let load = burst_rate_per_s * f64::from(burst) * service.mean_s();
         if load >= 1.0 {
@@ -52,7 +60,9 @@ impl BatchMg1 {
             service.clone()
         } else {
             match within {
-                Within::Constant { mean_s } => Service::Deterministic { mean_s: mean_s * f64::from(burst) },
+                Within::Constant { mean_s } => Service::Deterministic {
+                    mean_s: mean_s * f64::from(burst),
+                },
                 Within::Gamma { shape, scale_s } => Service::Gamma {
                     mean_s: f64::from(burst) * shape * scale_s,
                     scv: 1.0 / (f64::from(burst) * shape),
@@ -60,7 +70,14 @@ impl BatchMg1 {
             }
         };
         let bursts = Mg1::new(burst_rate_per_s, burst_service)?;
-        Ok(Self { burst_rate: burst_rate_per_s, burst, service, bursts, within, exact_family })
+        Ok(Self {
+            burst_rate: burst_rate_per_s,
+            burst,
+            service,
+            bursts,
+            within,
+            exact_family,
+        })
     }
 
     /// Events per burst.
@@ -86,7 +103,11 @@ impl BatchMg1 {
 
 impl WaitModel for BatchMg1 {
     fn name(&self) -> &'static str {
-        if self.burst == 1 { self.bursts.name() } else { "M^X/G/1" }
+        if self.burst == 1 {
+            self.bursts.name()
+        } else {
+            "M^X/G/1"
+        }
     }
 
     fn assumptions(&self) -> &'static str {
@@ -130,7 +151,9 @@ impl WaitModel for BatchMg1 {
             (Within::Constant { mean_s }, _) => {
                 Within::mix_shifted(self.burst, mean_s, t, |x| self.bursts.wait_tail(x))
             }
-            (w, Some(CramerLundberg { theta, c, rho })) => w.mix_exponential(self.burst, t, c, theta, rho),
+            (w, Some(CramerLundberg { theta, c, rho })) => {
+                w.mix_exponential(self.burst, t, c, theta, rho)
+            }
             // Gamma bursts are light-tailed, so Cramer-Lundberg always exists here.
             (_, None) => self.bursts.wait_tail(t),
         }

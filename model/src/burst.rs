@@ -27,9 +27,14 @@ impl Within {
         );
         let w = match service.gamma_fit() {
             Service::Deterministic { mean_s } => Self::Constant { mean_s },
-            Service::Gamma { mean_s, scv } => Self::Gamma { shape: 1.0 / scv, scale_s: mean_s * scv },
+            Service::Gamma { mean_s, scv } => Self::Gamma {
+                shape: 1.0 / scv,
+                scale_s: mean_s * scv,
+            },
             // gamma_fit only returns the two variants above.
-            other => Self::Constant { mean_s: other.mean_s() },
+            other => Self::Constant {
+                mean_s: other.mean_s(),
+            },
         };
         (w, exact)
     }
@@ -55,7 +60,13 @@ impl Within {
     /// When theta sigma >= 1 that expectation diverges (the within-burst tail is heavier
     /// than the burst wait's) and U_j is replaced by its mean.
     pub(crate) fn mix_exponential(self, n: u32, t: f64, c: f64, theta: f64, cap: f64) -> f64 {
-        let tail_b = |x: f64| if x < 0.0 { 1.0 } else { (c * (-theta * x).exp()).min(cap) };
+        let tail_b = |x: f64| {
+            if x < 0.0 {
+                1.0
+            } else {
+                (c * (-theta * x).exp()).min(cap)
+            }
+        };
         match self {
             Self::Constant { mean_s } => Self::mix_shifted(n, mean_s, t, tail_b),
             Self::Gamma { shape, scale_s } if theta * scale_s < 1.0 => {
@@ -70,9 +81,7 @@ impl Within {
                 }
                 sum / f64::from(n)
             }
-            Self::Gamma { shape, scale_s } => {
-                Self::mix_shifted(n, shape * scale_s, t, tail_b)
-            }
+            Self::Gamma { shape, scale_s } => Self::mix_shifted(n, shape * scale_s, t, tail_b),
         }
     }
 }

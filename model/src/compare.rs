@@ -112,11 +112,15 @@ pub fn loop_model(
     Ok(match arrivals {
         LoopArrivals::RoundRobin { k } if k > 1 => (
             Box::new(Kingman::erlang(k, burst_rate, burst, service.clone())?),
-            format!("round robin over {k} loops makes each loop's arrivals Erlang-{k} (smoother than Poisson)"),
+            format!(
+                "round robin over {k} loops makes each loop's arrivals Erlang-{k} (smoother than Poisson)"
+            ),
         ),
         _ if burst > 1 => (
             Box::new(BatchMg1::new(burst_rate, burst, service.clone())?),
-            format!("events arrive in bursts of {burst}: a batch queue, which adds the wait inside the burst"),
+            format!(
+                "events arrive in bursts of {burst}: a batch queue, which adds the wait inside the burst"
+            ),
         ),
         _ => (
             Box::new(BatchMg1::new(burst_rate, 1, service.clone())?),
@@ -132,7 +136,12 @@ pub fn compare(obs: &Observation, tolerance: f64) -> Result<Comparison> {
         return Err(ModelError::invalid("tolerance", tolerance, "must be > 0"));
     }
     let rho = obs.event_rate_per_s * obs.service.mean_s();
-    let (model, reason) = match loop_model(obs.event_rate_per_s, obs.burst, &obs.service, obs.arrivals) {
+    let (model, reason) = match loop_model(
+        obs.event_rate_per_s,
+        obs.burst,
+        &obs.service,
+        obs.arrivals,
+    ) {
         Ok(m) => m,
         Err(ModelError::Unstable { .. }) => {
             return Ok(Comparison {
@@ -167,12 +176,18 @@ pub fn compare(obs: &Observation, tolerance: f64) -> Result<Comparison> {
         rows.push(row(q.label(), model.wait_quantile_s(q), v));
     }
     let plain_mg1 = if obs.burst > 1 {
-        BatchMg1::new(obs.event_rate_per_s, 1, obs.service.clone()).ok().map(|q| q.report())
+        BatchMg1::new(obs.event_rate_per_s, 1, obs.service.clone())
+            .ok()
+            .map(|q| q.report())
     } else {
         None
     };
     let key = rows.first().ok_or_else(|| {
-        ModelError::invalid("observation", "no waits", "give the observed mean or at least one quantile")
+        ModelError::invalid(
+            "observation",
+            "no waits",
+            "give the observed mean or at least one quantile",
+        )
     })?;
     let (verdict, verdict_text) = match key.relative_error {
         Some(e) if e.abs() <= tolerance => (
@@ -180,7 +195,9 @@ pub fn compare(obs: &Observation, tolerance: f64) -> Result<Comparison> {
             format!(
                 "observed {} wait is within {:.0}% of the client-queue prediction ({:+.1}%): it is the \
                  client's own queueing, not server time",
-                key.statistic, tolerance * 100.0, e * 100.0
+                key.statistic,
+                tolerance * 100.0,
+                e * 100.0
             ),
         ),
         Some(e) if e > tolerance => (
@@ -188,7 +205,8 @@ pub fn compare(obs: &Observation, tolerance: f64) -> Result<Comparison> {
             format!(
                 "observed {} wait exceeds the client-queue prediction by {:+.1}%: the excess is server \
                  behaviour or client work not in the observation",
-                key.statistic, e * 100.0
+                key.statistic,
+                e * 100.0
             ),
         ),
         Some(e) => (
@@ -196,11 +214,16 @@ pub fn compare(obs: &Observation, tolerance: f64) -> Result<Comparison> {
             format!(
                 "observed {} wait is {:.1}% below the prediction: the model is conservative here \
                  (check the burst size and the service variability)",
-                key.statistic, -e * 100.0
+                key.statistic,
+                -e * 100.0
             ),
         ),
         None => (
-            if key.observed_s > 0.0 { Verdict::BeyondClient } else { Verdict::ClientBias },
+            if key.observed_s > 0.0 {
+                Verdict::BeyondClient
+            } else {
+                Verdict::ClientBias
+            },
             "the model predicts no wait at all".to_string(),
         ),
     };

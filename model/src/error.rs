@@ -48,7 +48,11 @@ pub enum ModelError {
 
 impl ModelError {
     pub(crate) fn invalid(name: &'static str, value: impl ToString, reason: &'static str) -> Self {
-        Self::Invalid { name, value: value.to_string(), reason }
+        Self::Invalid {
+            name,
+            value: value.to_string(),
+            reason,
+        }
     }
 
     /// The error for a load of `offered_erlangs` on `servers` servers.

@@ -32,19 +32,37 @@ impl Kingman {
     /// Bursts at `burst_rate_per_s` with inter-arrival SCV `ca2`.
     pub fn new(burst_rate_per_s: f64, ca2: f64, burst: u32, service: Service) -> Result<Self> {
         if !(ca2.is_finite() && ca2 >= 0.0) {
-            return Err(ModelError::invalid("arrival scv", ca2, "must be a finite number >= 0"));
+            return Err(ModelError::invalid(
+                "arrival scv",
+                ca2,
+                "must be a finite number >= 0",
+            ));
         }
         if burst == 0 {
-            return Err(ModelError::invalid("burst", 0, "a burst holds at least one event"));
+            return Err(ModelError::invalid(
+                "burst",
+                0,
+                "a burst holds at least one event",
+            ));
         }
         if !(burst_rate_per_s.is_finite() && burst_rate_per_s > 0.0) {
-            return Err(ModelError::invalid("burst rate", burst_rate_per_s, "must be > 0 per second"));
+            return Err(ModelError::invalid(
+                "burst rate",
+                burst_rate_per_s,
+                "must be > 0 per second",
+            ));
         }
         let load = burst_rate_per_s * f64::from(burst) * service.mean_s();
         if load >= 1.0 {
             return Err(ModelError::unstable(load, 1));
         }
-        Ok(Self { burst_rate: burst_rate_per_s, ca2, burst, service, erlang_k: None })
+        Ok(Self {
+            burst_rate: burst_rate_per_s,
+            ca2,
+            burst,
+            service,
+            erlang_k: None,
+        })
     }
 
     /// E_k arrivals: the stream one of k round-robin workers sees from a Poisson source

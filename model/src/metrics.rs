@@ -102,18 +102,33 @@ fn secs(from: u64, to: u64) -> f64 {
 impl Timeline {
     /// Checks that the timeline is ordered and has at least one token.
     pub fn validate(&self) -> Result<()> {
-        let first = *self.token_ns.first().ok_or_else(|| ModelError::invalid("timeline", "no tokens", "needs one token"))?;
+        let first = *self
+            .token_ns
+            .first()
+            .ok_or_else(|| ModelError::invalid("timeline", "no tokens", "needs one token"))?;
         if self.output_tokens == 0 {
             return Err(ModelError::invalid("output tokens", 0, "must be >= 1"));
         }
         if first < self.actual_send_ns {
-            return Err(ModelError::invalid("timeline", first, "first token before the send"));
+            return Err(ModelError::invalid(
+                "timeline",
+                first,
+                "first token before the send",
+            ));
         }
         if self.token_ns.windows(2).any(|w| w[1] < w[0]) {
-            return Err(ModelError::invalid("timeline", "tokens", "token times must not decrease"));
+            return Err(ModelError::invalid(
+                "timeline",
+                "tokens",
+                "token times must not decrease",
+            ));
         }
         if self.end_ns < *self.token_ns.last().unwrap_or(&first) {
-            return Err(ModelError::invalid("timeline", self.end_ns, "end before the last token"));
+            return Err(ModelError::invalid(
+                "timeline",
+                self.end_ns,
+                "end before the last token",
+            ));
         }
         Ok(())
     }
@@ -140,7 +155,9 @@ impl Timeline {
             Convention::InferencePerf => secs(self.actual_send_ns, self.end_ns) / n,
         };
         let queue = match (origin, convention) {
-            (Origin::Intended, Convention::Heisenbench) => secs(self.intended_send_ns, self.actual_send_ns),
+            (Origin::Intended, Convention::Heisenbench) => {
+                secs(self.intended_send_ns, self.actual_send_ns)
+            }
             _ => 0.0,
         };
         let ntpot_parts = NtpotParts {
@@ -148,7 +165,15 @@ impl Timeline {
             prefill_s: secs(self.actual_send_ns, first) / n,
             decode_s: secs(first, self.end_ns) / n,
         };
-        Ok(RequestMetrics { origin, ttft_s: secs(o, first), e2e_s, tpot_s, itl_s, ntpot_s, ntpot_parts })
+        Ok(RequestMetrics {
+            origin,
+            ttft_s: secs(o, first),
+            e2e_s,
+            tpot_s,
+            itl_s,
+            ntpot_s,
+            ntpot_parts,
+        })
     }
 }
 
@@ -171,7 +196,9 @@ mod tests {
     #[test]
     fn hand_computed_values() {
         let t = timeline();
-        let i = t.metrics(Origin::Intended, Convention::Heisenbench).unwrap();
+        let i = t
+            .metrics(Origin::Intended, Convention::Heisenbench)
+            .unwrap();
         assert!((i.ttft_s - 0.010).abs() < 1e-12);
         assert!((i.e2e_s - 0.016).abs() < 1e-12);
         assert!((i.tpot_s.unwrap() - 0.003).abs() < 1e-12); // (16 - 10) / 2
@@ -187,7 +214,9 @@ mod tests {
         assert_eq!(a.ntpot_parts.queue_s, 0.0);
         assert!((a.ntpot_parts.prefill_s + a.ntpot_parts.decode_s - a.ntpot_s).abs() < 1e-15);
 
-        let ip = t.metrics(Origin::Intended, Convention::InferencePerf).unwrap();
+        let ip = t
+            .metrics(Origin::Intended, Convention::InferencePerf)
+            .unwrap();
         assert!((ip.tpot_s.unwrap() - 0.0025).abs() < 1e-12); // (15 - 10) / 2
         assert!((ip.ntpot_s - 0.014 / 3.0).abs() < 1e-12); // from the actual send
     }

@@ -53,16 +53,24 @@ impl Mg1 {
     /// rho >= 1.
     pub fn new(lambda_per_s: f64, service: Service) -> Result<Self> {
         if !(lambda_per_s.is_finite() && lambda_per_s > 0.0) {
-            return Err(ModelError::invalid("arrival rate", lambda_per_s, "must be > 0 per second"));
+            return Err(ModelError::invalid(
+                "arrival rate",
+                lambda_per_s,
+                "must be > 0 per second",
+            ));
         }
         let rho = lambda_per_s * service.mean_s();
         if rho >= 1.0 {
             return Err(ModelError::unstable(rho, 1));
         }
         let tail = match &service {
-            Service::Exponential { mean_s } => Mg1Tail::Exact { decay: 1.0 / mean_s - lambda_per_s },
+            Service::Exponential { mean_s } => Mg1Tail::Exact {
+                decay: 1.0 / mean_s - lambda_per_s,
+            },
             s => match CramerLundberg::solve(lambda_per_s, s) {
-                Some(cl) if matches!(s, Service::Deterministic { .. }) => Mg1Tail::Deterministic { cl },
+                Some(cl) if matches!(s, Service::Deterministic { .. }) => {
+                    Mg1Tail::Deterministic { cl }
+                }
                 Some(cl) if rho >= CL_MIN_RHO => Mg1Tail::CramerLundberg(cl),
                 _ => {
                     let wq = pk_mean(lambda_per_s, &service);
@@ -70,12 +78,19 @@ impl Mg1 {
                 }
             },
         };
-        Ok(Self { lambda: lambda_per_s, service, tail })
+        Ok(Self {
+            lambda: lambda_per_s,
+            service,
+            tail,
+        })
     }
 
     /// M/M/1 with rates lambda and mu.
     pub fn mm1(lambda_per_s: f64, mu_per_s: f64) -> Result<Self> {
-        Self::new(lambda_per_s, Service::exponential(1.0 / positive("service rate", mu_per_s)?)?)
+        Self::new(
+            lambda_per_s,
+            Service::exponential(1.0 / positive("service rate", mu_per_s)?)?,
+        )
     }
 
     /// M/D/1 with rate lambda and constant service `d_s`.
@@ -102,7 +117,11 @@ pub fn pk_mean(lambda: f64, service: &Service) -> f64 {
 }
 
 fn positive(name: &'static str, v: f64) -> Result<f64> {
-    if v.is_finite() && v > 0.0 { Ok(v) } else { Err(ModelError::invalid(name, v, "must be > 0")) }
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(ModelError::invalid(name, v, "must be > 0"))
+    }
 }
 
 impl WaitModel for Mg1 {
@@ -180,7 +199,11 @@ impl WaitModel for Mg1 {
         match &self.tail {
             Mg1Tail::Exact { decay } => {
                 let rho = self.rho();
-                if q.tail() >= rho { 0.0 } else { (rho / q.tail()).ln() / decay }
+                if q.tail() >= rho {
+                    0.0
+                } else {
+                    (rho / q.tail()).ln() / decay
+                }
             }
             Mg1Tail::CramerLundberg(cl) => cl.quantile(q),
             _ => {
@@ -228,7 +251,11 @@ pub fn md1_wait_cdf(lambda: f64, d_s: f64, t: f64) -> Option<f64> {
         abs_sum += term.abs();
         // Neumaier summation.
         let s = sum + term;
-        comp += if sum.abs() >= term.abs() { (sum - s) + term } else { (term - s) + sum };
+        comp += if sum.abs() >= term.abs() {
+            (sum - s) + term
+        } else {
+            (term - s) + sum
+        };
         sum = s;
     }
     let cdf = ((1.0 - rho) * (sum + comp)).clamp(0.0, 1.0);
@@ -276,7 +303,10 @@ mod tests {
                 let t = cl.quantile(q);
                 if let Some(cdf) = md1_wait_cdf(rho, 1.0, t) {
                     let exact_tail = 1.0 - cdf;
-                    assert!(close(exact_tail, q.tail(), 2e-3), "rho {rho} {q}: {exact_tail}");
+                    assert!(
+                        close(exact_tail, q.tail(), 2e-3),
+                        "rho {rho} {q}: {exact_tail}"
+                    );
                 }
             }
         }
@@ -300,7 +330,11 @@ mod tests {
     fn unstable_is_an_error_naming_the_fix() {
         let e = Mg1::md1(1000.0, 0.002).unwrap_err();
         match e {
-            ModelError::Unstable { rho, servers_needed, .. } => {
+            ModelError::Unstable {
+                rho,
+                servers_needed,
+                ..
+            } => {
                 assert!(close(rho, 2.0, 1e-12));
                 assert_eq!(servers_needed, 3);
             }
@@ -318,8 +352,11 @@ mod tests {
                 let t = q.wait_quantile_s(level);
                 let (lo, up) = grid.tail_bounds(t);
                 // The true tail lies in [lo, up]; CL must too, up to its own 1e-3.
-                assert!(lo * 0.999 <= level.tail() && level.tail() <= up * 1.001,
-                    "rho {rho} scv {scv} {level}: CL {} not in [{lo}, {up}]", level.tail());
+                assert!(
+                    lo * 0.999 <= level.tail() && level.tail() <= up * 1.001,
+                    "rho {rho} scv {scv} {level}: CL {} not in [{lo}, {up}]",
+                    level.tail()
+                );
             }
         }
     }

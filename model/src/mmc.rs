@@ -31,19 +31,31 @@ impl Mgc {
             return Err(ModelError::invalid("servers", 0, "must be >= 1"));
         }
         if !(lambda_per_s.is_finite() && lambda_per_s > 0.0) {
-            return Err(ModelError::invalid("arrival rate", lambda_per_s, "must be > 0 per second"));
+            return Err(ModelError::invalid(
+                "arrival rate",
+                lambda_per_s,
+                "must be > 0 per second",
+            ));
         }
         let a = lambda_per_s * service.mean_s();
         if a >= f64::from(servers) {
             return Err(ModelError::unstable(a, servers));
         }
-        Ok(Self { lambda: lambda_per_s, servers, service })
+        Ok(Self {
+            lambda: lambda_per_s,
+            servers,
+            service,
+        })
     }
 
     /// M/M/c with rates lambda and mu.
     pub fn mmc(lambda_per_s: f64, mu_per_s: f64, servers: u32) -> Result<Self> {
         if !(mu_per_s.is_finite() && mu_per_s > 0.0) {
-            return Err(ModelError::invalid("service rate", mu_per_s, "must be > 0 per second"));
+            return Err(ModelError::invalid(
+                "service rate",
+                mu_per_s,
+                "must be > 0 per second",
+            ));
         }
         Self::new(lambda_per_s, servers, Service::exponential(1.0 / mu_per_s)?)
     }
@@ -72,7 +84,11 @@ pub fn erlang_c(servers: u32, a: f64) -> f64 {
 
 impl WaitModel for Mgc {
     fn name(&self) -> &'static str {
-        if self.is_exponential() { "M/M/c" } else { "M/G/c" }
+        if self.is_exponential() {
+            "M/M/c"
+        } else {
+            "M/G/c"
+        }
     }
 
     fn assumptions(&self) -> &'static str {
@@ -115,6 +131,10 @@ impl WaitModel for Mgc {
     }
 
     fn tail_method(&self) -> TailMethod {
-        if self.is_exponential() { TailMethod::Exact } else { TailMethod::ExponentialFit }
+        if self.is_exponential() {
+            TailMethod::Exact
+        } else {
+            TailMethod::ExponentialFit
+        }
     }
 }

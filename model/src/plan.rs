@@ -66,7 +66,11 @@ impl FromStr for Budget {
     /// `mean=2ms`, `p99=1ms`, `p99.9=500us`.
     fn from_str(s: &str) -> Result<Self> {
         let (stat, limit) = s.split_once('=').ok_or_else(|| {
-            ModelError::invalid("budget", s, "expected STAT=DURATION, e.g. p99=1ms or mean=200us")
+            ModelError::invalid(
+                "budget",
+                s,
+                "expected STAT=DURATION, e.g. p99=1ms or mean=200us",
+            )
         })?;
         let limit_s = Seconds::parse(limit)?;
         if limit_s.get() <= 0.0 {
@@ -74,7 +78,10 @@ impl FromStr for Budget {
         }
         match stat.trim() {
             "mean" | "avg" => Ok(Self::Mean { limit_s }),
-            q => Ok(Self::Quantile { q: q.parse()?, limit_s }),
+            q => Ok(Self::Quantile {
+                q: q.parse()?,
+                limit_s,
+            }),
         }
     }
 }
@@ -105,7 +112,11 @@ impl FromStr for Assignment {
         match s {
             "random" | "poisson" => Ok(Self::Random),
             "round-robin" | "round_robin" | "rr" => Ok(Self::RoundRobin),
-            _ => Err(ModelError::invalid("assignment", s, "expected random or round-robin")),
+            _ => Err(ModelError::invalid(
+                "assignment",
+                s,
+                "expected random or round-robin",
+            )),
         }
     }
 }
@@ -128,14 +139,30 @@ pub struct Load {
 
 impl Load {
     /// Checks the counts.
-    pub fn new(qps: Rate, events_per_request: u32, burst: u32, event_cost: Service, assignment: Assignment) -> Result<Self> {
+    pub fn new(
+        qps: Rate,
+        events_per_request: u32,
+        burst: u32,
+        event_cost: Service,
+        assignment: Assignment,
+    ) -> Result<Self> {
         if events_per_request == 0 {
             return Err(ModelError::invalid("events per request", 0, "must be >= 1"));
         }
         if burst == 0 || burst > events_per_request {
-            return Err(ModelError::invalid("burst", burst, "must be between 1 and the events per request"));
+            return Err(ModelError::invalid(
+                "burst",
+                burst,
+                "must be between 1 and the events per request",
+            ));
         }
-        Ok(Self { qps, events_per_request, burst, event_cost, assignment })
+        Ok(Self {
+            qps,
+            events_per_request,
+            burst,
+            event_cost,
+            assignment,
+        })
     }
 
     /// Events per second over all loops.
@@ -153,14 +180,20 @@ impl Load {
     pub fn worker_queue(&self, workers: u32, slowdown: f64) -> Result<Box<dyn WaitModel>> {
         let bursts_per_request = f64::from(self.events_per_request) / f64::from(self.burst);
         let rate = self.qps.get() * bursts_per_request / f64::from(workers);
-        let service = if slowdown == 1.0 { self.event_cost.clone() } else { self.event_cost.scaled(slowdown) };
+        let service = if slowdown == 1.0 {
+            self.event_cost.clone()
+        } else {
+            self.event_cost.scaled(slowdown)
+        };
         let load = rate * f64::from(self.burst) * service.mean_s();
         if load >= 1.0 {
             return Err(ModelError::unstable(load * f64::from(workers), workers));
         }
         // Erlang-k gaps hold only when a request is a single burst; otherwise a loop's
         // arrivals superpose several bursts per request and are close to Poisson.
-        let erlang = self.assignment == Assignment::RoundRobin && workers > 1 && self.burst == self.events_per_request;
+        let erlang = self.assignment == Assignment::RoundRobin
+            && workers > 1
+            && self.burst == self.events_per_request;
         Ok(if erlang {
             Box::new(Kingman::erlang(workers, rate, self.burst, service)?)
         } else {
@@ -198,7 +231,13 @@ impl Evaluation {
                     model: q.name().to_string(),
                 }
             }
-            Err(_) => Self { workers, utilization, predicted_wait_s: None, meets_budget: false, model: "unstable".into() },
+            Err(_) => Self {
+                workers,
+                utilization,
+                predicted_wait_s: None,
+                meets_budget: false,
+                model: "unstable".into(),
+            },
         }
     }
 }
@@ -264,7 +303,9 @@ const MAX_WORKERS: u32 = 1 << 24;
 /// on the last event, does not shrink with more loops.
 pub fn plan_workers(load: &Load, budget: &Budget, hw: Hardware) -> Result<WorkerPlan> {
     let erlangs = load.offered_erlangs();
-    let k_stable = u32::try_from(min_stable_servers(erlangs)).unwrap_or(u32::MAX).max(1);
+    let k_stable = u32::try_from(min_stable_servers(erlangs))
+        .unwrap_or(u32::MAX)
+        .max(1);
     let meets = |k: u32| Evaluation::of(load, budget, k, 1.0).meets_budget;
     // Exponential search up, then bisection: the wait falls monotonically in k.
     let (mut lo, mut hi) = (k_stable.saturating_sub(1), k_stable);
@@ -276,7 +317,9 @@ pub fn plan_workers(load: &Load, budget: &Budget, hw: Hardware) -> Result<Worker
                 reason: format!(
                     "even {MAX_WORKERS} loops predict {}; the wait inside a burst of {} events \
                      ({} per event) does not shrink with more loops",
-                    floor.predicted_wait_s.map_or("unstable".into(), format_seconds),
+                    floor
+                        .predicted_wait_s
+                        .map_or("unstable".into(), format_seconds),
                     load.burst,
                     format_seconds(load.event_cost.mean_s())
                 ),
@@ -312,9 +355,15 @@ pub fn plan_workers(load: &Load, budget: &Budget, hw: Hardware) -> Result<Worker
         reasoning.push(match f.predicted_wait_s {
             Some(w) => format!(
                 "{} loop(s): utilisation {:.3}, predicted {} = {}, misses the budget",
-                f.workers, f.utilization, budget_stat_name(budget), format_seconds(w)
+                f.workers,
+                f.utilization,
+                budget_stat_name(budget),
+                format_seconds(w)
             ),
-            None => format!("{} loop(s): utilisation {:.3} >= 1, unstable", f.workers, f.utilization),
+            None => format!(
+                "{} loop(s): utilisation {:.3} >= 1, unstable",
+                f.workers, f.utilization
+            ),
         });
     }
     let shared = hw.cores.filter(|&c| c < k).map(|cores| {
@@ -323,18 +372,28 @@ pub fn plan_workers(load: &Load, budget: &Budget, hw: Hardware) -> Result<Worker
         let per_core = Evaluation::of(load, budget, cores, 1.0);
         reasoning.push(format!(
             "only {cores} core(s): {k} loops would each get {:.2} of a core, so every event \
-             takes {slowdown:.2}x longer and utilisation stays at {:.3}; {}",
+             takes {slowdown:.2}x longer and each loop's utilisation is {:.3}, the total work \
+             over the cores, however many loops share them; {}",
             1.0 / slowdown,
             planned.utilization,
             match planned.predicted_wait_s {
-                Some(w) if planned.meets_budget => format!("still meets the budget ({})", format_seconds(w)),
+                Some(w) if planned.meets_budget =>
+                    format!("still meets the budget ({})", format_seconds(w)),
                 Some(w) => format!("misses the budget ({})", format_seconds(w)),
                 None => "the loops cannot keep up".into(),
             }
         ));
-        SharedCores { cores, slowdown, at_planned_workers: planned, one_loop_per_core: per_core }
+        SharedCores {
+            cores,
+            slowdown,
+            at_planned_workers: planned,
+            one_loop_per_core: per_core,
+        }
     });
-    let machines = hw.cores_per_machine.filter(|&c| c > 0).map(|c| k.div_ceil(c));
+    let machines = hw
+        .cores_per_machine
+        .filter(|&c| c > 0)
+        .map(|c| k.div_ceil(c));
     if let (Some(m), Some(c)) = (machines, hw.cores_per_machine) {
         reasoning.push(format!("{k} cores at {c} per machine: {m} machine(s)"));
     }
@@ -384,11 +443,16 @@ pub fn max_qps(load: &Load, workers: u32, budget: &Budget, cores: Option<u32>) -
     if workers == 0 {
         return Err(ModelError::invalid("workers", 0, "must be >= 1"));
     }
-    let slowdown = cores.filter(|&c| c < workers).map_or(1.0, |c| f64::from(workers) / f64::from(c));
+    let slowdown = cores
+        .filter(|&c| c < workers)
+        .map_or(1.0, |c| f64::from(workers) / f64::from(c));
     let per_request = f64::from(load.events_per_request) * load.event_cost.mean_s() * slowdown;
     let saturation = f64::from(workers) / per_request;
     let at = |qps: f64| -> Option<f64> {
-        let l = Load { qps: Rate::per_s(qps).ok()?, ..load.clone() };
+        let l = Load {
+            qps: Rate::per_s(qps).ok()?,
+            ..load.clone()
+        };
         let q = l.worker_queue(workers, slowdown).ok()?;
         Some(budget.statistic(q.as_ref()))
     };

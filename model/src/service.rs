@@ -37,7 +37,11 @@ impl Moments {
         let var = self.m2 - m * m;
         let k3 = self.m3 - 3.0 * m * self.m2 + 2.0 * m * m * m;
         let (mm, vv, kk) = (n * m, n * var, n * k3);
-        Moments { mean_s: mm, m2: vv + mm * mm, m3: kk + 3.0 * mm * vv + mm * mm * mm }
+        Moments {
+            mean_s: mm,
+            m2: vv + mm * mm,
+            m3: kk + 3.0 * mm * vv + mm * mm * mm,
+        }
     }
 }
 
@@ -97,7 +101,11 @@ impl Service {
     pub fn gamma(mean_s: f64, scv: f64) -> Result<Self> {
         check_mean(mean_s)?;
         check_scv(scv)?;
-        Ok(if scv == 0.0 { Self::Deterministic { mean_s } } else { Self::Gamma { mean_s, scv } })
+        Ok(if scv == 0.0 {
+            Self::Deterministic { mean_s }
+        } else {
+            Self::Gamma { mean_s, scv }
+        })
     }
 
     /// Lognormal service with the given mean and SCV (> 0).
@@ -105,7 +113,11 @@ impl Service {
         check_mean(mean_s)?;
         check_scv(scv)?;
         if scv == 0.0 {
-            return Err(ModelError::invalid("service scv", scv, "a lognormal needs scv > 0"));
+            return Err(ModelError::invalid(
+                "service scv",
+                scv,
+                "a lognormal needs scv > 0",
+            ));
         }
         Ok(Self::Lognormal { mean_s, scv })
     }
@@ -113,10 +125,18 @@ impl Service {
     /// The empirical distribution of `samples_s` (seconds, each >= 0, mean > 0).
     pub fn empirical(mut samples_s: Vec<f64>) -> Result<Self> {
         if samples_s.is_empty() {
-            return Err(ModelError::invalid("service samples", "[]", "need at least one sample"));
+            return Err(ModelError::invalid(
+                "service samples",
+                "[]",
+                "need at least one sample",
+            ));
         }
         if let Some(bad) = samples_s.iter().find(|s| !(s.is_finite() && **s >= 0.0)) {
-            return Err(ModelError::invalid("service sample", bad, "must be finite and >= 0"));
+            return Err(ModelError::invalid(
+                "service sample",
+                bad,
+                "must be finite and >= 0",
+            ));
         }
         samples_s.sort_by(f64::total_cmp);
         let mean = samples_s.iter().sum::<f64>() / samples_s.len() as f64;
@@ -158,10 +178,16 @@ impl Service {
     /// E[S^3] = m^3 (1 + c)^3.
     pub fn moments(&self) -> Moments {
         match self {
-            Self::Deterministic { mean_s: m } => Moments { mean_s: *m, m2: m * m, m3: m * m * m },
-            Self::Exponential { mean_s: m } => {
-                Moments { mean_s: *m, m2: 2.0 * m * m, m3: 6.0 * m * m * m }
-            }
+            Self::Deterministic { mean_s: m } => Moments {
+                mean_s: *m,
+                m2: m * m,
+                m3: m * m * m,
+            },
+            Self::Exponential { mean_s: m } => Moments {
+                mean_s: *m,
+                m2: 2.0 * m * m,
+                m3: 6.0 * m * m * m,
+            },
             Self::Gamma { mean_s: m, scv: c } => Moments {
                 mean_s: *m,
                 m2: m * m * (1.0 + c),
@@ -180,7 +206,11 @@ impl Service {
                     s2 += x * x;
                     s3 += x * x * x;
                 }
-                Moments { mean_s: s1 / n, m2: s2 / n, m3: s3 / n }
+                Moments {
+                    mean_s: s1 / n,
+                    m2: s2 / n,
+                    m3: s3 / n,
+                }
             }
         }
     }
@@ -293,7 +323,10 @@ impl Service {
         if scv < 1e-12 {
             Self::Deterministic { mean_s: m.mean_s }
         } else {
-            Self::Gamma { mean_s: m.mean_s, scv }
+            Self::Gamma {
+                mean_s: m.mean_s,
+                scv,
+            }
         }
     }
 
@@ -303,13 +336,37 @@ impl Service {
     pub fn sum_of(&self, n: u32) -> (Service, bool) {
         let nf = f64::from(n);
         match self {
-            Self::Deterministic { mean_s } => (Self::Deterministic { mean_s: nf * mean_s }, true),
-            Self::Exponential { mean_s } => (Self::Gamma { mean_s: nf * mean_s, scv: 1.0 / nf }, true),
-            Self::Gamma { mean_s, scv } => (Self::Gamma { mean_s: nf * mean_s, scv: scv / nf }, true),
+            Self::Deterministic { mean_s } => (
+                Self::Deterministic {
+                    mean_s: nf * mean_s,
+                },
+                true,
+            ),
+            Self::Exponential { mean_s } => (
+                Self::Gamma {
+                    mean_s: nf * mean_s,
+                    scv: 1.0 / nf,
+                },
+                true,
+            ),
+            Self::Gamma { mean_s, scv } => (
+                Self::Gamma {
+                    mean_s: nf * mean_s,
+                    scv: scv / nf,
+                },
+                true,
+            ),
             _ if n == 1 => (self.clone(), true),
             _ => {
                 let m = self.moments().sum_of(n);
-                (Service::Gamma { mean_s: m.mean_s, scv: m.scv() }.gamma_fit(), false)
+                (
+                    Service::Gamma {
+                        mean_s: m.mean_s,
+                        scv: m.scv(),
+                    }
+                    .gamma_fit(),
+                    false,
+                )
             }
         }
     }
@@ -317,13 +374,23 @@ impl Service {
     /// The same distribution with every service time multiplied by `factor` (> 0).
     pub fn scaled(&self, factor: f64) -> Service {
         match self {
-            Self::Deterministic { mean_s } => Self::Deterministic { mean_s: mean_s * factor },
-            Self::Exponential { mean_s } => Self::Exponential { mean_s: mean_s * factor },
-            Self::Gamma { mean_s, scv } => Self::Gamma { mean_s: mean_s * factor, scv: *scv },
-            Self::Lognormal { mean_s, scv } => Self::Lognormal { mean_s: mean_s * factor, scv: *scv },
-            Self::Empirical { samples_s } => {
-                Self::Empirical { samples_s: samples_s.iter().map(|s| s * factor).collect() }
-            }
+            Self::Deterministic { mean_s } => Self::Deterministic {
+                mean_s: mean_s * factor,
+            },
+            Self::Exponential { mean_s } => Self::Exponential {
+                mean_s: mean_s * factor,
+            },
+            Self::Gamma { mean_s, scv } => Self::Gamma {
+                mean_s: mean_s * factor,
+                scv: *scv,
+            },
+            Self::Lognormal { mean_s, scv } => Self::Lognormal {
+                mean_s: mean_s * factor,
+                scv: *scv,
+            },
+            Self::Empirical { samples_s } => Self::Empirical {
+                samples_s: samples_s.iter().map(|s| s * factor).collect(),
+            },
         }
     }
 
@@ -344,7 +411,12 @@ impl fmt::Display for Service {
         let m = crate::units::format_seconds(self.mean_s());
         match self {
             Self::Empirical { samples_s } => {
-                write!(f, "empirical(n={}, mean={m}, scv={:.3})", samples_s.len(), self.scv())
+                write!(
+                    f,
+                    "empirical(n={}, mean={m}, scv={:.3})",
+                    samples_s.len(),
+                    self.scv()
+                )
             }
             _ => write!(f, "{}(mean={m}, scv={:.3})", self.kind_name(), self.scv()),
         }
@@ -386,7 +458,11 @@ fn check_mean(mean_s: f64) -> Result<()> {
     if mean_s.is_finite() && mean_s > 0.0 {
         Ok(())
     } else {
-        Err(ModelError::invalid("service mean", mean_s, "must be a finite duration > 0"))
+        Err(ModelError::invalid(
+            "service mean",
+            mean_s,
+            "must be a finite duration > 0",
+        ))
     }
 }
 
@@ -394,7 +470,11 @@ fn check_scv(scv: f64) -> Result<()> {
     if scv.is_finite() && scv >= 0.0 {
         Ok(())
     } else {
-        Err(ModelError::invalid("service scv", scv, "must be a finite number >= 0"))
+        Err(ModelError::invalid(
+            "service scv",
+            scv,
+            "must be a finite number >= 0",
+        ))
     }
 }
 
@@ -428,7 +508,11 @@ mod tests {
     fn equilibrium_by_quadrature(s: &Service, x: f64) -> f64 {
         let n = 200_000;
         let h = x / n as f64;
-        (0..n).map(|i| 1.0 - s.cdf((i as f64 + 0.5) * h)).sum::<f64>() * h / s.mean_s()
+        (0..n)
+            .map(|i| 1.0 - s.cdf((i as f64 + 0.5) * h))
+            .sum::<f64>()
+            * h
+            / s.mean_s()
     }
 
     #[test]
@@ -447,7 +531,10 @@ mod tests {
                 let quad = equilibrium_by_quadrature(s, x);
                 // Midpoint rule error is O(h^2 f''), far below 1e-6 at h = x / 2e5,
                 // except at the jumps of the deterministic/empirical CDF, where it is O(h).
-                assert!((exact - quad).abs() < 1e-4, "{s}: Fe({x}) {exact} vs {quad}");
+                assert!(
+                    (exact - quad).abs() < 1e-4,
+                    "{s}: Fe({x}) {exact} vs {quad}"
+                );
             }
         }
     }

@@ -32,7 +32,7 @@ impl CramerLundberg {
     /// is unstable.
     pub fn solve(lambda: f64, service: &Service) -> Option<Self> {
         let rho = lambda * service.mean_s();
-        if !(rho < 1.0) || !service.is_light_tailed() {
+        if rho.is_nan() || rho >= 1.0 || !service.is_light_tailed() {
             return None;
         }
         // g(theta) = lambda (M(theta) - 1) - theta is convex with g(0) = 0 and
@@ -47,7 +47,11 @@ impl CramerLundberg {
                 Some(v) if v > 0.0 => break,
                 Some(_) => {
                     lo = hi;
-                    hi = if abscissa.is_finite() { (hi + abscissa) / 2.0 } else { hi * 2.0 };
+                    hi = if abscissa.is_finite() {
+                        (hi + abscissa) / 2.0
+                    } else {
+                        hi * 2.0
+                    };
                 }
                 None => hi = (lo + hi) / 2.0,
             }
@@ -70,7 +74,11 @@ impl CramerLundberg {
 
     /// P(Wq > t), capped by rho (the exact probability of waiting at all).
     pub fn tail(&self, t: f64) -> f64 {
-        if t < 0.0 { 1.0 } else { (self.c * (-self.theta * t).exp()).min(self.rho) }
+        if t < 0.0 {
+            1.0
+        } else {
+            (self.c * (-self.theta * t).exp()).min(self.rho)
+        }
     }
 
     /// The q-quantile: zero when 1 - q >= rho, else ln(C / (1 - q)) / theta.
@@ -115,12 +123,20 @@ impl RenewalGrid {
 
     /// One solve with step `h` and `n` points.
     pub fn solve_on(rho: f64, service: &Service, h: f64, n: usize) -> Self {
-        let fe: Vec<f64> = (0..=n).map(|i| service.equilibrium_cdf(i as f64 * h)).collect();
+        let fe: Vec<f64> = (0..=n)
+            .map(|i| service.equilibrium_cdf(i as f64 * h))
+            .collect();
         // Rounded up: mass of (x_{i-1}, x_i] sits at x_i, so a_0 = 0.
-        let up: Vec<f64> = (0..n).map(|i| if i == 0 { 0.0 } else { fe[i] - fe[i - 1] }).collect();
+        let up: Vec<f64> = (0..n)
+            .map(|i| if i == 0 { 0.0 } else { fe[i] - fe[i - 1] })
+            .collect();
         // Rounded down: mass of [x_i, x_{i+1}) sits at x_i, so b_0 = Fe(h) > 0.
         let down: Vec<f64> = (0..n).map(|i| fe[i + 1] - fe[i]).collect();
-        Self { h, upper: compound_geometric(rho, &up), lower: compound_geometric(rho, &down) }
+        Self {
+            h,
+            upper: compound_geometric(rho, &up),
+            lower: compound_geometric(rho, &down),
+        }
     }
 
     /// (lower, upper) bounds on P(Wq > t).
@@ -146,7 +162,10 @@ impl RenewalGrid {
         // W_up lives on the grid points and is >= W; P(W_up > t) = 1 - F_up(floor(t/h) h).
         let j = pos.floor() as usize;
         // W_low lives on grid points too; a point x_j <= t counts as not exceeding t.
-        ((1.0 - self.lower[j]).max(0.0), (1.0 - self.upper[j]).max(0.0))
+        (
+            (1.0 - self.lower[j]).max(0.0),
+            (1.0 - self.upper[j]).max(0.0),
+        )
     }
 
     /// The midpoint of the bounds on P(Wq > t).
@@ -165,7 +184,11 @@ fn compound_geometric(rho: f64, a: &[f64]) -> Vec<f64> {
     let mut w = vec![0.0; n];
     w[0] = (1.0 - rho) / norm;
     for j in 1..n {
-        let s: f64 = a[1..=j].iter().zip(w[..j].iter().rev()).map(|(x, y)| x * y).sum();
+        let s: f64 = a[1..=j]
+            .iter()
+            .zip(w[..j].iter().rev())
+            .map(|(x, y)| x * y)
+            .sum();
         w[j] = rho * s / norm;
     }
     let mut acc = 0.0;

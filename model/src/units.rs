@@ -21,7 +21,11 @@ impl Rate {
         if per_s.is_finite() && per_s > 0.0 {
             Ok(Self(per_s))
         } else {
-            Err(ModelError::invalid("rate", per_s, "must be a finite number > 0 per second"))
+            Err(ModelError::invalid(
+                "rate",
+                per_s,
+                "must be a finite number > 0 per second",
+            ))
         }
     }
 
@@ -68,7 +72,11 @@ impl Quantile {
         if q > 0.0 && q < 1.0 {
             Ok(Self(q))
         } else {
-            Err(ModelError::invalid("quantile", q, "must lie strictly between 0 and 1"))
+            Err(ModelError::invalid(
+                "quantile",
+                q,
+                "must lie strictly between 0 and 1",
+            ))
         }
     }
 
@@ -115,7 +123,13 @@ impl FromStr for Quantile {
     /// Accepts `p99`, `p99.9`, `P50` (percentiles) or a bare level such as `0.99`.
     fn from_str(s: &str) -> Result<Self> {
         let t = s.trim();
-        let bad = || ModelError::invalid("quantile", s, "expected p50, p99, p99.9 or a level in (0, 1)");
+        let bad = || {
+            ModelError::invalid(
+                "quantile",
+                s,
+                "expected p50, p99, p99.9 or a level in (0, 1)",
+            )
+        };
         if let Some(pct) = t.strip_prefix(['p', 'P']) {
             let v: f64 = pct.parse().map_err(|_| bad())?;
             Quantile::new(v / 100.0)
@@ -150,7 +164,11 @@ impl Seconds {
         if s.is_finite() && s >= 0.0 {
             Ok(Self(s))
         } else {
-            Err(ModelError::invalid("duration", s, "must be a finite number of seconds >= 0"))
+            Err(ModelError::invalid(
+                "duration",
+                s,
+                "must be a finite number of seconds >= 0",
+            ))
         }
     }
 
@@ -164,11 +182,15 @@ impl Seconds {
         let t = s.trim();
         let bad = |reason| ModelError::invalid("duration", s, reason);
         let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+'))
+            .find(|c: char| {
+                !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+')
+            })
             .ok_or_else(|| bad("missing unit: write e.g. 20us, 1.5ms or 2s"))?;
         // An exponent such as 1e-3 must not swallow the unit's first letter.
         let (num, unit) = t.split_at(split);
-        let value: f64 = num.parse().map_err(|_| bad("not a number followed by a unit"))?;
+        let value: f64 = num
+            .parse()
+            .map_err(|_| bad("not a number followed by a unit"))?;
         // Divide by powers of ten rather than multiply by their (inexact) inverses, so
         // that 20us is the double nearest 2e-5.
         let seconds = match unit.trim() {

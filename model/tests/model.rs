@@ -1,6 +1,7 @@
 //! Checks of every model against an independent truth: closed forms, textbook values,
 //! a second numerical method, or a seeded Lindley recursion.
 
+use heisenbench_model::ModelError;
 use heisenbench_model::batch::BatchMg1;
 use heisenbench_model::kingman::Kingman;
 use heisenbench_model::mg1::{Mg1, md1_wait_cdf};
@@ -10,7 +11,6 @@ use heisenbench_model::queue::{TailMethod, WaitModel};
 use heisenbench_model::service::Service;
 use heisenbench_model::tail::{CramerLundberg, quantile_by_bisection};
 use heisenbench_model::units::{Quantile, Rate};
-use heisenbench_model::ModelError;
 use proptest::prelude::*;
 
 fn rel(a: f64, b: f64) -> f64 {
@@ -53,7 +53,10 @@ fn erlang_c_by_the_factorial_formula() {
             sum += term;
         }
         let top = term * a / f64::from(c) * f64::from(c) / (f64::from(c) - a);
-        assert!(rel(erlang_c(c, a), top / (sum + top)) < 1e-12, "c {c} a {a}");
+        assert!(
+            rel(erlang_c(c, a), top / (sum + top)) < 1e-12,
+            "c {c} a {a}"
+        );
     }
     // The recursion stays finite where factorials overflow.
     let big = erlang_c(2000, 1990.0);
@@ -75,7 +78,10 @@ fn md1_cramer_lundberg_is_exact_to_four_digits_at_p99() {
         let cl = CramerLundberg::solve(rho, &Service::deterministic(1.0).unwrap()).unwrap();
         let approx = cl.quantile(Quantile::P99);
         // Four significant digits: within half a unit of the fourth digit.
-        assert!(rel(approx, exact) < 5e-4, "rho {rho}: CL {approx} vs exact {exact}");
+        assert!(
+            rel(approx, exact) < 5e-4,
+            "rho {rho}: CL {approx} vs exact {exact}"
+        );
     }
 }
 
@@ -91,11 +97,23 @@ fn md1_series_integrates_to_pk_and_takacs() {
     // Truncated at t = 20, where the tail is ~1e-11 (the series is still trusted there; the
     // rest of the integral is below 1e-9).
     let upper = 20.0;
-    let mean: f64 = (0..20).map(|k| simpson(|x| tail(k as f64 + x), 1.0, 200)).sum();
-    let m2: f64 = (0..20).map(|k| simpson(|x| 2.0 * (k as f64 + x) * tail(k as f64 + x), 1.0, 200)).sum();
+    let mean: f64 = (0..20)
+        .map(|k| simpson(|x| tail(k as f64 + x), 1.0, 200))
+        .sum();
+    let m2: f64 = (0..20)
+        .map(|k| simpson(|x| 2.0 * (k as f64 + x) * tail(k as f64 + x), 1.0, 200))
+        .sum();
     assert!(tail(upper) < 1e-10);
-    assert!(rel(mean, q.wait_mean_s()) < 1e-6, "{mean} vs {}", q.wait_mean_s());
-    assert!(rel(m2, q.wait_m2().unwrap()) < 1e-6, "{m2} vs {}", q.wait_m2().unwrap());
+    assert!(
+        rel(mean, q.wait_mean_s()) < 1e-6,
+        "{mean} vs {}",
+        q.wait_mean_s()
+    );
+    assert!(
+        rel(m2, q.wait_m2().unwrap()) < 1e-6,
+        "{m2} vs {}",
+        q.wait_m2().unwrap()
+    );
 }
 
 #[test]
@@ -105,7 +123,10 @@ fn exponential_renewal_grid_brackets_the_exact_tail() {
     for t in [0.5, 5.0, 20.0, 60.0] {
         let (lo, up) = grid.tail_bounds(t);
         let exact = q.wait_tail(t);
-        assert!(lo <= exact * (1.0 + 1e-9) && exact <= up * (1.0 + 1e-9), "t {t}: {exact} not in [{lo}, {up}]");
+        assert!(
+            lo <= exact * (1.0 + 1e-9) && exact <= up * (1.0 + 1e-9),
+            "t {t}: {exact} not in [{lo}, {up}]"
+        );
     }
 }
 
@@ -150,7 +171,11 @@ fn lognormal_tail_matches_a_lindley_recursion() {
     // ~4e3 independent batches: the mean's standard error is about 1 %, the p90's about
     // 1 % and the p99's about 2 % (batch-means estimates from a longer run). 5 % and 6 %
     // are about three standard errors.
-    assert!(rel(mean_sim, q.wait_mean_s()) < 0.05, "mean {mean_sim} vs {}", q.wait_mean_s());
+    assert!(
+        rel(mean_sim, q.wait_mean_s()) < 0.05,
+        "mean {mean_sim} vs {}",
+        q.wait_mean_s()
+    );
     for (level, tol) in [(Quantile::P90, 0.05), (Quantile::P99, 0.06)] {
         let sim = waits[(level.get() * n as f64) as usize];
         let model = q.wait_quantile_s(level);
@@ -166,7 +191,15 @@ fn batch_tail_integrates_to_the_exact_batch_mean() {
     assert!(rel(q.rho(), 0.5) < 1e-12);
     // The mixed tail jumps at every multiple of S (a position's wait starts there): integrate
     // each unit panel on its open interior.
-    let by_tail: f64 = (0..400).map(|k| simpson(|x| q.wait_tail(k as f64 + 1e-12 + x * (1.0 - 2e-12)), 1.0, 50)).sum();
+    let by_tail: f64 = (0..400)
+        .map(|k| {
+            simpson(
+                |x| q.wait_tail(k as f64 + 1e-12 + x * (1.0 - 2e-12)),
+                1.0,
+                50,
+            )
+        })
+        .sum();
     let closed = 0.1 * 25.0 / (2.0 * 0.5) + 2.0;
     assert!(rel(q.wait_mean_s(), closed) < 1e-12);
     assert!(rel(by_tail, closed) < 1e-5, "{by_tail} vs {closed}");
@@ -178,7 +211,11 @@ fn batch_gamma_tail_integrates_close_to_its_mean() {
     // land near the exact mean (CL is least accurate near t = 0).
     let q = BatchMg1::new(0.08, 10, Service::gamma(1.0, 0.5).unwrap()).unwrap();
     let by_tail = simpson(|t| q.wait_tail(t), 400.0, 40_000);
-    assert!(rel(by_tail, q.wait_mean_s()) < 0.02, "{by_tail} vs {}", q.wait_mean_s());
+    assert!(
+        rel(by_tail, q.wait_mean_s()) < 0.02,
+        "{by_tail} vs {}",
+        q.wait_mean_s()
+    );
 }
 
 #[test]
@@ -212,15 +249,34 @@ fn kingman_reduces_to_pk_for_poisson_and_falls_with_k() {
 fn sizing_the_paper_operating_point() {
     // 5,000 QPS x 200 events x 20 us fixed, p99 <= 1 ms: 20 erlangs, so 21 loops (rho
     // 0.952, p99 ~ 945 us); 20 loops are exactly saturated.
-    let load = Load::new(Rate::per_s(5000.0).unwrap(), 200, 1, Service::deterministic(20e-6).unwrap(), Assignment::Random).unwrap();
+    let load = Load::new(
+        Rate::per_s(5000.0).unwrap(),
+        200,
+        1,
+        Service::deterministic(20e-6).unwrap(),
+        Assignment::Random,
+    )
+    .unwrap();
     let budget: Budget = "p99=1ms".parse().unwrap();
     let plan = plan_workers(&load, &budget, Hardware::default()).unwrap();
     assert_eq!(plan.workers, 21);
-    assert!((plan.predicted_wait_s - 945e-6).abs() < 1e-6, "{}", plan.predicted_wait_s);
+    assert!(
+        (plan.predicted_wait_s - 945e-6).abs() < 1e-6,
+        "{}",
+        plan.predicted_wait_s
+    );
     let fewer = plan.at_fewer_workers.unwrap();
     assert!(!fewer.meets_budget && fewer.predicted_wait_s.is_none());
     // On two cores the 21 loops cannot keep up, and the plan says so.
-    let tight = plan_workers(&load, &budget, Hardware { cores: Some(2), cores_per_machine: Some(8) }).unwrap();
+    let tight = plan_workers(
+        &load,
+        &budget,
+        Hardware {
+            cores: Some(2),
+            cores_per_machine: Some(8),
+        },
+    )
+    .unwrap();
     let shared = tight.shared_cores.unwrap();
     assert!(!shared.at_planned_workers.meets_budget);
     assert!(rel(shared.slowdown, 10.5) < 1e-12);
@@ -229,21 +285,51 @@ fn sizing_the_paper_operating_point() {
 
 #[test]
 fn capacity_inverts_the_plan() {
-    let load = Load::new(Rate::per_s(1.0).unwrap(), 200, 1, Service::gamma(20e-6, 0.5).unwrap(), Assignment::Random).unwrap();
+    let load = Load::new(
+        Rate::per_s(1.0).unwrap(),
+        200,
+        1,
+        Service::gamma(20e-6, 0.5).unwrap(),
+        Assignment::Random,
+    )
+    .unwrap();
     let budget: Budget = "p99=1ms".parse().unwrap();
     let cap = max_qps(&load, 8, &budget, None).unwrap();
     assert!((cap.predicted_wait_s - 1e-3).abs() < 1e-8);
     // Planning for just under that capacity gives at most 8 loops; just over, more.
-    let under = Load { qps: Rate::per_s(cap.max_qps * 0.999).unwrap(), ..load.clone() };
-    let over = Load { qps: Rate::per_s(cap.max_qps * 1.001).unwrap(), ..load };
-    assert!(plan_workers(&under, &budget, Hardware::default()).unwrap().workers <= 8);
-    assert!(plan_workers(&over, &budget, Hardware::default()).unwrap().workers > 8);
+    let under = Load {
+        qps: Rate::per_s(cap.max_qps * 0.999).unwrap(),
+        ..load.clone()
+    };
+    let over = Load {
+        qps: Rate::per_s(cap.max_qps * 1.001).unwrap(),
+        ..load
+    };
+    assert!(
+        plan_workers(&under, &budget, Hardware::default())
+            .unwrap()
+            .workers
+            <= 8
+    );
+    assert!(
+        plan_workers(&over, &budget, Hardware::default())
+            .unwrap()
+            .workers
+            > 8
+    );
 }
 
 #[test]
 fn unreachable_budget_is_an_error() {
     // A 200-event burst at 20 us: the last event waits ~4 ms whatever the worker count.
-    let load = Load::new(Rate::per_s(100.0).unwrap(), 200, 200, Service::deterministic(20e-6).unwrap(), Assignment::Random).unwrap();
+    let load = Load::new(
+        Rate::per_s(100.0).unwrap(),
+        200,
+        200,
+        Service::deterministic(20e-6).unwrap(),
+        Assignment::Random,
+    )
+    .unwrap();
     let e = plan_workers(&load, &"p99=1ms".parse().unwrap(), Hardware::default()).unwrap_err();
     assert!(matches!(e, ModelError::Unreachable { .. }), "{e}");
     assert!(max_qps(&load, 4, &"p99=1ms".parse().unwrap(), None).is_err());

@@ -1,0 +1,103 @@
+//! `heisenbench model <queue>`.
+
+use std::io::Write;
+
+use heisenbench_model::batch::BatchMg1;
+use heisenbench_model::kingman::Kingman;
+use heisenbench_model::mg1::Mg1;
+use heisenbench_model::mmc::Mgc;
+use heisenbench_model::queue::WaitModel;
+use heisenbench_model::service::{Service, ServiceKind};
+
+use super::write_json;
+use crate::Failure;
+use crate::args::{BasicQueue, GeneralQueue, QueueCmd};
+use crate::table::{queue_rows, write_pairs};
+
+fn service(q: &GeneralQueue) -> Result<Service, Failure> {
+    Ok(Service::named(
+        q.service_dist,
+        q.basic.service_mean.get(),
+        q.service_scv,
+    )?)
+}
+
+pub fn run(cmd: QueueCmd, out: &mut dyn Write) -> Result<(), Failure> {
+    let (queue, json): (Box<dyn WaitModel>, bool) = match &cmd {
+        QueueCmd::Mm1(b) => (
+            Box::new(Mg1::new(
+                b.rate.get(),
+                Service::exponential(b.service_mean.get())?,
+            )?),
+            b.json,
+        ),
+        QueueCmd::Md1(b) => (
+            Box::new(Mg1::new(
+                b.rate.get(),
+                Service::deterministic(b.service_mean.get())?,
+            )?),
+            b.json,
+        ),
+        QueueCmd::Mg1(g) => (
+            Box::new(Mg1::new(g.basic.rate.get(), service(g)?)?),
+            g.basic.json,
+        ),
+        QueueCmd::Mxg1 { queue, batch } => {
+            let burst_rate = queue.basic.rate.get() / f64::from(*batch);
+            (
+                Box::new(BatchMg1::new(burst_rate, *batch, service(queue)?)?),
+                queue.basic.json,
+            )
+        }
+        QueueCmd::Ekg1 { queue, k, batch } => {
+            let burst_rate = queue.basic.rate.get() / f64::from(*batch);
+            (
+                Box::new(Kingman::erlang(*k, burst_rate, *batch, service(queue)?)?),
+                queue.basic.json,
+            )
+        }
+        QueueCmd::Gg1 {
+            queue,
+            arrival_scv,
+            batch,
+        } => {
+            let burst_rate = queue.basic.rate.get() / f64::from(*batch);
+            (
+                Box::new(Kingman::new(
+                    burst_rate,
+                    *arrival_scv,
+                    *batch,
+                    service(queue)?,
+                )?),
+                queue.basic.json,
+            )
+        }
+        QueueCmd::Mmc {
+            queue:
+                BasicQueue {
+                    rate,
+                    service_mean,
+                    json,
+                },
+            servers,
+        } => (
+            Box::new(Mgc::new(
+                rate.get(),
+                *servers,
+                Service::named(ServiceKind::Exponential, service_mean.get(), 1.0)?,
+            )?),
+            *json,
+        ),
+        QueueCmd::Mgc { queue, servers } => (
+            Box::new(Mgc::new(queue.basic.rate.get(), *servers, service(queue)?)?),
+            queue.basic.json,
+        ),
+    };
+    let report = queue.report();
+    if json {
+        return write_json(out, &report);
+    }
+    writeln!(out, "{}", report.model)?;
+    write_pairs(out, &queue_rows(&report))?;
+    Ok(())
+}

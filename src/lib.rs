@@ -1,0 +1,114 @@
+//! The heisenbench command line as a library: `main` parses nothing itself and calls
+//! [`run`], which tests call in process.
+//!
+//! Exit status: 0 on success, 2 for bad input (a malformed flag, an impossible or unstable
+//! configuration), 1 for anything that went wrong while running.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io::Write;
+
+use clap::Parser;
+
+mod args;
+mod cmd;
+mod table;
+
+pub use args::Cli;
+
+/// Why a command failed, and so which exit status it gets.
+#[derive(Debug)]
+pub enum Failure {
+    /// The input is wrong: exit 2.
+    Usage(String),
+    /// Something failed while running: exit 1.
+    Runtime(anyhow::Error),
+}
+
+impl Failure {
+    /// 2 for bad input, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) => 2,
+            Self::Runtime(_) => 1,
+        }
+    }
+
+    /// A write to a closed stdout (`heisenbench ... | head`) is not an error.
+    pub fn is_broken_pipe(&self) -> bool {
+        match self {
+            Self::Runtime(e) => e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }),
+            Self::Usage(_) => false,
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Usage(m) => f.write_str(m),
+            // One line: the chain joined by ": ".
+            Self::Runtime(e) => write!(f, "{e:#}"),
+        }
+    }
+}
+
+impl From<heisenbench_model::ModelError> for Failure {
+    fn from(e: heisenbench_model::ModelError) -> Self {
+        Self::Usage(e.to_string())
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Self::Runtime(e.into())
+    }
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Self::Runtime(e)
+    }
+}
+
+/// Parses `args` (the first is the program name) and runs the command, writing its output
+/// to `out`.
+pub fn run<I, T>(args: I, out: &mut dyn Write) -> Result<(), Failure>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+            ) =>
+        {
+            write!(out, "{}", e.render())?;
+            return Ok(());
+        }
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            return Err(Failure::Usage(
+                format!("a command is needed; try --help\n{}", e.render())
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+            ));
+        }
+        Err(e) => {
+            // clap's message spans several lines; keep the first, drop its "error: " tag.
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            return Err(Failure::Usage(
+                first.trim_start_matches("error: ").to_string(),
+            ));
+        }
+    };
+    cmd::dispatch(cli, out)
+}

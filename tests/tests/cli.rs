@@ -1,0 +1,364 @@
+//! The command line, run in process through `heisenbench::run`.
+
+use heisenbench::{Failure, run};
+use serde_json::Value;
+
+fn ok(args: &[&str]) -> String {
+    let mut out = Vec::new();
+    let argv = std::iter::once("heisenbench").chain(args.iter().copied());
+    if let Err(e) = run(argv, &mut out) {
+        panic!("{args:?} failed: {e}");
+    }
+    String::from_utf8(out).unwrap()
+}
+
+fn json(args: &[&str]) -> Value {
+    let text = ok(args);
+    assert_eq!(
+        text.lines().count(),
+        1,
+        "--json must print one line: {text}"
+    );
+    serde_json::from_str(&text).unwrap()
+}
+
+fn fails(args: &[&str]) -> Failure {
+    let mut out = Vec::new();
+    let argv = std::iter::once("heisenbench").chain(args.iter().copied());
+    let e = run(argv, &mut out).expect_err("should fail");
+    assert!(
+        out.is_empty(),
+        "nothing may be printed on failure: {}",
+        String::from_utf8_lossy(&out)
+    );
+    e
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("missing numeric {key} in {v}"))
+}
+
+#[test]
+fn queue_json_carries_the_keys() {
+    let v = json(&[
+        "model",
+        "mg1",
+        "--rate",
+        "40000",
+        "--service-mean",
+        "20us",
+        "--service-scv",
+        "1",
+        "--json",
+    ]);
+    for key in [
+        "rho",
+        "wq_mean_s",
+        "lq",
+        "w_mean_s",
+        "l",
+        "p_wait",
+        "wq_p50_s",
+        "wq_p90_s",
+        "wq_p99_s",
+        "wq_p999_s",
+    ] {
+        num(&v, key);
+    }
+    // Gamma with SCV 1 is exponential: M/M/1 at rho 0.8 with E[S] = 20 us, Wq = 4 E[S].
+    assert!((num(&v, "rho") - 0.8).abs() < 1e-12);
+    assert!((num(&v, "wq_mean_s") - 80e-6).abs() < 1e-12);
+    assert!((num(&v, "wq_p99_s") - 20e-6 * (80f64).ln() / 0.2).abs() < 1e-9);
+}
+
+#[test]
+fn every_queue_command_answers() {
+    let cases: &[&[&str]] = &[
+        &[
+            "model",
+            "mm1",
+            "--rate",
+            "0.8",
+            "--service-mean",
+            "1s",
+            "--json",
+        ],
+        &[
+            "model",
+            "md1",
+            "--rate",
+            "0.9",
+            "--service-mean",
+            "1s",
+            "--json",
+        ],
+        &[
+            "model",
+            "mxg1",
+            "--rate",
+            "2000",
+            "--service-mean",
+            "20us",
+            "--service-scv",
+            "0",
+            "--batch",
+            "20",
+            "--json",
+        ],
+        &[
+            "model",
+            "ekg1",
+            "--rate",
+            "30000",
+            "--service-mean",
+            "20us",
+            "--k",
+            "4",
+            "--json",
+        ],
+        &[
+            "model",
+            "gg1",
+            "--rate",
+            "30000",
+            "--service-mean",
+            "20us",
+            "--arrival-scv",
+            "0.5",
+            "--json",
+        ],
+        &[
+            "model",
+            "mmc",
+            "--rate",
+            "6",
+            "--service-mean",
+            "1s",
+            "--servers",
+            "7",
+            "--json",
+        ],
+        &[
+            "model",
+            "mgc",
+            "--rate",
+            "6",
+            "--service-mean",
+            "1s",
+            "--servers",
+            "7",
+            "--service-scv",
+            "0.3",
+            "--json",
+        ],
+        &[
+            "model",
+            "mg1",
+            "--rate",
+            "0.7",
+            "--service-mean",
+            "1s",
+            "--service-dist",
+            "lognormal",
+            "--service-scv",
+            "2",
+            "--json",
+        ],
+    ];
+    for args in cases {
+        let v = json(args);
+        let rho = num(&v, "rho");
+        assert!(rho > 0.0 && rho < 1.0, "{args:?}");
+        let qs: Vec<f64> = ["wq_p50_s", "wq_p90_s", "wq_p99_s", "wq_p999_s"]
+            .iter()
+            .map(|k| num(&v, k))
+            .collect();
+        assert!(qs.windows(2).all(|w| w[0] <= w[1]), "{args:?}: {qs:?}");
+    }
+}
+
+#[test]
+fn mm3_textbook_through_the_cli() {
+    let v = json(&[
+        "model",
+        "mmc",
+        "--rate",
+        "6",
+        "--service-mean",
+        "333.333333333ms",
+        "--servers",
+        "3",
+        "--json",
+    ]);
+    assert!((num(&v, "wq_mean_s") - 0.1481).abs() < 1e-4);
+}
+
+#[test]
+fn plan_json_carries_the_keys_and_the_paper_answer() {
+    let v = json(&[
+        "plan",
+        "--qps",
+        "5000",
+        "--events-per-request",
+        "200",
+        "--event-cost",
+        "20us",
+        "--budget",
+        "p99=1ms",
+        "--json",
+    ]);
+    assert_eq!(v["workers"], 21);
+    assert!((num(&v, "utilization") - 20.0 / 21.0).abs() < 1e-12);
+    assert!((num(&v, "predicted_wait_s") - 945e-6).abs() < 1e-6);
+    let fewer = &v["at_fewer_workers"];
+    assert_eq!(fewer["workers"], 20);
+    assert_eq!(fewer["meets_budget"], false);
+    assert!((num(fewer, "utilization") - 1.0).abs() < 1e-12);
+}
+
+#[test]
+fn plan_max_qps_and_cores() {
+    let v = json(&[
+        "plan",
+        "--max-qps",
+        "--workers",
+        "4",
+        "--events-per-request",
+        "200",
+        "--event-cost",
+        "20us",
+        "--budget",
+        "mean=100us",
+        "--json",
+    ]);
+    let max = num(&v, "max_qps");
+    assert!(max > 0.0 && max < num(&v, "saturation_qps"));
+    assert!((num(&v, "predicted_wait_s") - 100e-6).abs() < 1e-9);
+    let text = ok(&[
+        "plan",
+        "--qps",
+        "5000",
+        "--events-per-request",
+        "200",
+        "--event-cost",
+        "20us",
+        "--budget",
+        "p99=1ms",
+        "--cores",
+        "2",
+    ]);
+    assert!(text.contains("only 2 core(s)"), "{text}");
+}
+
+#[test]
+fn tables_are_readable() {
+    let t = ok(&["model", "md1", "--rate", "0.9", "--service-mean", "1s"]);
+    assert!(
+        t.contains("M/D/1") && t.contains("wait p99") && t.contains("21.90s"),
+        "{t}"
+    );
+    let r = ok(&["reproduce"]);
+    assert!(r.contains("250 req/s"), "{r}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let cases: &[&[&str]] = &[
+        &["model", "mg1", "--rate", "-5", "--service-mean", "20us"],
+        &["model", "mg1", "--rate", "0", "--service-mean", "20us"],
+        &["model", "mg1", "--rate", "5", "--service-mean", "20"],
+        &["model", "mg1", "--rate", "5", "--service-mean", "-3ms"],
+        &[
+            "model",
+            "mg1",
+            "--rate",
+            "5",
+            "--service-mean",
+            "1ms",
+            "--service-scv",
+            "-1",
+        ],
+        &["model", "md1", "--rate", "60000", "--service-mean", "20us"],
+        &[
+            "model",
+            "mmc",
+            "--rate",
+            "10",
+            "--service-mean",
+            "1s",
+            "--servers",
+            "3",
+        ],
+        &[
+            "plan",
+            "--qps",
+            "5",
+            "--events-per-request",
+            "200",
+            "--event-cost",
+            "20us",
+            "--budget",
+            "p100=1ms",
+        ],
+        &[
+            "plan",
+            "--qps",
+            "5",
+            "--events-per-request",
+            "200",
+            "--event-cost",
+            "20us",
+            "--budget",
+            "p0=1ms",
+        ],
+        &[
+            "plan",
+            "--qps",
+            "5",
+            "--events-per-request",
+            "200",
+            "--event-cost",
+            "20us",
+            "--budget",
+            "p99=-1ms",
+        ],
+        &[
+            "plan",
+            "--qps",
+            "100",
+            "--events-per-request",
+            "200",
+            "--burst",
+            "200",
+            "--event-cost",
+            "20us",
+            "--budget",
+            "p99=1ms",
+        ],
+        &["model", "nosuch"],
+        &[],
+    ];
+    for args in cases {
+        let e = fails(args);
+        assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+        let msg = e.to_string();
+        assert_eq!(msg.lines().count(), 1, "{args:?}: {msg:?}");
+        assert!(!msg.is_empty());
+    }
+    let unstable =
+        fails(&["model", "md1", "--rate", "60000", "--service-mean", "20us"]).to_string();
+    assert!(
+        unstable.contains("1.2000") && unstable.contains("at least 2 server(s)"),
+        "{unstable}"
+    );
+    let negative = fails(&["model", "mg1", "--rate", "-5", "--service-mean", "20us"]).to_string();
+    assert!(negative.contains("rate"), "{negative}");
+}
+
+#[test]
+fn help_goes_to_stdout_and_succeeds() {
+    let h = ok(&["--help"]);
+    assert!(h.contains("plan") && h.contains("model"));
+}
