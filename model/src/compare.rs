@@ -239,3 +239,69 @@ pub fn compare(obs: &Observation, tolerance: f64) -> Result<Comparison> {
         verdict_text,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obs(rate: f64, burst: u32, mean: f64) -> Observation {
+        Observation {
+            event_rate_per_s: rate,
+            service: Service::exponential(1.0).unwrap(),
+            burst,
+            arrivals: LoopArrivals::Poisson,
+            wait_mean_s: Some(mean),
+            wait_quantiles_s: vec![(Quantile::P99, 21.91)],
+        }
+    }
+
+    #[test]
+    fn matching_observation_is_client_bias() {
+        // M/M/1 at rho 0.8, E[S] = 1: Wq = 4, p99 = 21.91.
+        let c = compare(&obs(0.8, 1, 4.1), 0.1).unwrap();
+        assert_eq!(c.verdict, Verdict::ClientBias);
+        assert_eq!(c.model, "M/M/1");
+        assert!((c.rows[0].relative_error.unwrap() - 0.025).abs() < 1e-12);
+        assert!(c.rows[1].relative_error.unwrap().abs() < 1e-3);
+    }
+
+    #[test]
+    fn excess_is_beyond_the_client_and_deficit_below() {
+        assert_eq!(
+            compare(&obs(0.8, 1, 8.0), 0.1).unwrap().verdict,
+            Verdict::BeyondClient
+        );
+        assert_eq!(
+            compare(&obs(0.8, 1, 2.0), 0.1).unwrap().verdict,
+            Verdict::BelowPrediction
+        );
+    }
+
+    #[test]
+    fn saturation_is_named() {
+        let c = compare(&obs(1.2, 1, 100.0), 0.1).unwrap();
+        assert_eq!(c.verdict, Verdict::ClientSaturated);
+        assert!(c.predicted.is_none());
+    }
+
+    #[test]
+    fn bursts_pick_the_batch_model_and_show_what_mg1_misses() {
+        let c = compare(&obs(0.5, 10, 1.0), 0.1).unwrap();
+        assert_eq!(c.model, "M^X/G/1");
+        let plain = c.plain_mg1.unwrap();
+        let batch = c.predicted.unwrap();
+        assert!(
+            plain.wq_mean_s < batch.wq_mean_s / 3.0,
+            "{} vs {}",
+            plain.wq_mean_s,
+            batch.wq_mean_s
+        );
+    }
+
+    #[test]
+    fn round_robin_picks_erlang() {
+        let mut o = obs(0.8, 1, 1.0);
+        o.arrivals = LoopArrivals::RoundRobin { k: 4 };
+        assert_eq!(compare(&o, 0.1).unwrap().model, "E_k/G/1");
+    }
+}
