@@ -51,6 +51,7 @@ pub mod mg1;
 pub mod mmc;
 pub mod plan;
 pub mod queue;
+pub mod scenario;
 pub mod service;
 pub mod tail;
 pub mod units;

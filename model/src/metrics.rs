@@ -94,6 +94,75 @@ pub struct RequestMetrics {
     pub ntpot_parts: NtpotParts,
 }
 
+/// The instants of one request that every scalar metric needs (nanoseconds, one clock).
+/// Streaming consumers (the simulator) keep these instead of every token time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Marks {
+    /// Intended send.
+    pub intended_send_ns: u64,
+    /// Actual send.
+    pub actual_send_ns: u64,
+    /// First token.
+    pub first_token_ns: u64,
+    /// Last token.
+    pub last_token_ns: u64,
+    /// End of the response.
+    pub end_ns: u64,
+    /// Output tokens (>= 1).
+    pub output_tokens: u32,
+}
+
+/// The scalar metrics of one request (everything but the inter-token latencies).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Scalars {
+    /// Time to first token, seconds.
+    pub ttft_s: f64,
+    /// End to end, seconds.
+    pub e2e_s: f64,
+    /// Time per output token after the first, seconds; `None` for one token.
+    pub tpot_s: Option<f64>,
+    /// Normalised time per output token, seconds.
+    pub ntpot_s: f64,
+    /// NTPOT's decomposition.
+    pub ntpot_parts: NtpotParts,
+}
+
+impl Marks {
+    /// The scalar metrics from `origin` by `convention` (formulas in the module docs).
+    pub fn scalars(&self, origin: Origin, convention: Convention) -> Scalars {
+        let o = match origin {
+            Origin::Intended => self.intended_send_ns,
+            Origin::Actual => self.actual_send_ns,
+        };
+        let n = f64::from(self.output_tokens.max(1));
+        let tpot_end = match convention {
+            Convention::Heisenbench => self.end_ns,
+            Convention::InferencePerf => self.last_token_ns,
+        };
+        let tpot_s = (self.output_tokens > 1).then(|| secs(self.first_token_ns, tpot_end) / (n - 1.0));
+        let e2e_s = secs(o, self.end_ns);
+        let ntpot_s = match convention {
+            Convention::Heisenbench => e2e_s / n,
+            Convention::InferencePerf => secs(self.actual_send_ns, self.end_ns) / n,
+        };
+        let queue = match (origin, convention) {
+            (Origin::Intended, Convention::Heisenbench) => secs(self.intended_send_ns, self.actual_send_ns),
+            _ => 0.0,
+        };
+        Scalars {
+            ttft_s: secs(o, self.first_token_ns),
+            e2e_s,
+            tpot_s,
+            ntpot_s,
+            ntpot_parts: NtpotParts {
+                queue_s: queue / n,
+                prefill_s: secs(self.actual_send_ns, self.first_token_ns) / n,
+                decode_s: secs(self.first_token_ns, self.end_ns) / n,
+            },
+        }
+    }
+}
+
 fn secs(from: u64, to: u64) -> f64 {
     // Signed: a sender that fires early gives a negative lag, which must show.
     (i128::from(to) - i128::from(from)) as f64 * 1e-9
@@ -136,43 +205,25 @@ impl Timeline {
     /// Every metric from `origin`, by `convention`.
     pub fn metrics(&self, origin: Origin, convention: Convention) -> Result<RequestMetrics> {
         self.validate()?;
-        let o = match origin {
-            Origin::Intended => self.intended_send_ns,
-            Origin::Actual => self.actual_send_ns,
-        };
         let first = self.token_ns[0];
-        let last = *self.token_ns.last().unwrap_or(&first);
-        let n = f64::from(self.output_tokens);
+        let marks = Marks {
+            intended_send_ns: self.intended_send_ns,
+            actual_send_ns: self.actual_send_ns,
+            first_token_ns: first,
+            last_token_ns: *self.token_ns.last().unwrap_or(&first),
+            end_ns: self.end_ns,
+            output_tokens: self.output_tokens,
+        };
+        let sc = marks.scalars(origin, convention);
         let itl_s = self.token_ns.windows(2).map(|w| secs(w[0], w[1])).collect();
-        let tpot_end = match convention {
-            Convention::Heisenbench => self.end_ns,
-            Convention::InferencePerf => last,
-        };
-        let tpot_s = (self.output_tokens > 1).then(|| secs(first, tpot_end) / (n - 1.0));
-        let e2e_s = secs(o, self.end_ns);
-        let ntpot_s = match convention {
-            Convention::Heisenbench => e2e_s / n,
-            Convention::InferencePerf => secs(self.actual_send_ns, self.end_ns) / n,
-        };
-        let queue = match (origin, convention) {
-            (Origin::Intended, Convention::Heisenbench) => {
-                secs(self.intended_send_ns, self.actual_send_ns)
-            }
-            _ => 0.0,
-        };
-        let ntpot_parts = NtpotParts {
-            queue_s: queue / n,
-            prefill_s: secs(self.actual_send_ns, first) / n,
-            decode_s: secs(first, self.end_ns) / n,
-        };
         Ok(RequestMetrics {
             origin,
-            ttft_s: secs(o, first),
-            e2e_s,
-            tpot_s,
+            ttft_s: sc.ttft_s,
+            e2e_s: sc.e2e_s,
+            tpot_s: sc.tpot_s,
             itl_s,
-            ntpot_s,
-            ntpot_parts,
+            ntpot_s: sc.ntpot_s,
+            ntpot_parts: sc.ntpot_parts,
         })
     }
 }

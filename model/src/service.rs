@@ -156,6 +156,29 @@ impl Service {
         }
     }
 
+    /// Re-checks the parameters of a value that did not come through a constructor (for
+    /// example one deserialised from a file).
+    pub fn validate(&self) -> Result<()> {
+        match self {
+            Self::Deterministic { mean_s } | Self::Exponential { mean_s } => check_mean(*mean_s),
+            Self::Gamma { mean_s, scv } => {
+                check_mean(*mean_s)?;
+                check_scv(*scv)?;
+                if *scv == 0.0 {
+                    return Err(ModelError::invalid("service scv", scv, "a gamma needs scv > 0 (use deterministic)"));
+                }
+                Ok(())
+            }
+            Self::Lognormal { mean_s, scv } => Self::lognormal(*mean_s, *scv).map(|_| ()),
+            Self::Empirical { samples_s } => {
+                if samples_s.windows(2).any(|w| w[1] < w[0]) {
+                    return Err(ModelError::invalid("service samples", "unsorted", "must be ascending"));
+                }
+                Self::empirical(samples_s.clone()).map(|_| ())
+            }
+        }
+    }
+
     /// E[S] in seconds.
     pub fn mean_s(&self) -> f64 {
         self.moments().mean_s

@@ -1,0 +1,306 @@
+//! The workload and client parts of a scenario: the types the simulator and the live
+//! generator both read, so one file can be predicted, simulated and run live.
+//!
+//! Plain serde data with validation; sampling lives with whoever draws the numbers.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ModelError, Result};
+use crate::service::Service;
+
+/// When requests are sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Arrivals {
+    /// Exponential gaps at `rate_per_s`.
+    Poisson {
+        /// Requests per second.
+        rate_per_s: f64,
+    },
+    /// Equal gaps of 1 / `rate_per_s`.
+    Constant {
+        /// Requests per second.
+        rate_per_s: f64,
+    },
+    /// Gamma gaps with mean 1 / `rate_per_s` and shape `shape`: SCV 1 / shape, so shape 1
+    /// is Poisson, below 1 burstier, above 1 smoother.
+    Gamma {
+        /// Requests per second.
+        rate_per_s: f64,
+        /// Gamma shape (the inverse of the gaps' SCV).
+        shape: f64,
+    },
+    /// Send times read from a trace, seconds from the start, ascending.
+    Trace {
+        /// The send times.
+        send_times_s: Vec<f64>,
+    },
+    /// `users` concurrent users, each sending its next request `think_s` after the last
+    /// one finished.
+    Closed {
+        /// Concurrent users.
+        users: u32,
+        /// Think time between a response and the next request, seconds.
+        #[serde(default)]
+        think_s: f64,
+    },
+}
+
+impl Arrivals {
+    /// The mean offered rate, when the schedule fixes one (not for closed loops).
+    pub fn rate_per_s(&self) -> Option<f64> {
+        match self {
+            Self::Poisson { rate_per_s } | Self::Constant { rate_per_s } | Self::Gamma { rate_per_s, .. } => {
+                Some(*rate_per_s)
+            }
+            Self::Trace { send_times_s } => {
+                let span = send_times_s.last().copied().unwrap_or(0.0) - send_times_s.first().copied().unwrap_or(0.0);
+                (send_times_s.len() > 1 && span > 0.0).then(|| (send_times_s.len() - 1) as f64 / span)
+            }
+            Self::Closed { .. } => None,
+        }
+    }
+
+    /// SCV of the gaps (1 Poisson, 0 constant, 1 / shape gamma), where defined.
+    pub fn gap_scv(&self) -> Option<f64> {
+        match self {
+            Self::Poisson { .. } => Some(1.0),
+            Self::Constant { .. } => Some(0.0),
+            Self::Gamma { shape, .. } => Some(1.0 / shape),
+            _ => None,
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        match self {
+            Self::Poisson { rate_per_s } | Self::Constant { rate_per_s } => positive("workload.arrivals.rate_per_s", *rate_per_s),
+            Self::Gamma { rate_per_s, shape } => {
+                positive("workload.arrivals.rate_per_s", *rate_per_s)?;
+                positive("workload.arrivals.shape", *shape)
+            }
+            Self::Trace { send_times_s } => {
+                if send_times_s.is_empty() {
+                    return Err(ModelError::invalid("workload.arrivals.send_times_s", "[]", "a trace needs at least one send time"));
+                }
+                if let Some(t) = send_times_s.iter().find(|t| !(t.is_finite() && **t >= 0.0)) {
+                    return Err(ModelError::invalid("workload.arrivals.send_times_s", t, "times must be finite and >= 0"));
+                }
+                if send_times_s.windows(2).any(|w| w[1] < w[0]) {
+                    return Err(ModelError::invalid("workload.arrivals.send_times_s", "unsorted", "times must be ascending"));
+                }
+                Ok(())
+            }
+            Self::Closed { users, think_s } => {
+                if *users == 0 {
+                    return Err(ModelError::invalid("workload.arrivals.users", 0, "must be >= 1"));
+                }
+                non_negative("workload.arrivals.think_s", *think_s)
+            }
+        }
+    }
+}
+
+/// When the schedule stops.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Stop {
+    /// After this many requests.
+    Count {
+        /// Requests.
+        requests: u64,
+    },
+    /// No request is scheduled at or after this time.
+    Duration {
+        /// Seconds.
+        seconds: f64,
+    },
+}
+
+/// A distribution of token counts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Lengths {
+    /// Always `tokens`.
+    Fixed {
+        /// Tokens.
+        tokens: u32,
+    },
+    /// Uniform on [min, max].
+    Uniform {
+        /// Smallest.
+        min: u32,
+        /// Largest.
+        max: u32,
+    },
+    /// Normal, rounded and clamped to at least 1.
+    Normal {
+        /// Mean tokens.
+        mean: f64,
+        /// Standard deviation.
+        sd: f64,
+    },
+    /// Lognormal with the given mean and SCV, rounded, at least 1.
+    Lognormal {
+        /// Mean tokens.
+        mean: f64,
+        /// Squared coefficient of variation.
+        scv: f64,
+    },
+}
+
+impl Lengths {
+    /// The mean (before rounding and clamping).
+    pub fn mean(&self) -> f64 {
+        match self {
+            Self::Fixed { tokens } => f64::from(*tokens),
+            Self::Uniform { min, max } => (f64::from(*min) + f64::from(*max)) / 2.0,
+            Self::Normal { mean, .. } | Self::Lognormal { mean, .. } => *mean,
+        }
+    }
+
+    fn validate(&self, field: &'static str) -> Result<()> {
+        match self {
+            Self::Fixed { tokens } if *tokens == 0 => Err(ModelError::invalid(field, 0, "must be >= 1 token")),
+            Self::Uniform { min, max } if *min == 0 || min > max => {
+                Err(ModelError::invalid(field, format!("[{min}, {max}]"), "need 1 <= min <= max"))
+            }
+            Self::Normal { mean, sd } if !(mean.is_finite() && *mean >= 1.0 && sd.is_finite() && *sd >= 0.0) => {
+                Err(ModelError::invalid(field, format!("mean {mean}, sd {sd}"), "need mean >= 1 and sd >= 0"))
+            }
+            Self::Lognormal { mean, scv } if !(mean.is_finite() && *mean >= 1.0 && scv.is_finite() && *scv > 0.0) => {
+                Err(ModelError::invalid(field, format!("mean {mean}, scv {scv}"), "need mean >= 1 and scv > 0"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What is sent and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    /// The arrival schedule.
+    pub arrivals: Arrivals,
+    /// When it stops.
+    pub stop: Stop,
+    /// Prompt tokens per request.
+    pub input_tokens: Lengths,
+    /// Output tokens per request (one streamed chunk each).
+    pub output_tokens: Lengths,
+}
+
+impl Workload {
+    /// Checks every field; the error names the first bad one.
+    pub fn validate(&self) -> Result<()> {
+        self.arrivals.validate()?;
+        match self.stop {
+            Stop::Count { requests: 0 } => return Err(ModelError::invalid("workload.stop.requests", 0, "must be >= 1")),
+            Stop::Duration { seconds } => positive("workload.stop.seconds", seconds)?,
+            Stop::Count { .. } => {}
+        }
+        self.input_tokens.validate("workload.input_tokens")?;
+        self.output_tokens.validate("workload.output_tokens")
+    }
+}
+
+/// How requests are dealt to the client's loops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// In turn.
+    #[default]
+    RoundRobin,
+    /// Uniformly at random.
+    Random,
+    /// To the loop with the fewest requests in flight (lowest index on ties).
+    LeastLoaded,
+}
+
+/// When a chunk gets its timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stamp {
+    /// When the bytes arrive, before the loop processes them (heisenbench's way).
+    NetworkArrival,
+    /// After the loop has processed the chunk (a typical asyncio client's way).
+    #[default]
+    AfterProcessing,
+}
+
+/// Per-event costs on a client loop; `None` is free.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct EventCosts {
+    /// Building and writing one request.
+    #[serde(default)]
+    pub send: Option<Service>,
+    /// Reading, splitting and decoding one streamed chunk.
+    #[serde(default)]
+    pub chunk: Option<Service>,
+    /// Finishing a response (the `[DONE]` event, bookkeeping).
+    #[serde(default)]
+    pub finish: Option<Service>,
+}
+
+/// The benchmark client: k single-threaded loops.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientModel {
+    /// Loops (processes or threads, one event loop each).
+    pub workers: u32,
+    /// How requests are dealt to loops.
+    #[serde(default)]
+    pub policy: Policy,
+    /// What each event costs a loop.
+    #[serde(default)]
+    pub costs: EventCosts,
+    /// When chunks are stamped.
+    #[serde(default)]
+    pub stamp: Stamp,
+    /// Requests one loop keeps in flight at most; further sends wait.
+    #[serde(default)]
+    pub max_in_flight_per_worker: Option<u32>,
+    /// A request not finished this long after its send is abandoned, seconds.
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    /// Whether sending runs on the same loop as reading (true for one asyncio loop).
+    #[serde(default = "yes")]
+    pub send_shares_loop: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl ClientModel {
+    /// Checks every field; the error names the first bad one.
+    pub fn validate(&self) -> Result<()> {
+        if self.workers == 0 {
+            return Err(ModelError::invalid("client.workers", 0, "must be >= 1"));
+        }
+        if self.max_in_flight_per_worker == Some(0) {
+            return Err(ModelError::invalid("client.max_in_flight_per_worker", 0, "must be >= 1 (or absent)"));
+        }
+        if let Some(t) = self.timeout_s {
+            positive("client.timeout_s", t)?;
+        }
+        for (field, cost) in [
+            ("client.costs.send", &self.costs.send),
+            ("client.costs.chunk", &self.costs.chunk),
+            ("client.costs.finish", &self.costs.finish),
+        ] {
+            if let Some(s) = cost {
+                s.validate().map_err(|e| match e {
+                    ModelError::Invalid { value, reason, .. } => ModelError::Invalid { name: field, value, reason },
+                    other => other,
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn positive(field: &'static str, v: f64) -> Result<()> {
+    if v.is_finite() && v > 0.0 { Ok(()) } else { Err(ModelError::invalid(field, v, "must be a finite number > 0")) }
+}
+
+fn non_negative(field: &'static str, v: f64) -> Result<()> {
+    if v.is_finite() && v >= 0.0 { Ok(()) } else { Err(ModelError::invalid(field, v, "must be a finite number >= 0")) }
+}

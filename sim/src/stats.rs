@@ -1,0 +1,93 @@
+//! Streaming statistics: an HDR histogram plus exact count, sum and max.
+//!
+//! Memory does not grow with the number of samples, so 1e8 events fit in a fixed budget.
+
+use hdrhistogram::Histogram;
+use heisenbench_model::units::Quantile;
+use serde::{Deserialize, Serialize};
+
+/// Samples in nanoseconds: HDR histogram (3 significant digits, so quantiles are within
+/// 0.1 %) with the mean and max kept exactly.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    hist: Histogram<u64>,
+    count: u64,
+    sum_ns: u128,
+    max_ns: u64,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        let mut hist = Histogram::new(3).expect("3 significant digits is valid");
+        hist.auto(true);
+        Self { hist, count: 0, sum_ns: 0, max_ns: 0 }
+    }
+}
+
+impl Recorder {
+    /// Records one sample.
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        // Auto-resizing histograms accept any u64 up to their trackable maximum.
+        let _ = self.hist.record(ns.max(0));
+        self.count += 1;
+        self.sum_ns += u128::from(ns);
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    /// Samples recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Exact mean, seconds (0 when empty).
+    pub fn mean_s(&self) -> f64 {
+        if self.count == 0 { 0.0 } else { self.sum_ns as f64 / self.count as f64 * 1e-9 }
+    }
+
+    /// The q-quantile, seconds.
+    pub fn quantile_s(&self, q: f64) -> f64 {
+        if self.count == 0 { 0.0 } else { self.hist.value_at_quantile(q) as f64 * 1e-9 }
+    }
+
+    /// Adds another recorder's samples (exact for counts, sum and max).
+    pub fn merge(&mut self, other: &Recorder) {
+        let _ = self.hist.add(&other.hist);
+        self.count += other.count;
+        self.sum_ns += other.sum_ns;
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    /// The summary for a report.
+    pub fn summary(&self) -> Dist {
+        let [p50, p90, p99, p999] = Quantile::STANDARD.map(|q| self.quantile_s(q.get()));
+        Dist {
+            count: self.count,
+            mean_s: self.mean_s(),
+            p50_s: p50,
+            p90_s: p90,
+            p99_s: p99,
+            p999_s: p999,
+            max_s: self.max_ns as f64 * 1e-9,
+        }
+    }
+}
+
+/// A distribution's summary in a report.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Dist {
+    /// Samples.
+    pub count: u64,
+    /// Mean, seconds.
+    pub mean_s: f64,
+    /// Median, seconds.
+    pub p50_s: f64,
+    /// 90th percentile, seconds.
+    pub p90_s: f64,
+    /// 99th percentile, seconds.
+    pub p99_s: f64,
+    /// 99.9th percentile, seconds.
+    pub p999_s: f64,
+    /// Largest, seconds.
+    pub max_s: f64,
+}
