@@ -139,14 +139,17 @@ impl Marks {
             Convention::Heisenbench => self.end_ns,
             Convention::InferencePerf => self.last_token_ns,
         };
-        let tpot_s = (self.output_tokens > 1).then(|| secs(self.first_token_ns, tpot_end) / (n - 1.0));
+        let tpot_s =
+            (self.output_tokens > 1).then(|| secs(self.first_token_ns, tpot_end) / (n - 1.0));
         let e2e_s = secs(o, self.end_ns);
         let ntpot_s = match convention {
             Convention::Heisenbench => e2e_s / n,
             Convention::InferencePerf => secs(self.actual_send_ns, self.end_ns) / n,
         };
         let queue = match (origin, convention) {
-            (Origin::Intended, Convention::Heisenbench) => secs(self.intended_send_ns, self.actual_send_ns),
+            (Origin::Intended, Convention::Heisenbench) => {
+                secs(self.intended_send_ns, self.actual_send_ns)
+            }
             _ => 0.0,
         };
         Scalars {

@@ -50,12 +50,14 @@ impl Arrivals {
     /// The mean offered rate, when the schedule fixes one (not for closed loops).
     pub fn rate_per_s(&self) -> Option<f64> {
         match self {
-            Self::Poisson { rate_per_s } | Self::Constant { rate_per_s } | Self::Gamma { rate_per_s, .. } => {
-                Some(*rate_per_s)
-            }
+            Self::Poisson { rate_per_s }
+            | Self::Constant { rate_per_s }
+            | Self::Gamma { rate_per_s, .. } => Some(*rate_per_s),
             Self::Trace { send_times_s } => {
-                let span = send_times_s.last().copied().unwrap_or(0.0) - send_times_s.first().copied().unwrap_or(0.0);
-                (send_times_s.len() > 1 && span > 0.0).then(|| (send_times_s.len() - 1) as f64 / span)
+                let span = send_times_s.last().copied().unwrap_or(0.0)
+                    - send_times_s.first().copied().unwrap_or(0.0);
+                (send_times_s.len() > 1 && span > 0.0)
+                    .then(|| (send_times_s.len() - 1) as f64 / span)
             }
             Self::Closed { .. } => None,
         }
@@ -73,26 +75,44 @@ impl Arrivals {
 
     fn validate(&self) -> Result<()> {
         match self {
-            Self::Poisson { rate_per_s } | Self::Constant { rate_per_s } => positive("workload.arrivals.rate_per_s", *rate_per_s),
+            Self::Poisson { rate_per_s } | Self::Constant { rate_per_s } => {
+                positive("workload.arrivals.rate_per_s", *rate_per_s)
+            }
             Self::Gamma { rate_per_s, shape } => {
                 positive("workload.arrivals.rate_per_s", *rate_per_s)?;
                 positive("workload.arrivals.shape", *shape)
             }
             Self::Trace { send_times_s } => {
                 if send_times_s.is_empty() {
-                    return Err(ModelError::invalid("workload.arrivals.send_times_s", "[]", "a trace needs at least one send time"));
+                    return Err(ModelError::invalid(
+                        "workload.arrivals.send_times_s",
+                        "[]",
+                        "a trace needs at least one send time",
+                    ));
                 }
                 if let Some(t) = send_times_s.iter().find(|t| !(t.is_finite() && **t >= 0.0)) {
-                    return Err(ModelError::invalid("workload.arrivals.send_times_s", t, "times must be finite and >= 0"));
+                    return Err(ModelError::invalid(
+                        "workload.arrivals.send_times_s",
+                        t,
+                        "times must be finite and >= 0",
+                    ));
                 }
                 if send_times_s.windows(2).any(|w| w[1] < w[0]) {
-                    return Err(ModelError::invalid("workload.arrivals.send_times_s", "unsorted", "times must be ascending"));
+                    return Err(ModelError::invalid(
+                        "workload.arrivals.send_times_s",
+                        "unsorted",
+                        "times must be ascending",
+                    ));
                 }
                 Ok(())
             }
             Self::Closed { users, think_s } => {
                 if *users == 0 {
-                    return Err(ModelError::invalid("workload.arrivals.users", 0, "must be >= 1"));
+                    return Err(ModelError::invalid(
+                        "workload.arrivals.users",
+                        0,
+                        "must be >= 1",
+                    ));
                 }
                 non_negative("workload.arrivals.think_s", *think_s)
             }
@@ -160,15 +180,31 @@ impl Lengths {
 
     fn validate(&self, field: &'static str) -> Result<()> {
         match self {
-            Self::Fixed { tokens } if *tokens == 0 => Err(ModelError::invalid(field, 0, "must be >= 1 token")),
-            Self::Uniform { min, max } if *min == 0 || min > max => {
-                Err(ModelError::invalid(field, format!("[{min}, {max}]"), "need 1 <= min <= max"))
+            Self::Fixed { tokens } if *tokens == 0 => {
+                Err(ModelError::invalid(field, 0, "must be >= 1 token"))
             }
-            Self::Normal { mean, sd } if !(mean.is_finite() && *mean >= 1.0 && sd.is_finite() && *sd >= 0.0) => {
-                Err(ModelError::invalid(field, format!("mean {mean}, sd {sd}"), "need mean >= 1 and sd >= 0"))
+            Self::Uniform { min, max } if *min == 0 || min > max => Err(ModelError::invalid(
+                field,
+                format!("[{min}, {max}]"),
+                "need 1 <= min <= max",
+            )),
+            Self::Normal { mean, sd }
+                if !(mean.is_finite() && *mean >= 1.0 && sd.is_finite() && *sd >= 0.0) =>
+            {
+                Err(ModelError::invalid(
+                    field,
+                    format!("mean {mean}, sd {sd}"),
+                    "need mean >= 1 and sd >= 0",
+                ))
             }
-            Self::Lognormal { mean, scv } if !(mean.is_finite() && *mean >= 1.0 && scv.is_finite() && *scv > 0.0) => {
-                Err(ModelError::invalid(field, format!("mean {mean}, scv {scv}"), "need mean >= 1 and scv > 0"))
+            Self::Lognormal { mean, scv }
+                if !(mean.is_finite() && *mean >= 1.0 && scv.is_finite() && *scv > 0.0) =>
+            {
+                Err(ModelError::invalid(
+                    field,
+                    format!("mean {mean}, scv {scv}"),
+                    "need mean >= 1 and scv > 0",
+                ))
             }
             _ => Ok(()),
         }
@@ -193,7 +229,13 @@ impl Workload {
     pub fn validate(&self) -> Result<()> {
         self.arrivals.validate()?;
         match self.stop {
-            Stop::Count { requests: 0 } => return Err(ModelError::invalid("workload.stop.requests", 0, "must be >= 1")),
+            Stop::Count { requests: 0 } => {
+                return Err(ModelError::invalid(
+                    "workload.stop.requests",
+                    0,
+                    "must be >= 1",
+                ));
+            }
             Stop::Duration { seconds } => positive("workload.stop.seconds", seconds)?,
             Stop::Count { .. } => {}
         }
@@ -276,7 +318,11 @@ impl ClientModel {
             return Err(ModelError::invalid("client.workers", 0, "must be >= 1"));
         }
         if self.max_in_flight_per_worker == Some(0) {
-            return Err(ModelError::invalid("client.max_in_flight_per_worker", 0, "must be >= 1 (or absent)"));
+            return Err(ModelError::invalid(
+                "client.max_in_flight_per_worker",
+                0,
+                "must be >= 1 (or absent)",
+            ));
         }
         if let Some(t) = self.timeout_s {
             positive("client.timeout_s", t)?;
@@ -288,7 +334,11 @@ impl ClientModel {
         ] {
             if let Some(s) = cost {
                 s.validate().map_err(|e| match e {
-                    ModelError::Invalid { value, reason, .. } => ModelError::Invalid { name: field, value, reason },
+                    ModelError::Invalid { value, reason, .. } => ModelError::Invalid {
+                        name: field,
+                        value,
+                        reason,
+                    },
                     other => other,
                 })?;
             }
@@ -298,9 +348,21 @@ impl ClientModel {
 }
 
 fn positive(field: &'static str, v: f64) -> Result<()> {
-    if v.is_finite() && v > 0.0 { Ok(()) } else { Err(ModelError::invalid(field, v, "must be a finite number > 0")) }
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(ModelError::invalid(field, v, "must be a finite number > 0"))
+    }
 }
 
 fn non_negative(field: &'static str, v: f64) -> Result<()> {
-    if v.is_finite() && v >= 0.0 { Ok(()) } else { Err(ModelError::invalid(field, v, "must be a finite number >= 0")) }
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(ModelError::invalid(
+            field,
+            v,
+            "must be a finite number >= 0",
+        ))
+    }
 }

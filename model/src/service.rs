@@ -165,14 +165,22 @@ impl Service {
                 check_mean(*mean_s)?;
                 check_scv(*scv)?;
                 if *scv == 0.0 {
-                    return Err(ModelError::invalid("service scv", scv, "a gamma needs scv > 0 (use deterministic)"));
+                    return Err(ModelError::invalid(
+                        "service scv",
+                        scv,
+                        "a gamma needs scv > 0 (use deterministic)",
+                    ));
                 }
                 Ok(())
             }
             Self::Lognormal { mean_s, scv } => Self::lognormal(*mean_s, *scv).map(|_| ()),
             Self::Empirical { samples_s } => {
                 if samples_s.windows(2).any(|w| w[1] < w[0]) {
-                    return Err(ModelError::invalid("service samples", "unsorted", "must be ascending"));
+                    return Err(ModelError::invalid(
+                        "service samples",
+                        "unsorted",
+                        "must be ascending",
+                    ));
                 }
                 Self::empirical(samples_s.clone()).map(|_| ())
             }

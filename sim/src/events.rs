@@ -43,7 +43,12 @@ pub struct EventQueue<E> {
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
-        Self { heap: BinaryHeap::new(), next_seq: 0, now: SimTime::ZERO, popped: 0 }
+        Self {
+            heap: BinaryHeap::new(),
+            next_seq: 0,
+            now: SimTime::ZERO,
+            popped: 0,
+        }
     }
 }
 

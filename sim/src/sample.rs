@@ -63,14 +63,18 @@ impl Sampler {
         match service {
             Service::Deterministic { mean_s } => Self::Const(ns_from_secs(*mean_s)),
             Service::Exponential { mean_s } => Self::Exp(*mean_s),
-            Service::Gamma { mean_s, scv } => {
-                Self::Gamma(Gamma::new(1.0 / scv, mean_s * scv).expect("validated gamma parameters"))
-            }
+            Service::Gamma { mean_s, scv } => Self::Gamma(
+                Gamma::new(1.0 / scv, mean_s * scv).expect("validated gamma parameters"),
+            ),
             Service::Lognormal { mean_s, scv } => {
                 let s2 = (1.0 + scv).ln();
-                Self::LogNormal(LogNormal::new(mean_s.ln() - s2 / 2.0, s2.sqrt()).expect("validated lognormal"))
+                Self::LogNormal(
+                    LogNormal::new(mean_s.ln() - s2 / 2.0, s2.sqrt()).expect("validated lognormal"),
+                )
             }
-            Service::Empirical { samples_s } => Self::Empirical(samples_s.iter().map(|s| ns_from_secs(*s)).collect()),
+            Service::Empirical { samples_s } => {
+                Self::Empirical(samples_s.iter().map(|s| ns_from_secs(*s)).collect())
+            }
             // Service is non-exhaustive for other crates; every variant is handled above.
             #[allow(unreachable_patterns)]
             other => Self::Const(ns_from_secs(other.mean_s())),
@@ -137,10 +141,14 @@ impl LengthSampler {
         match *lengths {
             Lengths::Fixed { tokens } => Self::Fixed(tokens),
             Lengths::Uniform { min, max } => Self::Uniform(min, max),
-            Lengths::Normal { mean, sd } => Self::Normal(Normal::new(mean, sd).expect("validated normal")),
+            Lengths::Normal { mean, sd } => {
+                Self::Normal(Normal::new(mean, sd).expect("validated normal"))
+            }
             Lengths::Lognormal { mean, scv } => {
                 let s2 = (1.0 + scv).ln();
-                Self::LogNormal(LogNormal::new(mean.ln() - s2 / 2.0, s2.sqrt()).expect("validated lognormal"))
+                Self::LogNormal(
+                    LogNormal::new(mean.ln() - s2 / 2.0, s2.sqrt()).expect("validated lognormal"),
+                )
             }
         }
     }

@@ -20,7 +20,12 @@ impl Default for Recorder {
     fn default() -> Self {
         let mut hist = Histogram::new(3).expect("3 significant digits is valid");
         hist.auto(true);
-        Self { hist, count: 0, sum_ns: 0, max_ns: 0 }
+        Self {
+            hist,
+            count: 0,
+            sum_ns: 0,
+            max_ns: 0,
+        }
     }
 }
 
@@ -29,7 +34,7 @@ impl Recorder {
     #[inline]
     pub fn record(&mut self, ns: u64) {
         // Auto-resizing histograms accept any u64 up to their trackable maximum.
-        let _ = self.hist.record(ns.max(0));
+        let _ = self.hist.record(ns);
         self.count += 1;
         self.sum_ns += u128::from(ns);
         self.max_ns = self.max_ns.max(ns);
@@ -42,12 +47,20 @@ impl Recorder {
 
     /// Exact mean, seconds (0 when empty).
     pub fn mean_s(&self) -> f64 {
-        if self.count == 0 { 0.0 } else { self.sum_ns as f64 / self.count as f64 * 1e-9 }
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_ns as f64 / self.count as f64 * 1e-9
+        }
     }
 
     /// The q-quantile, seconds.
     pub fn quantile_s(&self, q: f64) -> f64 {
-        if self.count == 0 { 0.0 } else { self.hist.value_at_quantile(q) as f64 * 1e-9 }
+        if self.count == 0 {
+            0.0
+        } else {
+            self.hist.value_at_quantile(q) as f64 * 1e-9
+        }
     }
 
     /// Adds another recorder's samples (exact for counts, sum and max).

@@ -1,0 +1,693 @@
+//! The event engine: a benchmark client of k single-threaded loops in front of a server.
+//!
+//! Each loop is a FIFO server of jobs (send a request, process a chunk, finish a
+//! response). Jobs reach a loop in time order, so a loop is advanced by the Lindley
+//! recursion at the moment a job arrives (start = max(arrival, loop free), done = start +
+//! cost) and only the consequences that others must see (a request reaching the server,
+//! a response finished) go through the event heap. Streams whose tokens leave together
+//! are emitted in one step. The result is exact for the model described in
+//! [`crate::scenario`] and needs heap operations per request, not per token.
+
+use std::collections::VecDeque;
+
+use heisenbench_model::metrics::{Convention, Marks, Origin};
+use heisenbench_model::scenario::{Arrivals, Policy, Stamp, Stop};
+use rand::RngExt;
+use rand_distr::{Distribution, Exp1, Gamma};
+
+use crate::events::EventQueue;
+use crate::report::{Counts, SimReport, Tally};
+use crate::sample::{LengthSampler, Sampler, SimRng, purpose, standard_normal, stream};
+use crate::scenario::SimScenario;
+use crate::time::{SimTime, ns_from_secs};
+
+/// A request: its slab slot and its serial number. Slots are reused; serials are not, so
+/// an event for a request that has left (a timeout, a cancelled stream's next token)
+/// can never act on the slot's next occupant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ReqId {
+    slot: u32,
+    serial: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Ev {
+    /// The next scheduled request (open loop), or user `u`'s next request (closed loop).
+    Arrive { user: u32 },
+    /// A request reaches the server.
+    AtServer(ReqId),
+    /// The server emits the next token of a stream.
+    Emit(ReqId),
+    /// The client has processed a response's end: the request leaves the client.
+    Done(ReqId),
+    /// The request's timeout fires.
+    Timeout(ReqId),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Held back by the loop's in-flight cap.
+    Pending,
+    /// Written; on its way to or waiting at the server.
+    Sent,
+    /// In a server slot, streaming.
+    Running,
+    /// The whole response is on the loop's queue.
+    Finished,
+    /// Answered 429.
+    Rejected,
+    /// Abandoned at its timeout.
+    TimedOut,
+}
+
+#[derive(Debug, Clone)]
+struct Req {
+    intended_ns: u64,
+    actual_ns: u64,
+    server_recv_ns: u64,
+    worker: u32,
+    user: u32,
+    input: u32,
+    output: u32,
+    emitted: u32,
+    first_emit_ns: u64,
+    prev_emit_ns: u64,
+    first_stamp_ns: u64,
+    prev_stamp_ns: u64,
+    end_stamp_ns: u64,
+    done_ns: u64,
+    serial: u64,
+    state: State,
+    /// In the server's waiting line (its slab entry must outlive a timeout).
+    at_server_queue: bool,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Loop {
+    free_at_ns: u64,
+    busy_ns: u64,
+    jobs: u64,
+    wait_sum_ns: u128,
+    in_flight: u32,
+    max_in_flight: u32,
+    pending: VecDeque<u32>,
+}
+
+#[derive(Debug, Default)]
+struct Server {
+    running: u32,
+    waiting: VecDeque<u32>,
+}
+
+/// A running simulation. Advance it with [`Simulation::step`] or [`Simulation::run`].
+pub struct Simulation {
+    sc: SimScenario,
+    q: EventQueue<Ev>,
+    rng_arrivals: SimRng,
+    rng_lengths: SimRng,
+    rng_server: SimRng,
+    rng_client: SimRng,
+    rng_policy: SimRng,
+    /// Per-event costs; `None`: the event is free and never queues on the loop.
+    send_cost: Option<Sampler>,
+    chunk_cost: Option<Sampler>,
+    finish_cost: Option<Sampler>,
+    input_len: LengthSampler,
+    output_len: LengthSampler,
+    gamma_gaps: Option<Gamma<f64>>,
+    stop_ns: Option<u64>,
+    stop_count: Option<u64>,
+    last_intended_ns: u64,
+    rr_next: u32,
+    next_serial: u64,
+    loops: Vec<Loop>,
+    reqs: Vec<Req>,
+    free: Vec<u32>,
+    server: Server,
+    counts: Counts,
+    tally: Tally,
+}
+
+impl Simulation {
+    /// A simulation of `sc`, which must be valid ([`SimScenario::validate`]).
+    pub fn new(sc: SimScenario) -> Self {
+        let seed = sc.seed;
+        let costs = &sc.client.costs;
+        let gamma_gaps = match sc.workload.arrivals {
+            Arrivals::Gamma { rate_per_s, shape } => {
+                Gamma::new(shape, 1.0 / (rate_per_s * shape)).ok()
+            }
+            _ => None,
+        };
+        let (stop_ns, stop_count) = match sc.workload.stop {
+            Stop::Duration { seconds } => (Some(ns_from_secs(seconds)), None),
+            Stop::Count { requests } => (None, Some(requests)),
+        };
+        let mut sim = Self {
+            q: EventQueue::new(),
+            rng_arrivals: stream(seed, purpose::ARRIVALS),
+            rng_lengths: stream(seed, purpose::LENGTHS),
+            rng_server: stream(seed, purpose::SERVER),
+            rng_client: stream(seed, purpose::CLIENT),
+            rng_policy: stream(seed, purpose::POLICY),
+            send_cost: costs
+                .send
+                .as_ref()
+                .filter(|_| sc.client.send_shares_loop)
+                .map(Sampler::new),
+            chunk_cost: costs.chunk.as_ref().map(Sampler::new),
+            finish_cost: costs.finish.as_ref().map(Sampler::new),
+            input_len: LengthSampler::new(&sc.workload.input_tokens),
+            output_len: LengthSampler::new(&sc.workload.output_tokens),
+            gamma_gaps,
+            stop_ns,
+            stop_count,
+            last_intended_ns: 0,
+            rr_next: 0,
+            next_serial: 0,
+            loops: vec![Loop::default(); sc.client.workers as usize],
+            reqs: Vec::new(),
+            free: Vec::new(),
+            server: Server::default(),
+            counts: Counts::default(),
+            tally: Tally::default(),
+            sc,
+        };
+        sim.schedule_first();
+        sim
+    }
+
+    /// The scenario.
+    pub fn scenario(&self) -> &SimScenario {
+        &self.sc
+    }
+
+    /// Simulated time of the last event.
+    pub fn now(&self) -> SimTime {
+        self.q.now()
+    }
+
+    /// Fraction of the schedule issued so far, for progress displays.
+    pub fn progress(&self) -> f64 {
+        match (self.stop_ns, self.stop_count) {
+            (Some(ns), _) => (self.last_intended_ns as f64 / ns as f64).min(1.0),
+            (_, Some(n)) => (self.counts.scheduled as f64 / n as f64).min(1.0),
+            _ => 0.0,
+        }
+    }
+
+    /// Processes one event; `false` when nothing is left.
+    pub fn step(&mut self) -> bool {
+        let Some((t, ev)) = self.q.pop() else {
+            return false;
+        };
+        let now = t.ns();
+        match ev {
+            Ev::Arrive { user } => self.on_arrive(now, user),
+            Ev::AtServer(r) if self.live(r) => self.on_at_server(now, r.slot),
+            Ev::Emit(r) if self.live(r) => self.on_emit(now, r.slot),
+            Ev::Done(r) if self.live(r) => self.on_done(now, r.slot),
+            Ev::Timeout(r) if self.live(r) => self.on_timeout(now, r.slot),
+            // An event for a request that has already left.
+            _ => {}
+        }
+        true
+    }
+
+    /// Runs to completion and reports.
+    pub fn run(mut self) -> SimReport {
+        while self.step() {}
+        self.report()
+    }
+
+    /// The report of the run so far (complete once [`Simulation::step`] returned false).
+    pub fn report(&self) -> SimReport {
+        let makespan_ns = self.q.now().ns();
+        let workers = self
+            .loops
+            .iter()
+            .map(|l| crate::report::WorkerReport {
+                jobs: l.jobs,
+                utilization: if makespan_ns == 0 {
+                    0.0
+                } else {
+                    l.busy_ns as f64 / makespan_ns as f64
+                },
+                mean_wait_s: if l.jobs == 0 {
+                    0.0
+                } else {
+                    l.wait_sum_ns as f64 / l.jobs as f64 * 1e-9
+                },
+                max_in_flight: l.max_in_flight,
+            })
+            .collect();
+        let mut counts = self.counts;
+        counts.in_system_at_end = (self.reqs.len() - self.free.len()) as u64;
+        counts.heap_events = self.q.popped();
+        SimReport::build(
+            &self.sc,
+            counts,
+            &self.tally,
+            workers,
+            makespan_ns,
+            self.last_intended_ns,
+        )
+    }
+
+    // ----- arrivals ---------------------------------------------------------------
+
+    fn may_schedule(&self, intended_ns: u64) -> bool {
+        match (self.stop_ns, self.stop_count) {
+            (Some(stop), _) => intended_ns < stop,
+            (_, Some(n)) => self.counts.scheduled < n,
+            _ => false,
+        }
+    }
+
+    fn schedule_first(&mut self) {
+        match &self.sc.workload.arrivals {
+            Arrivals::Closed { users, .. } => {
+                for u in 0..*users {
+                    if self.may_schedule(0) {
+                        // Reserve the slot now so the count stop holds for simultaneous users.
+                        self.counts.scheduled += 1;
+                        self.q.push(SimTime::ZERO, Ev::Arrive { user: u });
+                    }
+                }
+            }
+            Arrivals::Constant { .. } => self.push_arrival(0),
+            _ => {
+                let gap = self.next_gap_ns(0);
+                self.push_arrival(gap);
+            }
+        }
+    }
+
+    /// Gap after request number `index` (0-based) for the open-loop schedules.
+    fn next_gap_ns(&mut self, index: u64) -> u64 {
+        match &self.sc.workload.arrivals {
+            Arrivals::Poisson { rate_per_s } => {
+                let e: f64 = Exp1.sample(&mut self.rng_arrivals);
+                ns_from_secs(e / rate_per_s)
+            }
+            Arrivals::Constant { rate_per_s } => {
+                // From the index, not by accumulation, so rounding never drifts.
+                let next = ns_from_secs((index + 1) as f64 / rate_per_s);
+                next.saturating_sub(ns_from_secs(index as f64 / rate_per_s))
+            }
+            Arrivals::Gamma { .. } => {
+                let g = self
+                    .gamma_gaps
+                    .as_ref()
+                    .expect("gamma arrivals have a sampler");
+                ns_from_secs(g.sample(&mut self.rng_arrivals))
+            }
+            Arrivals::Trace { .. } | Arrivals::Closed { .. } => 0,
+        }
+    }
+
+    fn push_arrival(&mut self, at_ns: u64) {
+        let at_ns = match &self.sc.workload.arrivals {
+            Arrivals::Trace { send_times_s } => {
+                match send_times_s.get(self.counts.scheduled as usize) {
+                    Some(t) => ns_from_secs(*t),
+                    None => return,
+                }
+            }
+            _ => at_ns,
+        };
+        if self.may_schedule(at_ns) {
+            self.counts.scheduled += 1;
+            self.q.push(SimTime(at_ns), Ev::Arrive { user: 0 });
+        }
+    }
+
+    fn on_arrive(&mut self, now: u64, user: u32) {
+        self.last_intended_ns = now;
+        if !matches!(self.sc.workload.arrivals, Arrivals::Closed { .. }) {
+            let index = self.counts.scheduled;
+            let gap = self.next_gap_ns(index - 1);
+            self.push_arrival(now.saturating_add(gap));
+        }
+        let worker = self.assign();
+        let input = self.input_len.sample(&mut self.rng_lengths);
+        let output = self.output_len.sample(&mut self.rng_lengths);
+        self.next_serial += 1;
+        let r = self.alloc(Req {
+            intended_ns: now,
+            actual_ns: 0,
+            server_recv_ns: 0,
+            worker,
+            user,
+            input,
+            output,
+            emitted: 0,
+            first_emit_ns: 0,
+            prev_emit_ns: 0,
+            first_stamp_ns: 0,
+            prev_stamp_ns: 0,
+            end_stamp_ns: 0,
+            done_ns: 0,
+            serial: self.next_serial,
+            state: State::Pending,
+            at_server_queue: false,
+        });
+        let l = &mut self.loops[worker as usize];
+        let capped = self
+            .sc
+            .client
+            .max_in_flight_per_worker
+            .is_some_and(|cap| l.in_flight >= cap);
+        if capped {
+            l.pending.push_back(r);
+        } else {
+            self.send(now, r);
+        }
+    }
+
+    fn assign(&mut self) -> u32 {
+        let k = self.sc.client.workers;
+        match self.sc.client.policy {
+            Policy::RoundRobin => {
+                let w = self.rr_next;
+                self.rr_next = (self.rr_next + 1) % k;
+                w
+            }
+            Policy::Random => self.rng_policy.random_range(0..k),
+            Policy::LeastLoaded => {
+                let mut best = 0;
+                for (i, l) in self.loops.iter().enumerate() {
+                    if l.in_flight < self.loops[best].in_flight {
+                        best = i;
+                    }
+                }
+                best as u32
+            }
+        }
+    }
+
+    /// Whether `r` still names the request in its slot.
+    fn live(&self, r: ReqId) -> bool {
+        self.reqs[r.slot as usize].serial == r.serial
+    }
+
+    fn id(&self, slot: u32) -> ReqId {
+        ReqId {
+            slot,
+            serial: self.reqs[slot as usize].serial,
+        }
+    }
+
+    fn alloc(&mut self, req: Req) -> u32 {
+        match self.free.pop() {
+            Some(slot) => {
+                self.reqs[slot as usize] = req;
+                slot
+            }
+            None => {
+                self.reqs.push(req);
+                u32::try_from(self.reqs.len() - 1).expect("fewer than 2^32 requests in flight")
+            }
+        }
+    }
+
+    /// Marks a slot free; its serial is retired so stale events miss it.
+    fn release(&mut self, slot: u32) {
+        self.reqs[slot as usize].serial = u64::MAX;
+        self.free.push(slot);
+    }
+
+    // ----- the client's loops -------------------------------------------------------
+
+    /// Runs one job on loop `w`, arriving at `arrive_ns`; returns when it is done. A free
+    /// event (no cost configured) is not a job: it is done on arrival.
+    #[inline]
+    fn job(&mut self, w: u32, arrive_ns: u64, kind: JobKind) -> u64 {
+        let sampler = match kind {
+            JobKind::Send => &self.send_cost,
+            JobKind::Chunk => &self.chunk_cost,
+            JobKind::Finish => &self.finish_cost,
+        };
+        let Some(sampler) = sampler else {
+            return arrive_ns;
+        };
+        let cost_ns = sampler.sample_ns(&mut self.rng_client);
+        let l = &mut self.loops[w as usize];
+        let start = arrive_ns.max(l.free_at_ns);
+        let done = start + cost_ns;
+        l.free_at_ns = done;
+        l.busy_ns += cost_ns;
+        l.jobs += 1;
+        l.wait_sum_ns += u128::from(start - arrive_ns);
+        self.counts.client_events += 1;
+        self.tally.client_wait.record(start - arrive_ns);
+        done
+    }
+
+    fn stamp(&self, arrive_ns: u64, done_ns: u64) -> u64 {
+        match self.sc.client.stamp {
+            Stamp::NetworkArrival => arrive_ns,
+            Stamp::AfterProcessing => done_ns,
+        }
+    }
+
+    fn send(&mut self, now: u64, r: u32) {
+        let w = self.reqs[r as usize].worker;
+        let actual = self.job(w, now, JobKind::Send);
+        let l = &mut self.loops[w as usize];
+        l.in_flight += 1;
+        l.max_in_flight = l.max_in_flight.max(l.in_flight);
+        let req = &mut self.reqs[r as usize];
+        req.actual_ns = actual;
+        req.state = State::Sent;
+        self.tally.send_lag.record(actual - req.intended_ns);
+        let id = self.id(r);
+        self.q.push(SimTime(actual), Ev::AtServer(id));
+        if let Some(t) = self.sc.client.timeout_s {
+            self.q.push(
+                SimTime(actual.saturating_add(ns_from_secs(t))),
+                Ev::Timeout(id),
+            );
+        }
+    }
+
+    // ----- the server ---------------------------------------------------------------
+
+    fn load_factor(&self) -> f64 {
+        let s = &self.sc.server;
+        if s.max_num_seqs <= 1 || s.time_factor_under_load == 1.0 {
+            return 1.0;
+        }
+        let running = f64::from(self.server.running.max(1));
+        1.0 + (s.time_factor_under_load - 1.0) * (running - 1.0) / f64::from(s.max_num_seqs - 1)
+    }
+
+    fn jittered_ns(&mut self, mean_s: f64, sd_s: f64) -> u64 {
+        let f = self.load_factor();
+        let base = if sd_s > 0.0 {
+            (mean_s + sd_s * standard_normal(&mut self.rng_server)).max(0.0)
+        } else {
+            mean_s
+        };
+        ns_from_secs(base * f)
+    }
+
+    fn on_at_server(&mut self, now: u64, r: u32) {
+        let req = &mut self.reqs[r as usize];
+        if req.state != State::Sent {
+            return;
+        }
+        req.server_recv_ns = now;
+        if self.server.running < self.sc.server.max_num_seqs {
+            self.start_stream(now, r);
+        } else if (self.server.waiting.len() as u64)
+            < u64::from(self.sc.server.max_waiting_queue_length)
+        {
+            req.at_server_queue = true;
+            self.server.waiting.push_back(r);
+        } else {
+            // 429: one small error response for the loop to process.
+            self.counts.rejected += 1;
+            let w = req.worker;
+            req.state = State::Rejected;
+            let done = self.job(w, now, JobKind::Finish);
+            self.reqs[r as usize].done_ns = done;
+            let id = self.id(r);
+            self.q.push(SimTime(done), Ev::Done(id));
+        }
+    }
+
+    fn start_stream(&mut self, now: u64, r: u32) {
+        self.server.running += 1;
+        let input = self.reqs[r as usize].input;
+        let s = self.sc.server.clone();
+        let ttft = if s.prefill_overhead_s > 0.0 || s.prefill_time_per_token_s > 0.0 {
+            let f = self.load_factor();
+            ns_from_secs((s.prefill_overhead_s + s.prefill_time_per_token_s * f64::from(input)) * f)
+        } else {
+            self.jittered_ns(s.time_to_first_token_s, s.time_to_first_token_std_dev_s)
+        };
+        let req = &mut self.reqs[r as usize];
+        req.state = State::Running;
+        self.tally.server_queue.record(now - req.server_recv_ns);
+        let id = self.id(r);
+        self.q.push(SimTime(now + ttft), Ev::Emit(id));
+    }
+
+    fn release_slot(&mut self, now: u64) {
+        self.server.running -= 1;
+        while let Some(next) = self.server.waiting.pop_front() {
+            let req = &mut self.reqs[next as usize];
+            req.at_server_queue = false;
+            if req.state == State::Sent {
+                self.start_stream(now, next);
+                break;
+            }
+            // Timed out while waiting: it already left the client; recycle it now.
+            self.release(next);
+        }
+    }
+
+    fn on_emit(&mut self, now: u64, r: u32) {
+        if self.reqs[r as usize].state != State::Running {
+            return;
+        }
+        let w = self.reqs[r as usize].worker;
+        loop {
+            let done = self.job(w, now, JobKind::Chunk);
+            let last_chunk_done = done;
+            let stamp = self.stamp(now, done);
+            let req = &mut self.reqs[r as usize];
+            req.emitted += 1;
+            if req.emitted == 1 {
+                req.first_emit_ns = now;
+                req.first_stamp_ns = stamp;
+                self.tally.first_chunk_delay.record(stamp - now);
+            } else {
+                self.tally.itl_true.record(now - req.prev_emit_ns);
+                self.tally.itl_measured.record(stamp - req.prev_stamp_ns);
+            }
+            req.prev_emit_ns = now;
+            req.prev_stamp_ns = stamp;
+            if req.emitted == req.output {
+                req.state = State::Finished;
+                self.release_slot(now);
+                // The end is processed after the last chunk, even when it costs nothing.
+                let end_done = self.job(w, now, JobKind::Finish).max(last_chunk_done);
+                let end_stamp = self.stamp(now, end_done);
+                let req = &mut self.reqs[r as usize];
+                req.end_stamp_ns = end_stamp;
+                req.done_ns = end_done;
+                let id = self.id(r);
+                self.q.push(SimTime(end_done), Ev::Done(id));
+                return;
+            }
+            let itl = self.jittered_ns(
+                self.sc.server.inter_token_latency_s,
+                self.sc.server.inter_token_latency_std_dev_s,
+            );
+            if itl > 0 {
+                let id = self.id(r);
+                self.q.push(SimTime(now + itl), Ev::Emit(id));
+                return;
+            }
+        }
+    }
+
+    // ----- completion ---------------------------------------------------------------
+
+    fn on_done(&mut self, now: u64, r: u32) {
+        let req = self.reqs[r as usize].clone();
+        match req.state {
+            State::Finished => {
+                self.counts.completed += 1;
+                self.record_request(&req);
+            }
+            State::Rejected | State::TimedOut => {}
+            // A Done event is only pushed for the three states above.
+            _ => return,
+        }
+        self.leave(now, r);
+    }
+
+    fn on_timeout(&mut self, now: u64, r: u32) {
+        let state = self.reqs[r as usize].state;
+        match state {
+            State::Finished if self.reqs[r as usize].done_ns <= now => {}
+            State::Finished => {
+                // The response is in the loop's queue but not processed in time: the client
+                // gives up; its Done event releases it.
+                self.counts.timed_out += 1;
+                self.reqs[r as usize].state = State::TimedOut;
+            }
+            State::Sent | State::Running => {
+                self.counts.timed_out += 1;
+                self.reqs[r as usize].state = State::TimedOut;
+                if state == State::Running {
+                    self.release_slot(now);
+                }
+                // A request still in the server's waiting line is skipped when reached.
+                self.leave(now, r);
+            }
+            State::Pending | State::Rejected | State::TimedOut => {}
+        }
+    }
+
+    /// The request leaves the client: free its in-flight slot, start a held-back send,
+    /// and in a closed loop schedule the user's next request.
+    fn leave(&mut self, now: u64, r: u32) {
+        let (w, user) = {
+            let req = &self.reqs[r as usize];
+            (req.worker as usize, req.user)
+        };
+        let l = &mut self.loops[w];
+        l.in_flight -= 1;
+        let next = l.pending.pop_front();
+        // A timed-out request still in the server's line keeps its slab entry until the
+        // server reaches and skips it.
+        if !self.reqs[r as usize].at_server_queue {
+            self.release(r);
+        }
+        if let Some(p) = next {
+            self.send(now, p);
+        }
+        if let Arrivals::Closed { think_s, .. } = self.sc.workload.arrivals {
+            let at = now.saturating_add(ns_from_secs(think_s));
+            if self.may_schedule(at) {
+                self.counts.scheduled += 1;
+                self.q.push(SimTime(at), Ev::Arrive { user });
+            }
+        }
+    }
+
+    fn record_request(&mut self, req: &Req) {
+        let marks = Marks {
+            intended_send_ns: req.intended_ns,
+            actual_send_ns: req.actual_ns,
+            first_token_ns: req.first_stamp_ns,
+            last_token_ns: req.prev_stamp_ns,
+            end_ns: req.end_stamp_ns,
+            output_tokens: req.output,
+        };
+        // The server's view: from receipt to its own emissions, no client in between.
+        let truth = Marks {
+            intended_send_ns: req.server_recv_ns,
+            actual_send_ns: req.server_recv_ns,
+            first_token_ns: req.first_emit_ns,
+            last_token_ns: req.prev_emit_ns,
+            end_ns: req.prev_emit_ns,
+            output_tokens: req.output,
+        };
+        let intended = marks.scalars(Origin::Intended, Convention::Heisenbench);
+        let actual = marks.scalars(Origin::Actual, Convention::Heisenbench);
+        let server = truth.scalars(Origin::Actual, Convention::Heisenbench);
+        self.tally.record(&intended, &actual, &server);
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum JobKind {
+    Send,
+    Chunk,
+    Finish,
+}

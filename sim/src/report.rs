@@ -1,0 +1,311 @@
+//! What a simulation reports, and the model's prediction next to it.
+
+use heisenbench_model::compare::{Comparison, LoopArrivals, Observation, compare};
+use heisenbench_model::metrics::{NtpotParts, Scalars};
+use heisenbench_model::scenario::{Arrivals, Policy, Stop};
+use heisenbench_model::units::Quantile;
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::{SimScenario, request_cost};
+use crate::stats::{Dist, Recorder};
+use crate::time::ns_from_secs;
+
+/// Report format version; bumped when fields change meaning.
+pub const REPORT_VERSION: u32 = 1;
+
+/// Counters of a run. Conservation: scheduled = completed + rejected + timed_out +
+/// in_system_at_end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Counts {
+    /// Requests the schedule issued.
+    pub scheduled: u64,
+    /// Requests whose whole response the client processed.
+    pub completed: u64,
+    /// Requests answered 429.
+    pub rejected: u64,
+    /// Requests abandoned at their timeout.
+    pub timed_out: u64,
+    /// Requests still in the system when the run stopped (0 after a full run).
+    pub in_system_at_end: u64,
+    /// Jobs the client loops processed (sends, chunks, finishes).
+    pub client_events: u64,
+    /// Events popped from the heap.
+    pub heap_events: u64,
+}
+
+/// Streaming recorders of one run (nanoseconds).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tally {
+    pub send_lag: Recorder,
+    pub client_wait: Recorder,
+    pub first_chunk_delay: Recorder,
+    pub server_queue: Recorder,
+    pub itl_true: Recorder,
+    pub itl_measured: Recorder,
+    pub ttft_true: Recorder,
+    pub ttft_intended: Recorder,
+    pub ttft_actual: Recorder,
+    pub tpot_true: Recorder,
+    pub tpot_measured: Recorder,
+    pub e2e_true: Recorder,
+    pub e2e_intended: Recorder,
+    pub e2e_actual: Recorder,
+    pub ntpot_true: Recorder,
+    pub ntpot_intended: Recorder,
+    pub ntpot_actual: Recorder,
+    pub parts_sum: [f64; 3],
+}
+
+fn rec(r: &mut Recorder, s: f64) {
+    r.record(ns_from_secs(s));
+}
+
+impl Tally {
+    pub(crate) fn record(&mut self, intended: &Scalars, actual: &Scalars, server: &Scalars) {
+        rec(&mut self.ttft_true, server.ttft_s);
+        rec(&mut self.ttft_intended, intended.ttft_s);
+        rec(&mut self.ttft_actual, actual.ttft_s);
+        rec(&mut self.e2e_true, server.e2e_s);
+        rec(&mut self.e2e_intended, intended.e2e_s);
+        rec(&mut self.e2e_actual, actual.e2e_s);
+        rec(&mut self.ntpot_true, server.ntpot_s);
+        rec(&mut self.ntpot_intended, intended.ntpot_s);
+        rec(&mut self.ntpot_actual, actual.ntpot_s);
+        if let (Some(t), Some(m)) = (server.tpot_s, actual.tpot_s) {
+            rec(&mut self.tpot_true, t);
+            rec(&mut self.tpot_measured, m);
+        }
+        let p = intended.ntpot_parts;
+        self.parts_sum[0] += p.queue_s;
+        self.parts_sum[1] += p.prefill_s;
+        self.parts_sum[2] += p.decode_s;
+    }
+}
+
+/// A metric as the server produced it and as the client measured it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Views {
+    /// Server-side truth.
+    pub server: Dist,
+    /// Measured by the client from the intended send time.
+    pub from_intended: Dist,
+    /// Measured by the client from the actual send time.
+    pub from_actual: Dist,
+}
+
+/// One loop.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WorkerReport {
+    /// Jobs processed.
+    pub jobs: u64,
+    /// Busy time over the run's length.
+    pub utilization: f64,
+    /// Mean wait of a job for this loop, seconds.
+    pub mean_wait_s: f64,
+    /// Most requests in flight at once.
+    pub max_in_flight: u32,
+}
+
+/// The model's view of the client queue, next to what the run saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// Events per second on one loop, from the configuration.
+    pub loop_event_rate_per_s: f64,
+    /// Events per request on a loop (send if it shares the loop, chunks, finish).
+    pub events_per_request: f64,
+    /// Events arriving together (the whole response when tokens leave at once).
+    pub burst: u32,
+    /// The comparison of the observed client-queue wait with the model.
+    pub comparison: Comparison,
+}
+
+/// Everything a run reports. Deterministic: the same scenario and seed give the same
+/// bytes (no wall-clock figures in here).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimReport {
+    /// Format version.
+    pub version: u32,
+    /// The validated scenario, seed included, that produced this report.
+    pub scenario: SimScenario,
+    /// Counters.
+    pub counts: Counts,
+    /// Simulated seconds, to the last event.
+    pub simulated_s: f64,
+    /// Requests per second the schedule asked for.
+    pub offered_qps: f64,
+    /// Completed requests per simulated second.
+    pub achieved_qps: f64,
+    /// Actual minus intended send time.
+    pub send_lag: Dist,
+    /// Time to first token.
+    pub ttft: Views,
+    /// Time per output token after the first (server vs client, origin-free).
+    pub tpot: Views,
+    /// End to end.
+    pub e2e: Views,
+    /// Normalised time per output token.
+    pub ntpot: Views,
+    /// Mean NTPOT parts (queue, prefill, decode) from the intended send.
+    pub ntpot_parts_mean: NtpotParts,
+    /// Inter-token latency as emitted by the server.
+    pub itl_server: Dist,
+    /// Inter-token latency as stamped by the client.
+    pub itl_measured: Dist,
+    /// Wait of every job for its loop (the client queue).
+    pub client_wait: Dist,
+    /// A response's first chunk: stamp minus network arrival (the client's share of TTFT).
+    pub first_chunk_delay: Dist,
+    /// Wait for a server slot.
+    pub server_queue: Dist,
+    /// Per loop.
+    pub workers: Vec<WorkerReport>,
+    /// The model's prediction of the client queue (absent for closed loops and free clients).
+    pub prediction: Option<Prediction>,
+}
+
+impl SimReport {
+    pub(crate) fn build(
+        sc: &SimScenario,
+        counts: Counts,
+        t: &Tally,
+        workers: Vec<WorkerReport>,
+        makespan_ns: u64,
+        last_intended_ns: u64,
+    ) -> Self {
+        let simulated_s = makespan_ns as f64 * 1e-9;
+        let window_s = match sc.workload.stop {
+            Stop::Duration { seconds } => seconds,
+            Stop::Count { .. } => last_intended_ns as f64 * 1e-9,
+        };
+        let offered_qps = sc.workload.arrivals.rate_per_s().unwrap_or_else(|| {
+            if window_s > 0.0 {
+                counts.scheduled as f64 / window_s
+            } else {
+                0.0
+            }
+        });
+        let achieved_qps = if simulated_s > 0.0 {
+            counts.completed as f64 / simulated_s
+        } else {
+            0.0
+        };
+        let n = counts.completed.max(1) as f64;
+        let tpot_view = Views {
+            server: t.tpot_true.summary(),
+            from_intended: t.tpot_measured.summary(),
+            from_actual: t.tpot_measured.summary(),
+        };
+        Self {
+            version: REPORT_VERSION,
+            scenario: sc.clone(),
+            counts,
+            simulated_s,
+            offered_qps,
+            achieved_qps,
+            send_lag: t.send_lag.summary(),
+            ttft: Views {
+                server: t.ttft_true.summary(),
+                from_intended: t.ttft_intended.summary(),
+                from_actual: t.ttft_actual.summary(),
+            },
+            tpot: tpot_view,
+            e2e: Views {
+                server: t.e2e_true.summary(),
+                from_intended: t.e2e_intended.summary(),
+                from_actual: t.e2e_actual.summary(),
+            },
+            ntpot: Views {
+                server: t.ntpot_true.summary(),
+                from_intended: t.ntpot_intended.summary(),
+                from_actual: t.ntpot_actual.summary(),
+            },
+            ntpot_parts_mean: NtpotParts {
+                queue_s: t.parts_sum[0] / n,
+                prefill_s: t.parts_sum[1] / n,
+                decode_s: t.parts_sum[2] / n,
+            },
+            itl_server: t.itl_true.summary(),
+            itl_measured: t.itl_measured.summary(),
+            client_wait: t.client_wait.summary(),
+            first_chunk_delay: t.first_chunk_delay.summary(),
+            server_queue: t.server_queue.summary(),
+            prediction: predict(sc, &t.client_wait),
+            workers,
+        }
+    }
+
+    /// Conservation of requests: every scheduled request is accounted for.
+    pub fn is_balanced(&self) -> bool {
+        let c = &self.counts;
+        c.scheduled == c.completed + c.rejected + c.timed_out + c.in_system_at_end
+    }
+}
+
+/// The model for one loop of this scenario: per-loop event rate from the configured
+/// request rate, the events' cost as the two-moment mixture of send, chunk and finish,
+/// bursts when the server emits a response at once, Erlang-k arrivals under round robin.
+fn predict(sc: &SimScenario, observed: &Recorder) -> Option<Prediction> {
+    let rate = sc.workload.arrivals.rate_per_s()?;
+    let k = sc.client.workers;
+    let tokens = sc.workload.output_tokens.mean().round().max(1.0) as u32;
+    let mut costs = sc.client.costs.clone();
+    if !sc.client.send_shares_loop {
+        costs.send = None;
+    }
+    let events = f64::from(tokens)
+        + f64::from(u8::from(costs.finish.is_some()))
+        + f64::from(u8::from(costs.send.is_some()));
+    if events == 0.0 || costs.chunk.is_none() && costs.send.is_none() && costs.finish.is_none() {
+        return None;
+    }
+    // Mixture of the per-event costs: the request's total over its event count.
+    let total = request_cost(&costs, tokens);
+    let m = total.moments();
+    let per_event_mean = m.mean_s / events;
+    // Per-event SCV of the mixture: E[S^2] = sum n_i E[S_i^2] / events.
+    let mut m2 = 0.0;
+    for (c, n) in [
+        (costs.send.as_ref(), 1.0),
+        (costs.chunk.as_ref(), f64::from(tokens)),
+        (costs.finish.as_ref(), 1.0),
+    ] {
+        if let Some(s) = c {
+            m2 += n * s.moments().m2;
+        }
+    }
+    m2 /= events;
+    let scv = (m2 / (per_event_mean * per_event_mean) - 1.0).max(0.0);
+    let service = heisenbench_model::service::Service::gamma(per_event_mean, scv).ok()?;
+    let burst = if sc.server.streams_in_bursts() {
+        events.round() as u32
+    } else {
+        1
+    };
+    let per_loop_rate = match sc.client.policy {
+        Policy::Random | Policy::RoundRobin | Policy::LeastLoaded => rate / f64::from(k) * events,
+    };
+    let arrivals = match (sc.client.policy, &sc.workload.arrivals) {
+        (Policy::RoundRobin, Arrivals::Poisson { .. }) if k > 1 && burst > 1 => {
+            LoopArrivals::RoundRobin { k }
+        }
+        _ => LoopArrivals::Poisson,
+    };
+    let obs = Observation {
+        event_rate_per_s: per_loop_rate,
+        service,
+        burst,
+        arrivals,
+        wait_mean_s: Some(observed.mean_s()),
+        wait_quantiles_s: [Quantile::P50, Quantile::P99]
+            .iter()
+            .map(|q| (*q, observed.quantile_s(q.get())))
+            .collect(),
+    };
+    let comparison = compare(&obs, 0.1).ok()?;
+    Some(Prediction {
+        loop_event_rate_per_s: per_loop_rate,
+        events_per_request: events,
+        burst,
+        comparison,
+    })
+}

@@ -1,0 +1,275 @@
+//! A simulated experiment: the shared workload and client parts plus the server model,
+//! and the paper's presets.
+
+use heisenbench_model::ModelError;
+use heisenbench_model::plan::{Assignment, Budget, Hardware, Load, plan_workers};
+use heisenbench_model::scenario::{
+    Arrivals, ClientModel, EventCosts, Lengths, Policy, Stamp, Stop, Workload,
+};
+use heisenbench_model::service::Service;
+use heisenbench_model::units::{Quantile, Rate, Seconds};
+use serde::{Deserialize, Serialize};
+
+/// The server in front of the client, with llm-d-inference-sim's semantics.
+///
+/// A request takes one of `max_num_seqs` slots when one is free, else waits in a FIFO
+/// queue of at most `max_waiting_queue_length` (beyond it: 429). Its first token comes
+/// `prefill_overhead_s + prefill_time_per_token_s x input tokens` after it starts when
+/// either prefill parameter is non-zero, else `time_to_first_token_s` (with normal jitter
+/// of the given standard deviation, clamped at zero). Each later token follows one
+/// inter-token latency. Every latency is multiplied by the load factor
+/// f = 1 + (F - 1)(running - 1)/(max_num_seqs - 1), F = `time_factor_under_load`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerModel {
+    /// Time to first token, seconds.
+    pub time_to_first_token_s: f64,
+    /// Its jitter's standard deviation, seconds.
+    pub time_to_first_token_std_dev_s: f64,
+    /// Fixed prefill cost, seconds.
+    pub prefill_overhead_s: f64,
+    /// Prefill cost per input token, seconds.
+    pub prefill_time_per_token_s: f64,
+    /// Inter-token latency, seconds.
+    pub inter_token_latency_s: f64,
+    /// Its jitter's standard deviation, seconds.
+    pub inter_token_latency_std_dev_s: f64,
+    /// Concurrent sequences (batch slots).
+    pub max_num_seqs: u32,
+    /// Waiting requests beyond which the server answers 429.
+    pub max_waiting_queue_length: u32,
+    /// F in the load factor; 1 disables slow-down.
+    pub time_factor_under_load: f64,
+}
+
+impl Default for ServerModel {
+    fn default() -> Self {
+        Self {
+            time_to_first_token_s: 0.0,
+            time_to_first_token_std_dev_s: 0.0,
+            prefill_overhead_s: 0.0,
+            prefill_time_per_token_s: 0.0,
+            inter_token_latency_s: 0.0,
+            inter_token_latency_std_dev_s: 0.0,
+            max_num_seqs: 5,
+            max_waiting_queue_length: 1000,
+            time_factor_under_load: 1.0,
+        }
+    }
+}
+
+impl ServerModel {
+    /// Checks every field; the error names the first bad one.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        for (name, v) in [
+            ("server.time_to_first_token_s", self.time_to_first_token_s),
+            (
+                "server.time_to_first_token_std_dev_s",
+                self.time_to_first_token_std_dev_s,
+            ),
+            ("server.prefill_overhead_s", self.prefill_overhead_s),
+            (
+                "server.prefill_time_per_token_s",
+                self.prefill_time_per_token_s,
+            ),
+            ("server.inter_token_latency_s", self.inter_token_latency_s),
+            (
+                "server.inter_token_latency_std_dev_s",
+                self.inter_token_latency_std_dev_s,
+            ),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(ModelError::Invalid {
+                    name,
+                    value: v.to_string(),
+                    reason: "must be a finite number >= 0",
+                });
+            }
+        }
+        if self.max_num_seqs == 0 {
+            return Err(ModelError::Invalid {
+                name: "server.max_num_seqs",
+                value: "0".into(),
+                reason: "must be >= 1",
+            });
+        }
+        if !(self.time_factor_under_load.is_finite() && self.time_factor_under_load >= 1.0) {
+            return Err(ModelError::Invalid {
+                name: "server.time_factor_under_load",
+                value: self.time_factor_under_load.to_string(),
+                reason: "must be >= 1",
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether a response's tokens all leave at once (zero inter-token latency): the
+    /// client then sees bursts.
+    pub fn streams_in_bursts(&self) -> bool {
+        self.inter_token_latency_s == 0.0 && self.inter_token_latency_std_dev_s == 0.0
+    }
+}
+
+/// One simulated experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimScenario {
+    /// A label for reports.
+    #[serde(default)]
+    pub name: String,
+    /// The root seed of every random stream.
+    #[serde(default)]
+    pub seed: u64,
+    /// What is sent and when.
+    pub workload: Workload,
+    /// The benchmark client.
+    pub client: ClientModel,
+    /// The server model.
+    #[serde(default)]
+    pub server: ServerModel,
+}
+
+impl SimScenario {
+    /// Checks the whole scenario; the error names the first bad field.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        self.workload.validate()?;
+        self.client.validate()?;
+        self.server.validate()
+    }
+
+    /// Parses and validates a JSON scenario.
+    pub fn from_json(text: &str) -> Result<Self, ScenarioError> {
+        let sc: SimScenario =
+            serde_json::from_str(text).map_err(|e| ScenarioError::Parse(e.to_string()))?;
+        sc.validate()?;
+        Ok(sc)
+    }
+}
+
+/// Why a scenario was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScenarioError {
+    /// Not valid JSON for a scenario (serde's message names the field and line).
+    #[error("scenario: {0}")]
+    Parse(String),
+    /// A field is out of range.
+    #[error("scenario: {0}")]
+    Invalid(#[from] ModelError),
+    /// Not a preset.
+    #[error("unknown preset '{0}': expected paper-1000 or paper-5000")]
+    UnknownPreset(String),
+}
+
+/// Per-chunk cost of a Python asyncio client: read, split the SSE frame, JSON-decode,
+/// record. Tens of microseconds; 25 us (gamma, SCV 0.5) makes a loop top out near 190
+/// requests/s x 200 tokens, between the paper's single-process tools (146 and 443).
+pub const PYTHON_CHUNK_COST_S: f64 = 25e-6;
+/// Building and writing one request on the same loop.
+pub const PYTHON_SEND_COST_S: f64 = 150e-6;
+/// Closing a response.
+pub const PYTHON_FINISH_COST_S: f64 = 50e-6;
+/// SCV of each of those costs.
+pub const PYTHON_COST_SCV: f64 = 0.5;
+/// The sharded preset's budget: p99 of the wait before a response's first chunk is
+/// processed (the client's contribution to TTFT).
+pub const PRESET_BUDGET_S: f64 = 10e-3;
+
+/// The Python-like per-event costs.
+pub fn python_costs() -> EventCosts {
+    let g = |m| Service::gamma(m, PYTHON_COST_SCV).expect("valid constants");
+    EventCosts {
+        send: Some(g(PYTHON_SEND_COST_S)),
+        chunk: Some(g(PYTHON_CHUNK_COST_S)),
+        finish: Some(g(PYTHON_FINISH_COST_S)),
+    }
+}
+
+/// The paper's presets: `paper-1000` and `paper-5000` (320 input and 200 output tokens,
+/// zero-latency server, Poisson arrivals for `seconds`), each as a pair: one Python-like
+/// loop, and the same client sharded over the loop count `plan` gives.
+pub fn preset(name: &str, seconds: f64, seed: u64) -> Result<Vec<SimScenario>, ScenarioError> {
+    let qps = match name {
+        "paper-1000" => 1000.0,
+        "paper-5000" => 5000.0,
+        other => return Err(ScenarioError::UnknownPreset(other.to_string())),
+    };
+    let workload = Workload {
+        arrivals: Arrivals::Poisson { rate_per_s: qps },
+        stop: Stop::Duration { seconds },
+        input_tokens: Lengths::Fixed { tokens: 320 },
+        output_tokens: Lengths::Fixed { tokens: 200 },
+    };
+    let single = ClientModel {
+        workers: 1,
+        policy: Policy::RoundRobin,
+        costs: python_costs(),
+        stamp: Stamp::AfterProcessing,
+        max_in_flight_per_worker: None,
+        timeout_s: None,
+        send_shares_loop: true,
+    };
+    let k = sharded_workers(qps, &single.costs, 200)?;
+    // Three llm-d-inference-sim replicas at their default of 5 slots each.
+    let server = ServerModel {
+        max_num_seqs: 15,
+        max_waiting_queue_length: 100_000,
+        ..ServerModel::default()
+    };
+    let mk = |label: &str, client: ClientModel| SimScenario {
+        name: format!("{name} {label}"),
+        seed,
+        workload: workload.clone(),
+        client,
+        server: server.clone(),
+    };
+    let sharded = ClientModel {
+        workers: k,
+        ..single.clone()
+    };
+    let out = vec![
+        mk("single loop", single),
+        mk(&format!("{k} loops"), sharded),
+    ];
+    for s in &out {
+        s.validate()?;
+    }
+    Ok(out)
+}
+
+/// The loops a zero-latency workload needs so that the p99 wait before a response's
+/// first chunk is processed stays under [`PRESET_BUDGET_S`]: each response (send, its
+/// chunks and the finish) is one unit of work arriving together, so a loop is a queue
+/// of whole requests; round robin makes its arrivals Erlang-k.
+pub fn sharded_workers(
+    qps: f64,
+    costs: &EventCosts,
+    output_tokens: u32,
+) -> Result<u32, ScenarioError> {
+    let per_request = request_cost(costs, output_tokens);
+    let load = Load::new(Rate::per_s(qps)?, 1, 1, per_request, Assignment::RoundRobin)?;
+    let budget = Budget::Quantile {
+        q: Quantile::P99,
+        limit_s: Seconds::new(PRESET_BUDGET_S)?,
+    };
+    Ok(plan_workers(&load, &budget, Hardware::default())?.workers)
+}
+
+/// The cost of one whole request on a loop (send + chunks + finish), as the two-moment
+/// gamma fit of the sum.
+pub fn request_cost(costs: &EventCosts, output_tokens: u32) -> Service {
+    let parts = [
+        (costs.send.as_ref(), 1u32),
+        (costs.chunk.as_ref(), output_tokens),
+        (costs.finish.as_ref(), 1),
+    ];
+    let (mut mean, mut var) = (0.0, 0.0);
+    for (cost, n) in parts {
+        if let Some(s) = cost {
+            let m = s.moments();
+            mean += f64::from(n) * m.mean_s;
+            var += f64::from(n) * (m.m2 - m.mean_s * m.mean_s);
+        }
+    }
+    let scv = if mean > 0.0 { var / (mean * mean) } else { 0.0 };
+    Service::gamma(mean.max(1e-12), scv).expect("positive mean")
+}

@@ -1,0 +1,319 @@
+//! Textbook mode: one FIFO queue, simulated two ways, with confidence intervals.
+//!
+//! * [`lindley`]: the recursion W_{n+1} = max(0, W_n + S_n - A_{n+1}) in f64 seconds,
+//!   the fast path.
+//! * [`events`]: arrivals and departures through the same [`EventQueue`] the client
+//!   engine uses, in integer nanoseconds.
+//!
+//! Both draw gaps and service times from the same seeded streams in customer order, so
+//! on one seed they agree up to nanosecond rounding; each must also agree with the model
+//! within its confidence interval. Intervals are batch means: the run after warm-up is cut
+//! into `batches` consecutive batches, each batch gives one estimate, and the 95 %
+//! half-width is t_{0.975, B-1} s / sqrt(B) over the batch estimates. Batches of many
+//! thousand customers are long against the queue's correlation time except very near
+//! rho = 1, which makes the batch estimates close to independent.
+
+use std::collections::VecDeque;
+
+use heisenbench_model::queue::QueueReport;
+use heisenbench_model::service::Service;
+use heisenbench_model::units::Quantile;
+use rand_distr::{Distribution, Exp1, Gamma};
+use serde::{Deserialize, Serialize};
+
+use crate::events::EventQueue;
+use crate::sample::{Sampler, SimRng, purpose, stream};
+use crate::stats::Recorder;
+use crate::time::{SimTime, ns_from_secs};
+
+/// The shape of the inter-arrival times.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Gaps {
+    /// Exponential (M).
+    Poisson,
+    /// Constant (D).
+    Constant,
+    /// Gamma with this shape (SCV 1 / shape; Erlang-k for integer k).
+    Gamma {
+        /// Shape.
+        shape: f64,
+    },
+}
+
+/// One textbook experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueSpec {
+    /// Arrivals per second.
+    pub rate_per_s: f64,
+    /// Gap shape.
+    pub gaps: Gaps,
+    /// Service distribution.
+    pub service: Service,
+    /// Customers measured (after warm-up).
+    pub customers: u64,
+    /// Customers simulated and discarded first (the queue starts empty).
+    pub warmup: u64,
+    /// Batches for the confidence intervals (>= 2).
+    pub batches: u32,
+    /// Root seed.
+    pub seed: u64,
+}
+
+/// A point estimate with its 95 % confidence half-width.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// The estimate over all measured customers.
+    pub value: f64,
+    /// Half-width of the 95 % batch-means interval.
+    pub ci95: f64,
+}
+
+impl Estimate {
+    /// Whether `truth` lies within `k` half-widths (plus `slack`, for quantities the
+    /// histogram rounds).
+    pub fn covers(&self, truth: f64, k: f64, slack: f64) -> bool {
+        (self.value - truth).abs() <= k * self.ci95 + slack
+    }
+}
+
+/// What one engine measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueResult {
+    /// `lindley` or `events`.
+    pub engine: String,
+    /// Customers measured.
+    pub customers: u64,
+    /// Mean wait, seconds.
+    pub wait_mean_s: Estimate,
+    /// Probability of waiting.
+    pub p_wait: Estimate,
+    /// Wait quantiles at p50, p90, p99, p99.9, seconds.
+    pub wait_quantiles_s: Vec<(Quantile, Estimate)>,
+    /// Event engine only: Little's law checked on the whole run, from two independent
+    /// tallies (queue length integrated over time, and waits summed per customer).
+    pub little: Option<Little>,
+}
+
+/// Little's law, L_q = lambda W_q, over a whole run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Little {
+    /// Time-average number waiting: integral of the queue length over the run's length.
+    pub lq_time_average: f64,
+    /// Observed arrival rate times observed mean wait.
+    pub lambda_times_wq: f64,
+}
+
+fn gap_sampler(spec: &QueueSpec) -> impl FnMut(&mut SimRng) -> f64 {
+    let mean = 1.0 / spec.rate_per_s;
+    let gamma = match spec.gaps {
+        Gaps::Gamma { shape } => Gamma::new(shape, mean / shape).ok(),
+        _ => None,
+    };
+    let gaps = spec.gaps;
+    move |rng: &mut SimRng| match gaps {
+        Gaps::Poisson => {
+            let e: f64 = Exp1.sample(rng);
+            e * mean
+        }
+        Gaps::Constant => mean,
+        Gaps::Gamma { .. } => gamma.as_ref().map_or(mean, |g| g.sample(rng)),
+    }
+}
+
+/// Collects waits into batches.
+struct Batches {
+    per_batch: u64,
+    seen: u64,
+    overall: Recorder,
+    waited: u64,
+    current: Recorder,
+    current_waited: u64,
+    done: Vec<[f64; 6]>,
+}
+
+impl Batches {
+    fn new(spec: &QueueSpec) -> Self {
+        Self {
+            per_batch: (spec.customers / u64::from(spec.batches.max(2))).max(1),
+            seen: 0,
+            overall: Recorder::default(),
+            waited: 0,
+            current: Recorder::default(),
+            current_waited: 0,
+            done: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, wait_ns: u64) {
+        self.overall.record(wait_ns);
+        self.current.record(wait_ns);
+        let w = u64::from(wait_ns > 0);
+        self.waited += w;
+        self.current_waited += w;
+        self.seen += 1;
+        if self.seen.is_multiple_of(self.per_batch) {
+            let n = self.current.count() as f64;
+            let q = Quantile::STANDARD.map(|q| self.current.quantile_s(q.get()));
+            self.done.push([
+                self.current.mean_s(),
+                self.current_waited as f64 / n,
+                q[0],
+                q[1],
+                q[2],
+                q[3],
+            ]);
+            self.current = Recorder::default();
+            self.current_waited = 0;
+        }
+    }
+
+    fn finish(self, engine: &str) -> QueueResult {
+        let b = self.done.len();
+        let ci = |i: usize| -> f64 {
+            if b < 2 {
+                return f64::INFINITY;
+            }
+            let mean = self.done.iter().map(|x| x[i]).sum::<f64>() / b as f64;
+            let var = self.done.iter().map(|x| (x[i] - mean).powi(2)).sum::<f64>() / (b - 1) as f64;
+            student_t_975(b - 1) * (var / b as f64).sqrt()
+        };
+        let n = self.overall.count();
+        QueueResult {
+            engine: engine.to_string(),
+            customers: n,
+            wait_mean_s: Estimate {
+                value: self.overall.mean_s(),
+                ci95: ci(0),
+            },
+            p_wait: Estimate {
+                value: self.waited as f64 / n.max(1) as f64,
+                ci95: ci(1),
+            },
+            wait_quantiles_s: Quantile::STANDARD
+                .iter()
+                .enumerate()
+                .map(|(i, q)| {
+                    (
+                        *q,
+                        Estimate {
+                            value: self.overall.quantile_s(q.get()),
+                            ci95: ci(2 + i),
+                        },
+                    )
+                })
+                .collect(),
+            little: None,
+        }
+    }
+}
+
+/// The 0.975 quantile of Student's t with `dof` degrees of freedom, by the
+/// Cornish-Fisher expansion around the normal (error below 1e-3 for dof >= 5).
+pub fn student_t_975(dof: usize) -> f64 {
+    let z: f64 = 1.959_963_984_540_054;
+    let v = dof.max(1) as f64;
+    z + (z.powi(3) + z) / (4.0 * v)
+        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * v * v)
+        + (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / (384.0 * v.powi(3))
+}
+
+/// The Lindley fast path.
+pub fn lindley(spec: &QueueSpec) -> QueueResult {
+    let mut arrivals = stream(spec.seed, purpose::ARRIVALS);
+    let mut services = stream(spec.seed, purpose::CLIENT);
+    let service = Sampler::new(&spec.service);
+    let mut gap = gap_sampler(spec);
+    let mut batches = Batches::new(spec);
+    let mut w = 0.0f64;
+    for n in 0..spec.warmup + spec.customers {
+        if n >= spec.warmup {
+            batches.push(ns_from_secs(w));
+        }
+        let s = service.sample_s(&mut services);
+        let a = gap(&mut arrivals);
+        w = (w + s - a).max(0.0);
+    }
+    batches.finish("lindley")
+}
+
+#[derive(Debug, Clone, Copy)]
+enum QEvent {
+    Arrival,
+    Departure,
+}
+
+/// The explicit event engine: arrival and departure events through the heap.
+pub fn events(spec: &QueueSpec) -> QueueResult {
+    let mut arrivals = stream(spec.seed, purpose::ARRIVALS);
+    let mut services = stream(spec.seed, purpose::CLIENT);
+    let service = Sampler::new(&spec.service);
+    let mut gap = gap_sampler(spec);
+    let mut batches = Batches::new(spec);
+    let total = spec.warmup + spec.customers;
+    let mut q = EventQueue::new();
+    let mut line: VecDeque<u64> = VecDeque::new();
+    let mut busy = false;
+    let (mut arrived, mut started) = (0u64, 0u64);
+    // Arrival times accumulate in f64 seconds, as in the recursion, then round once.
+    let mut t_arrival = 0.0f64;
+    q.push(SimTime::ZERO, QEvent::Arrival);
+    // Little's law tallies over the whole run (warm-up included).
+    let (mut area_ns2, mut last_ns, mut wait_sum_ns) = (0u128, 0u64, 0u128);
+    let mut serve = |now: u64,
+                     arrived_at: u64,
+                     started: &mut u64,
+                     q: &mut EventQueue<QEvent>,
+                     wait_sum: &mut u128| {
+        *wait_sum += u128::from(now - arrived_at);
+        if *started >= spec.warmup {
+            batches.push(now - arrived_at);
+        }
+        *started += 1;
+        let s = service.sample_s(&mut services);
+        q.push(SimTime(now + ns_from_secs(s)), QEvent::Departure);
+    };
+    while let Some((t, ev)) = q.pop() {
+        let now = t.ns();
+        area_ns2 += line.len() as u128 * u128::from(now - last_ns);
+        last_ns = now;
+        match ev {
+            QEvent::Arrival => {
+                arrived += 1;
+                if arrived < total {
+                    t_arrival += gap(&mut arrivals);
+                    q.push(SimTime(ns_from_secs(t_arrival).max(now)), QEvent::Arrival);
+                }
+                if busy {
+                    line.push_back(now);
+                } else {
+                    busy = true;
+                    serve(now, now, &mut started, &mut q, &mut wait_sum_ns);
+                }
+            }
+            QEvent::Departure => match line.pop_front() {
+                Some(a) => serve(now, a, &mut started, &mut q, &mut wait_sum_ns),
+                None => busy = false,
+            },
+        }
+    }
+    let mut result = batches.finish("events");
+    let span = last_ns as f64;
+    result.little = (span > 0.0).then(|| Little {
+        lq_time_average: area_ns2 as f64 / span,
+        lambda_times_wq: (arrived as f64 / span) * (wait_sum_ns as f64 / arrived as f64),
+    });
+    result
+}
+
+/// Both engines and the model side by side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextbookReport {
+    /// The experiment, seed included.
+    pub spec: QueueSpec,
+    /// The model's report, where a model covers these gaps (M: M/G/1; Erlang: E_k/G/1).
+    pub model: Option<QueueReport>,
+    /// One result per engine run.
+    pub results: Vec<QueueResult>,
+}
