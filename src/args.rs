@@ -25,8 +25,86 @@ pub enum Command {
     /// How many client loops a load needs under a wait budget (or, with --max-qps, how
     /// much load k loops carry).
     Plan(PlanArgs),
-    /// Reproduce the paper's findings on this machine (currently: the theory part).
+    /// Simulate a benchmark client and server (a scenario file or a preset), or one
+    /// textbook queue (`sim queue`).
+    Sim(SimArgs),
+    /// Reproduce the paper's findings on this machine (theory and simulation so far).
     Reproduce(ReproduceArgs),
+}
+
+/// `heisenbench sim`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SimArgs {
+    /// Textbook mode.
+    #[command(subcommand)]
+    pub textbook: Option<SimSub>,
+    /// A scenario file (JSON: workload, client, server, seed).
+    pub scenario: Option<std::path::PathBuf>,
+    /// A built-in scenario pair instead of a file: paper-1000 or paper-5000.
+    #[arg(long, conflicts_with = "scenario")]
+    pub preset: Option<String>,
+    /// Root seed (overrides the file's).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Schedule length in seconds (overrides the file's stop; presets default to 10).
+    #[arg(long, value_parser = parse_positive_duration, allow_hyphen_values = true)]
+    pub duration: Option<Seconds>,
+    /// Request count instead of a duration.
+    #[arg(long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
+    pub requests: Option<u64>,
+    /// Offered requests per second (overrides the arrival rate).
+    #[arg(long, value_parser = parse_rate, allow_hyphen_values = true)]
+    pub qps: Option<Rate>,
+    /// Client loops (overrides the file's).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub workers: Option<u32>,
+    /// Send times from a file, one per line, seconds from the start (replaces the arrivals).
+    #[arg(long)]
+    pub trace: Option<std::path::PathBuf>,
+    /// Print the full report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the full report here (atomically).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+}
+
+/// Subcommands of `sim`.
+#[derive(Debug, Subcommand)]
+pub enum SimSub {
+    /// One FIFO queue by the Lindley recursion and the event engine, against the model.
+    Queue(QueueSimArgs),
+}
+
+/// `heisenbench sim queue`.
+#[derive(Debug, Args)]
+pub struct QueueSimArgs {
+    /// Inter-arrival shape: poisson, constant, or gamma:shape=X (erlang:k=K).
+    #[arg(long, default_value = "poisson")]
+    pub arrival: String,
+    /// Arrivals per second.
+    #[arg(long, value_parser = parse_rate, allow_hyphen_values = true)]
+    pub rate: Rate,
+    /// Service: deterministic:mean=1s, exponential:mean=1s, gamma:mean=1s,scv=0.5,
+    /// lognormal:mean=1s,scv=2.
+    #[arg(long)]
+    pub service: String,
+    /// Customers measured after the warm-up (a tenth as many are simulated first).
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(100..))]
+    pub customers: u64,
+    /// Root seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// lindley, events or both.
+    #[arg(long, default_value = "both")]
+    pub engine: String,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON report here (atomically).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
 }
 
 /// The queues `heisenbench model` knows.

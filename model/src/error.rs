@@ -56,7 +56,7 @@ impl ModelError {
     }
 
     /// The error for a load of `offered_erlangs` on `servers` servers.
-    pub(crate) fn unstable(offered_erlangs: f64, servers: u32) -> Self {
+    pub fn unstable(offered_erlangs: f64, servers: u32) -> Self {
         Self::Unstable {
             rho: offered_erlangs / f64::from(servers),
             offered_erlangs,

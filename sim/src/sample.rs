@@ -55,9 +55,6 @@ pub enum Sampler {
 }
 
 impl Sampler {
-    /// Zero cost.
-    pub const ZERO: Sampler = Sampler::Const(0);
-
     /// A sampler for `service`, which must be valid.
     pub fn new(service: &Service) -> Self {
         match service {
@@ -79,11 +76,6 @@ impl Sampler {
             #[allow(unreachable_patterns)]
             other => Self::Const(ns_from_secs(other.mean_s())),
         }
-    }
-
-    /// A sampler for an optional cost (`None` is free).
-    pub fn optional(service: Option<&Service>) -> Self {
-        service.map_or(Self::ZERO, Self::new)
     }
 
     /// One draw, nanoseconds.
@@ -114,11 +106,6 @@ impl Sampler {
             Self::LogNormal(l) => l.sample(rng),
             Self::Empirical(v) => v[rng.random_range(0..v.len())] as f64 * 1e-9,
         }
-    }
-
-    /// Whether every draw is zero.
-    pub fn is_zero(&self) -> bool {
-        matches!(self, Self::Const(0))
     }
 }
 

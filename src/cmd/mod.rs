@@ -8,12 +8,14 @@ use crate::args::{Cli, Command};
 mod model;
 mod plan;
 mod reproduce;
+mod sim;
 
 /// Runs the parsed command.
 pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<(), Failure> {
     match cli.command {
         Command::Model(q) => model::run(q, out),
         Command::Plan(p) => plan::run(p, out),
+        Command::Sim(s) => sim::run(s, out),
         Command::Reproduce(r) => reproduce::run(r, out),
     }
 }
@@ -25,5 +27,27 @@ pub(crate) fn write_json(
 ) -> Result<(), Failure> {
     serde_json::to_writer(&mut *out, value).map_err(|e| Failure::Runtime(e.into()))?;
     writeln!(out)?;
+    Ok(())
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file beside it, then a rename, so a
+/// reader never sees half a report.
+pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<(), Failure> {
+    use anyhow::Context;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| Failure::Usage(format!("--out {} names no file", path.display())))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
     Ok(())
 }

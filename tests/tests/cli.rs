@@ -362,3 +362,144 @@ fn help_goes_to_stdout_and_succeeds() {
     let h = ok(&["--help"]);
     assert!(h.contains("plan") && h.contains("model"));
 }
+
+#[test]
+fn sim_preset_json_and_out_file() {
+    let dir = std::env::temp_dir().join(format!("heisenbench-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sim.json");
+    let p = path.to_str().unwrap();
+    let v = json(&[
+        "sim",
+        "--preset",
+        "paper-1000",
+        "--duration",
+        "1s",
+        "--seed",
+        "7",
+        "--json",
+        "--out",
+        p,
+    ]);
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["scenario"]["seed"], 7);
+    let single = num(&runs[0], "achieved_qps");
+    let sharded = num(&runs[1], "achieved_qps");
+    assert!(single < 300.0 && sharded > 950.0, "{single} {sharded}");
+    // The file holds the same report, and a second run gives the same bytes.
+    let file: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(file, v);
+    let again = ok(&[
+        "sim",
+        "--preset",
+        "paper-1000",
+        "--duration",
+        "1s",
+        "--seed",
+        "7",
+        "--json",
+    ]);
+    assert_eq!(serde_json::from_str::<Value>(&again).unwrap(), v);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sim_scenario_file_round_trip_and_bad_fields() {
+    let dir = std::env::temp_dir().join(format!("heisenbench-scn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let v = json(&[
+        "sim",
+        "--preset",
+        "paper-1000",
+        "--duration",
+        "200ms",
+        "--json",
+    ]);
+    let scenario = &v["runs"][1]["scenario"];
+    let good = dir.join("good.json");
+    std::fs::write(&good, scenario.to_string()).unwrap();
+    let again = json(&["sim", good.to_str().unwrap(), "--json"]);
+    assert_eq!(
+        again["runs"][0], v["runs"][1],
+        "a report's scenario reproduces the report"
+    );
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        scenario
+            .to_string()
+            .replace("\"workers\":6", "\"workers\":0"),
+    )
+    .unwrap();
+    let e = fails(&["sim", bad.to_str().unwrap()]);
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("client.workers"), "{e}");
+    let e = fails(&["sim", dir.join("missing.json").to_str().unwrap()]);
+    assert_eq!(e.exit_code(), 2);
+    let e = fails(&["sim", "--preset", "paper-9"]);
+    assert_eq!(e.exit_code(), 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sim_queue_textbook_json() {
+    let v = json(&[
+        "sim",
+        "queue",
+        "--rate",
+        "0.5",
+        "--service",
+        "deterministic:mean=1s",
+        "--customers",
+        "200000",
+        "--json",
+    ]);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    // M/D/1 at rho 0.5: Wq = 0.5; the estimate is within a few of its half-widths.
+    let mean = &results[0]["wait_mean_s"];
+    assert!(
+        (num(mean, "value") - 0.5).abs() < 3.0 * num(mean, "ci95"),
+        "{mean}"
+    );
+    assert!((num(&v["model"], "wq_mean_s") - 0.5).abs() < 1e-12);
+    for bad in [
+        vec![
+            "sim",
+            "queue",
+            "--rate",
+            "2",
+            "--service",
+            "deterministic:mean=1s",
+        ],
+        vec![
+            "sim",
+            "queue",
+            "--rate",
+            "0.5",
+            "--service",
+            "weibull:mean=1s",
+        ],
+        vec![
+            "sim",
+            "queue",
+            "--rate",
+            "0.5",
+            "--service",
+            "gamma:mean=1s",
+        ],
+        vec![
+            "sim",
+            "queue",
+            "--rate",
+            "0.5",
+            "--service",
+            "gamma:mean=1s,scv=1",
+            "--arrival",
+            "gamma:shape=-1",
+        ],
+    ] {
+        assert_eq!(fails(&bad).exit_code(), 2, "{bad:?}");
+    }
+}
