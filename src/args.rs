@@ -27,7 +27,7 @@ pub enum Command {
     Plan(PlanArgs),
     /// Simulate a benchmark client and server (a scenario file or a preset), or one
     /// textbook queue (`sim queue`).
-    Sim(SimArgs),
+    Sim(Box<SimArgs>),
     /// Reproduce the paper's findings on this machine (theory and simulation so far).
     Reproduce(ReproduceArgs),
 }

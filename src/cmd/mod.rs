@@ -15,7 +15,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<(), Failure> {
     match cli.command {
         Command::Model(q) => model::run(q, out),
         Command::Plan(p) => plan::run(p, out),
-        Command::Sim(s) => sim::run(s, out),
+        Command::Sim(s) => sim::run(*s, out),
         Command::Reproduce(r) => reproduce::run(r, out),
     }
 }

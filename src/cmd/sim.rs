@@ -52,8 +52,8 @@ pub fn run(a: SimArgs, out: &mut dyn Write) -> Result<(), Failure> {
     for r in &output.runs {
         summary(out, r)?;
     }
-    if let [single, sharded] = output.runs.as_slice() {
-        if a.preset.is_some() {
+    if let ([single, sharded], Some(_)) = (output.runs.as_slice(), &a.preset) {
+        {
             writeln!(
                 out,
                 "verdict: one loop achieved {:.0}% of the offered rate with median TTFT {} (server: {}); \
