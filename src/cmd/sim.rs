@@ -53,19 +53,17 @@ pub fn run(a: SimArgs, out: &mut dyn Write) -> Result<(), Failure> {
         summary(out, r)?;
     }
     if let ([single, sharded], Some(_)) = (output.runs.as_slice(), &a.preset) {
-        {
-            writeln!(
-                out,
-                "verdict: one loop achieved {:.0}% of the offered rate with median TTFT {} (server: {}); \
-                 {} loops achieved {:.1}% with the client's p99 share of TTFT at {}",
-                100.0 * single.achieved_qps / single.offered_qps,
-                format_seconds(single.ttft.from_intended.p50_s),
-                format_seconds(single.ttft.server.p50_s),
-                sharded.scenario.client.workers,
-                100.0 * sharded.achieved_qps / sharded.offered_qps,
-                format_seconds(sharded.first_chunk_delay.p99_s),
-            )?;
-        }
+        writeln!(
+            out,
+            "verdict: one loop achieved {:.0}% of the offered rate with median TTFT {} (server: {}); \
+             {} loops achieved {:.1}% with the client's p99 share of TTFT at {}",
+            100.0 * single.achieved_qps / single.offered_qps,
+            format_seconds(single.ttft.from_intended.p50_s),
+            format_seconds(single.ttft.server.p50_s),
+            sharded.scenario.client.workers,
+            100.0 * sharded.achieved_qps / sharded.offered_qps,
+            format_seconds(sharded.first_chunk_delay.p99_s),
+        )?;
     }
     Ok(())
 }
