@@ -40,6 +40,17 @@ impl Recorder {
         self.max_ns = self.max_ns.max(ns);
     }
 
+    /// Records `n` samples of the same value.
+    pub fn record_n(&mut self, ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let _ = self.hist.record_n(ns, n);
+        self.count += n;
+        self.sum_ns += u128::from(ns) * u128::from(n);
+        self.max_ns = self.max_ns.max(ns);
+    }
+
     /// Samples recorded.
     pub fn count(&self) -> u64 {
         self.count

@@ -125,6 +125,7 @@ fn gap_sampler(spec: &QueueSpec) -> impl FnMut(&mut SimRng) -> f64 {
 struct Batches {
     per_batch: u64,
     seen: u64,
+    closed_at: u64,
     overall: Recorder,
     waited: u64,
     current: Recorder,
@@ -137,6 +138,7 @@ impl Batches {
         Self {
             per_batch: (spec.customers / u64::from(spec.batches.max(2))).max(1),
             seen: 0,
+            closed_at: 0,
             overall: Recorder::default(),
             waited: 0,
             current: Recorder::default(),
@@ -147,29 +149,45 @@ impl Batches {
 
     #[inline]
     fn push(&mut self, wait_ns: u64) {
-        self.overall.record(wait_ns);
-        self.current.record(wait_ns);
-        let w = u64::from(wait_ns > 0);
-        self.waited += w;
-        self.current_waited += w;
+        // Only the batch's histogram per customer, and only positive waits: the zeros
+        // (a fraction 1 - rho) are counted and added in one go when the batch closes,
+        // when the batch also joins the overall histogram (an exact merge).
+        if wait_ns > 0 {
+            self.current.record(wait_ns);
+            self.current_waited += 1;
+        }
         self.seen += 1;
         if self.seen.is_multiple_of(self.per_batch) {
-            let n = self.current.count() as f64;
-            let q = Quantile::STANDARD.map(|q| self.current.quantile_s(q.get()));
-            self.done.push([
-                self.current.mean_s(),
-                self.current_waited as f64 / n,
-                q[0],
-                q[1],
-                q[2],
-                q[3],
-            ]);
-            self.current = Recorder::default();
-            self.current_waited = 0;
+            self.close_batch();
         }
     }
 
-    fn finish(self, engine: &str) -> QueueResult {
+    fn close_batch(&mut self) {
+        let zeros = self.seen - self.closed_at - self.current_waited;
+        self.current.record_n(0, zeros);
+        self.closed_at = self.seen;
+        self.waited += self.current_waited;
+        let n = self.current.count() as f64;
+        let q = Quantile::STANDARD.map(|q| self.current.quantile_s(q.get()));
+        self.done.push([
+            self.current.mean_s(),
+            self.current_waited as f64 / n,
+            q[0],
+            q[1],
+            q[2],
+            q[3],
+        ]);
+        self.overall.merge(&self.current);
+        self.current = Recorder::default();
+        self.current_waited = 0;
+    }
+
+    fn finish(mut self, engine: &str) -> QueueResult {
+        // A last partial batch still counts towards the overall estimates.
+        let zeros = self.seen - self.closed_at - self.current_waited;
+        self.current.record_n(0, zeros);
+        self.waited += self.current_waited;
+        self.overall.merge(&self.current);
         let b = self.done.len();
         let ci = |i: usize| -> f64 {
             if b < 2 {
