@@ -62,7 +62,7 @@ pub fn run(a: SimArgs, out: &mut dyn Write) -> Result<(), Failure> {
             format_seconds(single.ttft.server.p50_s),
             sharded.scenario.client.workers,
             100.0 * sharded.achieved_qps / sharded.offered_qps,
-            format_seconds(sharded.first_chunk_delay.p99_s),
+            format_seconds(sharded.send_lag.p99_s),
         )?;
     }
     Ok(())
