@@ -56,7 +56,7 @@ pub fn run(a: SimArgs, out: &mut dyn Write) -> Result<(), Failure> {
         writeln!(
             out,
             "verdict: one loop achieved {:.0}% of the offered rate with median TTFT {} (server: {}); \
-             {} loops achieved {:.1}% with the client's p99 share of TTFT at {}",
+             {} loops achieved {:.1}% with a p99 send lag of {}",
             100.0 * single.achieved_qps / single.offered_qps,
             format_seconds(single.ttft.from_intended.p50_s),
             format_seconds(single.ttft.server.p50_s),
