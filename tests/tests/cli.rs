@@ -260,7 +260,10 @@ fn tables_are_readable() {
         "{t}"
     );
     let r = ok(&["reproduce"]);
-    assert!(r.contains("one loop saturates at 192 req/s") && r.contains("paper-5000 27 loops"), "{r}");
+    assert!(
+        r.contains("one loop saturates at 192 req/s") && r.contains("paper-5000 27 loops"),
+        "{r}"
+    );
 }
 
 #[test]
