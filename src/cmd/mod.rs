@@ -5,6 +5,7 @@ use std::io::Write;
 use crate::Failure;
 use crate::args::{Cli, Command};
 
+mod mock;
 mod model;
 mod plan;
 mod reproduce;
@@ -16,6 +17,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<(), Failure> {
         Command::Model(q) => model::run(q, out),
         Command::Plan(p) => plan::run(p, out),
         Command::Sim(s) => sim::run(*s, out),
+        Command::Mock(m) => mock::run(*m, out),
         Command::Reproduce(r) => reproduce::run(r, out),
     }
 }

@@ -506,3 +506,21 @@ fn sim_queue_textbook_json() {
         assert_eq!(fails(&bad).exit_code(), 2, "{bad:?}");
     }
 }
+
+#[test]
+fn mock_bad_flags_exit_2() {
+    for args in [
+        vec!["mock", "--time-to-first-token", "-5ms"],
+        vec!["mock", "--inter-token-latency", "-1"],
+        vec!["mock", "--inter-token-latency", "fast"],
+        vec!["mock", "--failure-types", "teapot"],
+        vec!["mock", "--failure-injection-rate", "150"],
+        vec!["mock", "--max-num-seqs", "0"],
+        vec!["mock", "--time-factor-under-load", "0.5"],
+        vec!["mock", "--mode", "poetry"],
+    ] {
+        let e = fails(&args);
+        assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+        assert_eq!(e.to_string().lines().count(), 1, "{args:?}");
+    }
+}

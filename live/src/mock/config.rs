@@ -1,0 +1,308 @@
+//! The mock server's configuration, with llm-d-inference-sim's flag names and defaults.
+
+use std::net::IpAddr;
+use std::str::FromStr;
+use std::time::Duration;
+
+use heisenbench_model::ModelError;
+use heisenbench_model::units::Seconds;
+use serde::{Deserialize, Serialize};
+
+/// How response text is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Words of the prompt, in order (cycled when more tokens are needed).
+    Echo,
+    /// Seeded random words from a fixed vocabulary.
+    #[default]
+    Random,
+}
+
+impl FromStr for Mode {
+    type Err = ModelError;
+    fn from_str(s: &str) -> Result<Self, ModelError> {
+        match s {
+            "echo" => Ok(Self::Echo),
+            "random" => Ok(Self::Random),
+            _ => Err(ModelError::Invalid {
+                name: "mode",
+                value: s.into(),
+                reason: "expected echo or random",
+            }),
+        }
+    }
+}
+
+/// An injectable failure and the OpenAI-style error it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureType {
+    /// 429, `rate_limit_exceeded`.
+    RateLimit,
+    /// 401, `invalid_api_key`.
+    InvalidApiKey,
+    /// 400, `context_length_exceeded`.
+    ContextLength,
+    /// 503, `server_error`.
+    ServerError,
+    /// 400, `invalid_request_error`.
+    InvalidRequest,
+    /// 404, `model_not_found`.
+    ModelNotFound,
+}
+
+impl FailureType {
+    /// All types, the default set.
+    pub const ALL: [FailureType; 6] = [
+        Self::RateLimit,
+        Self::InvalidApiKey,
+        Self::ContextLength,
+        Self::ServerError,
+        Self::InvalidRequest,
+        Self::ModelNotFound,
+    ];
+
+    /// HTTP status.
+    pub fn status(self) -> u16 {
+        match self {
+            Self::RateLimit => 429,
+            Self::InvalidApiKey => 401,
+            Self::ContextLength | Self::InvalidRequest => 400,
+            Self::ServerError => 503,
+            Self::ModelNotFound => 404,
+        }
+    }
+
+    /// OpenAI error `type` and `code`, and a message.
+    pub fn error(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Self::RateLimit => (
+                "rate_limit_exceeded",
+                "rate_limit_exceeded",
+                "Rate limit reached (injected failure)",
+            ),
+            Self::InvalidApiKey => (
+                "invalid_request_error",
+                "invalid_api_key",
+                "Incorrect API key provided (injected failure)",
+            ),
+            Self::ContextLength => (
+                "invalid_request_error",
+                "context_length_exceeded",
+                "This model's maximum context length was exceeded (injected failure)",
+            ),
+            Self::ServerError => (
+                "server_error",
+                "server_error",
+                "The server had an error processing the request (injected failure)",
+            ),
+            Self::InvalidRequest => (
+                "invalid_request_error",
+                "invalid_request_error",
+                "Invalid request (injected failure)",
+            ),
+            Self::ModelNotFound => (
+                "invalid_request_error",
+                "model_not_found",
+                "The model does not exist (injected failure)",
+            ),
+        }
+    }
+}
+
+impl FromStr for FailureType {
+    type Err = ModelError;
+    fn from_str(s: &str) -> Result<Self, ModelError> {
+        Ok(match s {
+            "rate_limit" => Self::RateLimit,
+            "invalid_api_key" => Self::InvalidApiKey,
+            "context_length" => Self::ContextLength,
+            "server_error" => Self::ServerError,
+            "invalid_request" => Self::InvalidRequest,
+            "model_not_found" => Self::ModelNotFound,
+            _ => {
+                return Err(ModelError::Invalid {
+                    name: "failure type",
+                    value: s.into(),
+                    reason: "expected rate_limit, invalid_api_key, context_length, server_error, invalid_request or model_not_found",
+                });
+            }
+        })
+    }
+}
+
+/// Everything the mock needs; defaults are llm-d-inference-sim's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MockConfig {
+    /// Address to bind.
+    pub host: IpAddr,
+    /// Port (0: any free port).
+    pub port: u16,
+    /// The served model name.
+    pub model: String,
+    /// Time to first token.
+    pub time_to_first_token: Duration,
+    /// Its standard deviation (normal jitter, clamped at zero).
+    pub time_to_first_token_std_dev: Duration,
+    /// Inter-token latency.
+    pub inter_token_latency: Duration,
+    /// Its standard deviation.
+    pub inter_token_latency_std_dev: Duration,
+    /// Fixed prefill cost; with `prefill_time_per_token`, replaces the TTFT when non-zero.
+    pub prefill_overhead: Duration,
+    /// Prefill cost per prompt token.
+    pub prefill_time_per_token: Duration,
+    /// Concurrent sequences (batch slots).
+    pub max_num_seqs: u32,
+    /// Requests that may wait for a slot; beyond, 429.
+    pub max_waiting_queue_length: u32,
+    /// F in the load factor 1 + (F - 1)(running - 1)/(max_num_seqs - 1).
+    pub time_factor_under_load: f64,
+    /// Largest prompt + max_tokens; beyond, 400.
+    pub max_model_len: u32,
+    /// Response text.
+    pub mode: Mode,
+    /// Seed of the jitter, the random text and the failure draws.
+    pub seed: u64,
+    /// Percentage (0-100) of requests answered with an injected failure.
+    pub failure_injection_rate: f64,
+    /// The failures to draw from, uniformly.
+    pub failure_types: Vec<FailureType>,
+    /// Runtime worker threads (1: one core).
+    pub threads: usize,
+}
+
+impl Default for MockConfig {
+    fn default() -> Self {
+        Self {
+            host: IpAddr::from([127, 0, 0, 1]),
+            port: 8000,
+            model: "heisenbench-mock".into(),
+            time_to_first_token: Duration::ZERO,
+            time_to_first_token_std_dev: Duration::ZERO,
+            inter_token_latency: Duration::ZERO,
+            inter_token_latency_std_dev: Duration::ZERO,
+            prefill_overhead: Duration::ZERO,
+            prefill_time_per_token: Duration::ZERO,
+            max_num_seqs: 5,
+            max_waiting_queue_length: 1000,
+            time_factor_under_load: 1.0,
+            max_model_len: 1024,
+            mode: Mode::Random,
+            seed: 0,
+            failure_injection_rate: 0.0,
+            failure_types: FailureType::ALL.to_vec(),
+            threads: 1,
+        }
+    }
+}
+
+impl MockConfig {
+    /// Checks the ranges the flags cannot.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        if self.max_num_seqs == 0 {
+            return Err(ModelError::Invalid {
+                name: "--max-num-seqs",
+                value: "0".into(),
+                reason: "must be >= 1",
+            });
+        }
+        if !(self.time_factor_under_load.is_finite() && self.time_factor_under_load >= 1.0) {
+            return Err(ModelError::Invalid {
+                name: "--time-factor-under-load",
+                value: self.time_factor_under_load.to_string(),
+                reason: "must be >= 1",
+            });
+        }
+        if !(0.0..=100.0).contains(&self.failure_injection_rate) {
+            return Err(ModelError::Invalid {
+                name: "--failure-injection-rate",
+                value: self.failure_injection_rate.to_string(),
+                reason: "must be a percentage between 0 and 100",
+            });
+        }
+        if self.failure_types.is_empty() {
+            return Err(ModelError::Invalid {
+                name: "--failure-types",
+                value: "[]".into(),
+                reason: "name at least one type",
+            });
+        }
+        if self.threads == 0 {
+            return Err(ModelError::Invalid {
+                name: "--threads",
+                value: "0".into(),
+                reason: "must be >= 1",
+            });
+        }
+        if self.model.is_empty() {
+            return Err(ModelError::Invalid {
+                name: "--model",
+                value: "".into(),
+                reason: "must not be empty",
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether every latency is zero: responses are then written in one piece.
+    pub fn is_instant(&self) -> bool {
+        [
+            self.time_to_first_token,
+            self.time_to_first_token_std_dev,
+            self.inter_token_latency,
+            self.inter_token_latency_std_dev,
+            self.prefill_overhead,
+            self.prefill_time_per_token,
+        ]
+        .iter()
+        .all(|d| d.is_zero())
+    }
+}
+
+/// A latency flag: a bare integer is milliseconds (as older llm-d-inference-sim versions
+/// took it), otherwise a duration with its unit (`250us`, `2ms`, `1s`). Sub-millisecond
+/// values are kept exact.
+pub fn parse_latency(s: &str) -> Result<Duration, ModelError> {
+    let t = s.trim();
+    if t.starts_with('-') {
+        return Err(ModelError::Invalid {
+            name: "duration",
+            value: s.into(),
+            reason: "must not be negative",
+        });
+    }
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        let ms: u64 = t.parse().map_err(|_| ModelError::Invalid {
+            name: "duration",
+            value: s.into(),
+            reason: "too large",
+        })?;
+        return Ok(Duration::from_millis(ms));
+    }
+    let secs = Seconds::parse(t)?;
+    Ok(Duration::from_secs_f64(secs.get()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latencies_take_bare_milliseconds_and_units() {
+        assert_eq!(parse_latency("20").unwrap(), Duration::from_millis(20));
+        assert_eq!(parse_latency("250us").unwrap(), Duration::from_micros(250));
+        assert_eq!(parse_latency("2ms").unwrap(), Duration::from_millis(2));
+        assert_eq!(parse_latency("1s").unwrap(), Duration::from_secs(1));
+        for bad in ["-5", "-5ms", "abc", "", "1.5"] {
+            assert!(parse_latency(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn failure_types_parse() {
+        assert_eq!("rate_limit".parse::<FailureType>().unwrap().status(), 429);
+        assert!("teapot".parse::<FailureType>().is_err());
+    }
+}

@@ -1,0 +1,665 @@
+//! The embedded OpenAI-compatible mock LLM server.
+//!
+//! A server whose every delay is known, so that whatever a client measures above it is
+//! the client. It follows llm-d-inference-sim's behaviour and flag names (see
+//! [`config::MockConfig`]): batch slots with a bounded waiting line (429 beyond it),
+//! TTFT or prefill time, inter-token latency with jitter, slow-down under load, failure
+//! injection, a context-length limit, echo or random text. Unlike it, sub-millisecond
+//! latencies are kept exact ([`crate::timer::PreciseTimer`]), and every streamed chunk
+//! carries [`openai::SENT_FIELD`], the CLOCK_MONOTONIC nanoseconds when it was handed to
+//! the connection, so a client on the same host can measure each chunk's delay.
+//!
+//! With every latency at zero a response is formatted and written in one piece, which is
+//! what lets one core serve thousands of 200-token streams per second.
+
+pub mod config;
+pub mod metrics;
+pub mod openai;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body::{Body, Frame};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use rand::{RngExt, SeedableRng};
+use rand_distr::{Distribution, StandardNormal};
+use rand_pcg::Pcg64Mcg;
+use tokio::sync::{Semaphore, mpsc, watch};
+
+use crate::clock::mono_ns;
+use crate::timer::PreciseTimer;
+use config::{MockConfig, Mode};
+use metrics::Metrics;
+use openai::{Api, ChunkWriter, GenRequest, json_str};
+
+/// Largest request body accepted.
+const MAX_BODY_BYTES: usize = 16 << 20;
+
+/// Words of the random mode.
+const VOCABULARY: [&str; 32] = [
+    "the", "queue", "client", "server", "token", "latency", "stream", "loop", "event", "wait",
+    "bias", "measure", "load", "rate", "burst", "worker", "chunk", "model", "time", "first",
+    "mean", "tail", "shard", "plan", "honest", "bench", "batch", "slot", "decode", "prefill",
+    "arrival", "service",
+];
+
+/// The response body: written at once, or streamed from a generator task.
+pub enum MockBody {
+    /// The whole body.
+    Full(Option<Bytes>),
+    /// Chunks from a generator task.
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+impl Body for MockBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            MockBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            MockBody::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+}
+
+struct State {
+    cfg: MockConfig,
+    slots: Arc<Semaphore>,
+    metrics: Metrics,
+    rng: Mutex<Pcg64Mcg>,
+    next_id: AtomicU64,
+    timer: PreciseTimer,
+}
+
+impl State {
+    fn load_factor(&self) -> f64 {
+        let n = self.cfg.max_num_seqs;
+        if n <= 1 || self.cfg.time_factor_under_load == 1.0 {
+            return 1.0;
+        }
+        let running = self.metrics.running.load(Relaxed).max(1) as f64;
+        1.0 + (self.cfg.time_factor_under_load - 1.0) * (running - 1.0) / f64::from(n - 1)
+    }
+
+    fn jitter(&self, mean: Duration, sd: Duration) -> Duration {
+        let base = if sd.is_zero() {
+            mean.as_secs_f64()
+        } else {
+            let z: f64 = StandardNormal.sample(&mut *self.rng.lock().expect("rng lock"));
+            (mean.as_secs_f64() + sd.as_secs_f64() * z).max(0.0)
+        };
+        Duration::from_secs_f64(base * self.load_factor())
+    }
+
+    fn ttft(&self, prompt_tokens: u32) -> Duration {
+        let c = &self.cfg;
+        if !c.prefill_overhead.is_zero() || !c.prefill_time_per_token.is_zero() {
+            let s = c.prefill_overhead.as_secs_f64()
+                + c.prefill_time_per_token.as_secs_f64() * f64::from(prompt_tokens);
+            Duration::from_secs_f64(s * self.load_factor())
+        } else {
+            self.jitter(c.time_to_first_token, c.time_to_first_token_std_dev)
+        }
+    }
+}
+
+fn response(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<MockBody> {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .body(MockBody::Full(Some(body.into())))
+        .expect("static response parts are valid")
+}
+
+fn error(status: StatusCode, message: &str, kind: &str, code: &str) -> Response<MockBody> {
+    response(
+        status,
+        "application/json",
+        openai::error_body(message, kind, code),
+    )
+}
+
+async fn handle(
+    req: Request<Incoming>,
+    state: Arc<State>,
+) -> Result<Response<MockBody>, Infallible> {
+    let api = match (req.method(), req.uri().path()) {
+        (&Method::GET, "/health") => return Ok(response(StatusCode::OK, "text/plain", "OK")),
+        (&Method::GET, "/metrics") => {
+            return Ok(response(
+                StatusCode::OK,
+                "text/plain; version=0.0.4",
+                state.metrics.render(&state.cfg.model),
+            ));
+        }
+        (&Method::GET, "/v1/models") => {
+            let body = serde_json::json!({
+                "object": "list",
+                "data": [{ "id": state.cfg.model, "object": "model", "created": 0, "owned_by": "heisenbench" }],
+            });
+            return Ok(response(
+                StatusCode::OK,
+                "application/json",
+                body.to_string(),
+            ));
+        }
+        (&Method::POST, "/v1/completions") => Api::Completions,
+        (&Method::POST, "/v1/chat/completions") => Api::Chat,
+        (_, "/v1/completions" | "/v1/chat/completions" | "/v1/models" | "/health" | "/metrics") => {
+            return Ok(error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method not allowed",
+                "invalid_request_error",
+                "method_not_allowed",
+            ));
+        }
+        _ => {
+            return Ok(error(
+                StatusCode::NOT_FOUND,
+                "no such endpoint",
+                "invalid_request_error",
+                "not_found",
+            ));
+        }
+    };
+    let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return Ok(error(
+                StatusCode::BAD_REQUEST,
+                &format!("cannot read body: {e}"),
+                "invalid_request_error",
+                "invalid_request_error",
+            ));
+        }
+    };
+    Ok(generate(api, &body, state).await)
+}
+
+async fn generate(api: Api, body: &[u8], state: Arc<State>) -> Response<MockBody> {
+    let cfg = &state.cfg;
+    // Injected failures come first, as if the server had failed before doing any work.
+    if cfg.failure_injection_rate > 0.0 {
+        let mut rng = state.rng.lock().expect("rng lock");
+        if rng.random::<f64>() * 100.0 < cfg.failure_injection_rate {
+            let f = cfg.failure_types[rng.random_range(0..cfg.failure_types.len())];
+            drop(rng);
+            state.metrics.injected.fetch_add(1, Relaxed);
+            let status = StatusCode::from_u16(f.status()).expect("known statuses");
+            return response(status, "application/json", openai::failure_body(f));
+        }
+    }
+    let g = match openai::parse(api, body) {
+        Ok(g) => g,
+        Err(m) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &m,
+                "invalid_request_error",
+                "invalid_request_error",
+            );
+        }
+    };
+    if let Some(m) = &g.model
+        && m != &cfg.model
+    {
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("The model '{m}' does not exist"),
+            "invalid_request_error",
+            "model_not_found",
+        );
+    }
+    let prompt_tokens = u32::try_from(g.prompt_words.len()).unwrap_or(u32::MAX);
+    if u64::from(prompt_tokens) + u64::from(g.max_tokens) > u64::from(cfg.max_model_len) {
+        let m = format!(
+            "This model's maximum context length is {} tokens; the request asks for {} ({} in the prompt, {} to generate)",
+            cfg.max_model_len,
+            u64::from(prompt_tokens) + u64::from(g.max_tokens),
+            prompt_tokens,
+            g.max_tokens
+        );
+        return error(
+            StatusCode::BAD_REQUEST,
+            &m,
+            "invalid_request_error",
+            "context_length_exceeded",
+        );
+    }
+    // Admission: a free slot, else a place in the waiting line, else 429.
+    let arrived = Instant::now();
+    let permit = match state.slots.clone().try_acquire_owned() {
+        Ok(p) => p,
+        Err(_) => {
+            let waiting = state.metrics.waiting.fetch_add(1, Relaxed);
+            if waiting >= u64::from(cfg.max_waiting_queue_length) {
+                state.metrics.waiting.fetch_sub(1, Relaxed);
+                state.metrics.rejected.fetch_add(1, Relaxed);
+                return error(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "the waiting queue is full",
+                    "rate_limit_exceeded",
+                    "rate_limit_exceeded",
+                );
+            }
+            let p = state
+                .slots
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("the semaphore is never closed");
+            state.metrics.waiting.fetch_sub(1, Relaxed);
+            p
+        }
+    };
+    let start = Instant::now();
+    state
+        .metrics
+        .queue
+        .observe_ns((start - arrived).as_nanos() as u64);
+    state.metrics.running.fetch_add(1, Relaxed);
+    state
+        .metrics
+        .prompt_tokens
+        .fetch_add(u64::from(prompt_tokens), Relaxed);
+    let (tokens, finish) = text(&g, &state);
+    let id = state.next_id.fetch_add(1, Relaxed);
+    let created = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let job = Job {
+        state: state.clone(),
+        g,
+        tokens,
+        finish,
+        prompt_tokens,
+        id,
+        created,
+        start,
+        _permit: permit,
+    };
+    if !job.g.stream {
+        return job.whole().await;
+    }
+    if cfg.is_instant() {
+        let body = job.instant_stream();
+        return sse(MockBody::Full(Some(body)));
+    }
+    let (tx, rx) = mpsc::channel(64);
+    tokio::spawn(job.timed_stream(tx));
+    sse(MockBody::Stream(rx))
+}
+
+fn sse(body: MockBody) -> Response<MockBody> {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(body)
+        .expect("static response parts are valid")
+}
+
+/// The tokens of the response (each with its trailing space) and the finish reason.
+fn text(g: &GenRequest, state: &State) -> (Vec<String>, &'static str) {
+    let n_max = g.max_tokens as usize;
+    match state.cfg.mode {
+        Mode::Echo => {
+            let words: Vec<&str> = if g.prompt_words.is_empty() {
+                vec![""]
+            } else {
+                g.prompt_words.iter().map(String::as_str).collect()
+            };
+            let n = if g.ignore_eos {
+                n_max
+            } else {
+                n_max.min(words.len())
+            };
+            let finish = if g.ignore_eos || words.len() > n_max {
+                "length"
+            } else {
+                "stop"
+            };
+            (
+                (0..n)
+                    .map(|i| format!("{} ", words[i % words.len()]))
+                    .collect(),
+                finish,
+            )
+        }
+        Mode::Random => {
+            let mut rng = state.rng.lock().expect("rng lock");
+            let n = if g.ignore_eos {
+                n_max
+            } else {
+                rng.random_range(1..=n_max)
+            };
+            let finish = if n == n_max { "length" } else { "stop" };
+            (
+                (0..n)
+                    .map(|_| format!("{} ", VOCABULARY[rng.random_range(0..VOCABULARY.len())]))
+                    .collect(),
+                finish,
+            )
+        }
+    }
+}
+
+/// One admitted request; holds its slot until dropped.
+struct Job {
+    state: Arc<State>,
+    g: GenRequest,
+    tokens: Vec<String>,
+    finish: &'static str,
+    prompt_tokens: u32,
+    id: u64,
+    created: u64,
+    start: Instant,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        self.state.metrics.running.fetch_sub(1, Relaxed);
+    }
+}
+
+impl Job {
+    fn finished(&self, emitted: usize, end: Instant) {
+        let m = &self.state.metrics;
+        m.generation_tokens.fetch_add(emitted as u64, Relaxed);
+        m.e2e.observe_ns((end - self.start).as_nanos() as u64);
+        if emitted == self.tokens.len() {
+            let counter = if self.finish == "stop" {
+                &m.success_stop
+            } else {
+                &m.success_length
+            };
+            counter.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The whole SSE body at once (every latency zero).
+    fn instant_stream(self) -> Bytes {
+        let w = ChunkWriter::new(self.g.api, self.id, &self.state.cfg.model, self.created);
+        let mut out = Vec::with_capacity(256 * (self.tokens.len() + 2));
+        w.role_chunk(&mut out, mono_ns());
+        let n = self.tokens.len();
+        for (i, t) in self.tokens.iter().enumerate() {
+            let finish = (i + 1 == n).then_some(self.finish);
+            w.token_chunk(&mut out, &json_str(t), finish, mono_ns());
+        }
+        if self.g.include_usage {
+            w.usage_chunk(&mut out, self.prompt_tokens, n as u32, mono_ns());
+        }
+        ChunkWriter::done(&mut out);
+        let now = Instant::now();
+        self.state
+            .metrics
+            .ttft
+            .observe_ns((now - self.start).as_nanos() as u64);
+        for _ in 1..n {
+            self.state.metrics.itl.observe_ns(0);
+        }
+        self.finished(n, now);
+        Bytes::from(out)
+    }
+
+    /// Streams with the configured delays; stops when the client goes away.
+    async fn timed_stream(self, tx: mpsc::Sender<Bytes>) {
+        let w = ChunkWriter::new(self.g.api, self.id, &self.state.cfg.model, self.created);
+        let timer = self.state.timer.clone();
+        let mut buf = Vec::with_capacity(512);
+        w.role_chunk(&mut buf, mono_ns());
+        if !buf.is_empty()
+            && tx
+                .send(Bytes::from(std::mem::take(&mut buf)))
+                .await
+                .is_err()
+        {
+            return;
+        }
+        let n = self.tokens.len();
+        let mut deadline = self.start + self.state.ttft(self.prompt_tokens);
+        let mut last = self.start;
+        for i in 0..n {
+            if i > 0 {
+                let c = &self.state.cfg;
+                deadline += self
+                    .state
+                    .jitter(c.inter_token_latency, c.inter_token_latency_std_dev);
+            }
+            timer.sleep_until(deadline).await;
+            let now = Instant::now();
+            if i == 0 {
+                self.state
+                    .metrics
+                    .ttft
+                    .observe_ns((now - self.start).as_nanos() as u64);
+            } else {
+                self.state
+                    .metrics
+                    .itl
+                    .observe_ns((now - last).as_nanos() as u64);
+            }
+            last = now;
+            let finish = (i + 1 == n).then_some(self.finish);
+            w.token_chunk(&mut buf, &json_str(&self.tokens[i]), finish, mono_ns());
+            if i + 1 == n {
+                if self.g.include_usage {
+                    w.usage_chunk(&mut buf, self.prompt_tokens, n as u32, mono_ns());
+                }
+                ChunkWriter::done(&mut buf);
+            }
+            if tx
+                .send(Bytes::from(std::mem::take(&mut buf)))
+                .await
+                .is_err()
+            {
+                self.finished(i + 1, now);
+                return;
+            }
+        }
+        self.finished(n, last);
+    }
+
+    /// The non-streaming answer, after the whole generation time.
+    async fn whole(self) -> Response<MockBody> {
+        let n = self.tokens.len();
+        let mut ttft = Duration::ZERO;
+        if !self.state.cfg.is_instant() {
+            let c = &self.state.cfg;
+            ttft = self.state.ttft(self.prompt_tokens);
+            let mut total = ttft;
+            for _ in 1..n {
+                let itl = self
+                    .state
+                    .jitter(c.inter_token_latency, c.inter_token_latency_std_dev);
+                self.state.metrics.itl.observe_ns(itl.as_nanos() as u64);
+                total += itl;
+            }
+            self.state.timer.sleep_until(self.start + total).await;
+        }
+        let text: String = self.tokens.concat();
+        let body = openai::full_response(
+            &openai::Head {
+                api: self.g.api,
+                id: self.id,
+                model: &self.state.cfg.model,
+                created: self.created,
+            },
+            &text,
+            self.finish,
+            self.prompt_tokens,
+            n as u32,
+        );
+        // Nothing is sent before the end: the TTFT recorded is the generation's own.
+        self.state.metrics.ttft.observe_ns(ttft.as_nanos() as u64);
+        self.finished(n, Instant::now());
+        response(StatusCode::OK, "application/json", body)
+    }
+}
+
+/// Why the mock could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MockError {
+    /// A flag is out of range.
+    #[error(transparent)]
+    Config(#[from] heisenbench_model::ModelError),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The runtime could not start.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// A running mock server on its own threads. Dropping it shuts it down.
+pub struct MockServer {
+    addr: SocketAddr,
+    shutdown: Option<watch::Sender<bool>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl MockServer {
+    /// Binds (port 0 picks a free port) and starts serving on a runtime of
+    /// `cfg.threads` threads.
+    pub fn start(cfg: MockConfig) -> Result<Self, MockError> {
+        cfg.validate()?;
+        let addr = SocketAddr::new(cfg.host, cfg.port);
+        let listener =
+            std::net::TcpListener::bind(addr).map_err(|source| MockError::Bind { addr, source })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|source| MockError::Bind { addr, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| MockError::Bind { addr, source })?;
+        let runtime = if cfg.threads == 1 {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        } else {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(cfg.threads)
+                .enable_all()
+                .build()
+        }
+        .map_err(MockError::Runtime)?;
+        let (shutdown, rx) = watch::channel(false);
+        let state = Arc::new(State {
+            slots: Arc::new(Semaphore::new(cfg.max_num_seqs as usize)),
+            metrics: Metrics::default(),
+            rng: Mutex::new(Pcg64Mcg::seed_from_u64(cfg.seed)),
+            next_id: AtomicU64::new(0),
+            timer: PreciseTimer::new(),
+            cfg,
+        });
+        let thread = std::thread::Builder::new()
+            .name("heisenbench-mock".into())
+            .spawn(move || runtime.block_on(serve(listener, state, rx)))
+            .map_err(MockError::Runtime)?;
+        Ok(Self {
+            addr,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        })
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The base URL, `http://host:port`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting, lets open responses finish (up to two seconds), and returns.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(true);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// How long open connections get to finish after a shutdown request.
+const DRAIN: Duration = Duration::from_secs(2);
+
+async fn serve(
+    listener: std::net::TcpListener,
+    state: Arc<State>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(_) => return,
+    };
+    let open = Arc::new(AtomicU64::new(0));
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let state = state.clone();
+                let mut stop = shutdown.clone();
+                let open = open.clone();
+                open.fetch_add(1, Relaxed);
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(move |req| handle(req, state.clone()));
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), svc);
+                    tokio::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        _ = stop.changed() => {
+                            conn.as_mut().graceful_shutdown();
+                            let _ = conn.await;
+                        }
+                    }
+                    open.fetch_sub(1, Relaxed);
+                });
+            }
+            _ = shutdown.changed() => break,
+        }
+    }
+    let deadline = Instant::now() + DRAIN;
+    while open.load(Relaxed) > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}

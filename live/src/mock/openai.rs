@@ -1,0 +1,337 @@
+//! OpenAI request parsing and response formatting (completions and chat), by hand on the
+//! hot path: a streamed chunk is a fixed prefix, the escaped token, a fixed suffix and the
+//! send stamp, with no serde per chunk.
+
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+
+use super::config::FailureType;
+
+/// The extra field every streamed chunk carries: CLOCK_MONOTONIC nanoseconds when the
+/// server handed the chunk to the connection.
+pub const SENT_FIELD: &str = "heisenbench_sent_ns";
+
+/// Which endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// `/v1/completions`.
+    Completions,
+    /// `/v1/chat/completions`.
+    Chat,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Prompt {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Deserialize)]
+struct Message {
+    #[serde(default)]
+    content: serde_json::Value,
+}
+
+#[derive(Debug, Deserialize, Default)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawRequest {
+    model: Option<String>,
+    prompt: Option<Prompt>,
+    messages: Option<Vec<Message>>,
+    max_tokens: Option<u32>,
+    max_completion_tokens: Option<u32>,
+    #[serde(default)]
+    stream: bool,
+    stream_options: Option<StreamOptions>,
+    #[serde(default)]
+    ignore_eos: bool,
+}
+
+/// A parsed generation request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenRequest {
+    /// Endpoint.
+    pub api: Api,
+    /// Requested model.
+    pub model: Option<String>,
+    /// The prompt's words (the mock's tokens: whitespace-separated words).
+    pub prompt_words: Vec<String>,
+    /// Tokens to generate at most.
+    pub max_tokens: u32,
+    /// Streamed?
+    pub stream: bool,
+    /// Usage chunk at the end of a stream?
+    pub include_usage: bool,
+    /// Generate exactly `max_tokens`.
+    pub ignore_eos: bool,
+}
+
+/// Default `max_tokens` when the request has none (OpenAI's completions default).
+pub const DEFAULT_MAX_TOKENS: u32 = 16;
+
+fn words_of(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.extend(s.split_whitespace().map(str::to_owned)),
+        serde_json::Value::Array(parts) => {
+            for p in parts {
+                if let Some(t) = p.get("text") {
+                    words_of(t, out);
+                } else {
+                    words_of(p, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Parses a request body; the error is the message for a 400.
+pub fn parse(api: Api, body: &[u8]) -> Result<GenRequest, String> {
+    let raw: RawRequest =
+        serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+    let mut prompt_words = Vec::new();
+    match api {
+        Api::Completions => match raw.prompt {
+            Some(Prompt::One(s)) => prompt_words.extend(s.split_whitespace().map(str::to_owned)),
+            Some(Prompt::Many(v)) => {
+                for s in v {
+                    prompt_words.extend(s.split_whitespace().map(str::to_owned));
+                }
+            }
+            None => return Err("'prompt' is required".into()),
+        },
+        Api::Chat => {
+            let messages = raw.messages.ok_or("'messages' is required")?;
+            if messages.is_empty() {
+                return Err("'messages' must not be empty".into());
+            }
+            for m in &messages {
+                words_of(&m.content, &mut prompt_words);
+            }
+        }
+    }
+    let max_tokens = raw
+        .max_completion_tokens
+        .or(raw.max_tokens)
+        .unwrap_or(DEFAULT_MAX_TOKENS);
+    if max_tokens == 0 {
+        return Err("'max_tokens' must be at least 1".into());
+    }
+    Ok(GenRequest {
+        api,
+        model: raw.model,
+        prompt_words,
+        max_tokens,
+        stream: raw.stream,
+        include_usage: raw.stream && raw.stream_options.is_some_and(|o| o.include_usage),
+        ignore_eos: raw.ignore_eos,
+    })
+}
+
+/// An OpenAI error body.
+pub fn error_body(message: &str, kind: &str, code: &str) -> String {
+    serde_json::json!({ "error": { "message": message, "type": kind, "param": null, "code": code } }).to_string()
+}
+
+/// The body of an injected failure.
+pub fn failure_body(f: FailureType) -> String {
+    let (kind, code, message) = f.error();
+    error_body(message, kind, code)
+}
+
+/// JSON string literal of `s`, quotes included.
+pub fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// Formats the SSE stream of one response.
+pub struct ChunkWriter {
+    api: Api,
+    prefix: String,
+    id_head: String,
+}
+
+impl ChunkWriter {
+    /// A writer for response `id` (already unique) of `model`, created at `created`.
+    pub fn new(api: Api, id: u64, model: &str, created: u64) -> Self {
+        let (object, idp) = match api {
+            Api::Completions => ("text_completion", "cmpl"),
+            Api::Chat => ("chat.completion.chunk", "chatcmpl"),
+        };
+        let id_head = format!(
+            "{{\"id\":\"{idp}-{id}\",\"object\":\"{object}\",\"created\":{created},\"model\":{}",
+            json_str(model)
+        );
+        let prefix = match api {
+            Api::Completions => format!("data: {id_head},\"choices\":[{{\"index\":0,\"text\":"),
+            Api::Chat => {
+                format!("data: {id_head},\"choices\":[{{\"index\":0,\"delta\":{{\"content\":")
+            }
+        };
+        Self {
+            api,
+            prefix,
+            id_head,
+        }
+    }
+
+    /// Chat streams open with the assistant's role.
+    pub fn role_chunk(&self, out: &mut Vec<u8>, sent_ns: u64) {
+        if self.api == Api::Chat {
+            let _ = write!(
+                Adapter(out),
+                "data: {},\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"logprobs\":null,\"finish_reason\":null}}],\"{SENT_FIELD}\":{sent_ns}}}\n\n",
+                self.id_head
+            );
+        }
+    }
+
+    /// One token's chunk; `finish` on the last.
+    pub fn token_chunk(
+        &self,
+        out: &mut Vec<u8>,
+        token_json: &str,
+        finish: Option<&str>,
+        sent_ns: u64,
+    ) {
+        out.extend_from_slice(self.prefix.as_bytes());
+        out.extend_from_slice(token_json.as_bytes());
+        if self.api == Api::Chat {
+            out.push(b'}');
+        }
+        out.extend_from_slice(b",\"logprobs\":null,\"finish_reason\":");
+        match finish {
+            Some(f) => {
+                out.push(b'"');
+                out.extend_from_slice(f.as_bytes());
+                out.push(b'"');
+            }
+            None => out.extend_from_slice(b"null"),
+        }
+        let _ = write!(Adapter(out), "}}],\"{SENT_FIELD}\":{sent_ns}}}\n\n");
+    }
+
+    /// The usage chunk (`stream_options.include_usage`).
+    pub fn usage_chunk(&self, out: &mut Vec<u8>, prompt: u32, completion: u32, sent_ns: u64) {
+        let _ = write!(
+            Adapter(out),
+            "data: {},\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion},\"total_tokens\":{}}},\"{SENT_FIELD}\":{sent_ns}}}\n\n",
+            self.id_head,
+            prompt + completion
+        );
+    }
+
+    /// The end of the stream.
+    pub fn done(out: &mut Vec<u8>) {
+        out.extend_from_slice(b"data: [DONE]\n\n");
+    }
+}
+
+/// Who a response is: endpoint, id, model and creation time.
+pub struct Head<'a> {
+    /// Endpoint.
+    pub api: Api,
+    /// Unique id.
+    pub id: u64,
+    /// Model name.
+    pub model: &'a str,
+    /// Unix seconds.
+    pub created: u64,
+}
+
+/// The non-streaming response.
+pub fn full_response(
+    head: &Head<'_>,
+    text: &str,
+    finish: &str,
+    prompt: u32,
+    completion: u32,
+) -> String {
+    let Head {
+        api,
+        id,
+        model,
+        created,
+    } = *head;
+    let usage = serde_json::json!({ "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion });
+    let v = match api {
+        Api::Completions => serde_json::json!({
+            "id": format!("cmpl-{id}"), "object": "text_completion", "created": created, "model": model,
+            "choices": [{ "index": 0, "text": text, "logprobs": null, "finish_reason": finish }],
+            "usage": usage,
+        }),
+        Api::Chat => serde_json::json!({
+            "id": format!("chatcmpl-{id}"), "object": "chat.completion", "created": created, "model": model,
+            "choices": [{ "index": 0, "message": { "role": "assistant", "content": text }, "logprobs": null, "finish_reason": finish }],
+            "usage": usage,
+        }),
+    };
+    v.to_string()
+}
+
+/// `std::fmt::Write` into a byte vector.
+struct Adapter<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Adapter<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_are_valid_json_events() {
+        for api in [Api::Completions, Api::Chat] {
+            let w = ChunkWriter::new(api, 7, "m\"x", 1);
+            let mut out = Vec::new();
+            w.role_chunk(&mut out, 1);
+            w.token_chunk(&mut out, &json_str("a \"quoted\" \\ word "), None, 2);
+            w.token_chunk(&mut out, &json_str("end"), Some("length"), 3);
+            w.usage_chunk(&mut out, 5, 2, 4);
+            ChunkWriter::done(&mut out);
+            let text = String::from_utf8(out).unwrap();
+            let events: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();
+            assert_eq!(events.last(), Some(&"data: [DONE]"));
+            for e in &events[..events.len() - 1] {
+                let v: serde_json::Value =
+                    serde_json::from_str(e.strip_prefix("data: ").unwrap()).unwrap();
+                assert!(v[SENT_FIELD].as_u64().is_some(), "{e}");
+                assert_eq!(v["model"], "m\"x");
+            }
+        }
+    }
+
+    #[test]
+    fn parsing_reads_both_apis() {
+        let c = parse(Api::Completions, br#"{"model":"m","prompt":"a b  c","max_tokens":5,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true}"#).unwrap();
+        assert_eq!(
+            (
+                c.prompt_words.len(),
+                c.max_tokens,
+                c.stream,
+                c.include_usage,
+                c.ignore_eos
+            ),
+            (3, 5, true, true, true)
+        );
+        let h = parse(Api::Chat, br#"{"model":"m","messages":[{"role":"user","content":"x y"},{"role":"user","content":[{"type":"text","text":"z"}]}]}"#).unwrap();
+        assert_eq!(
+            (h.prompt_words.len(), h.max_tokens, h.stream),
+            (3, DEFAULT_MAX_TOKENS, false)
+        );
+        assert!(parse(Api::Completions, b"{").is_err());
+        assert!(parse(Api::Chat, br#"{"model":"m"}"#).is_err());
+        assert!(parse(Api::Completions, br#"{"prompt":"a","max_tokens":0}"#).is_err());
+    }
+}

@@ -1,0 +1,433 @@
+//! The mock server over real loopback HTTP, with a small independent HTTP/1.1 client.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use heisenbench_live::mock::MockServer;
+use heisenbench_live::mock::config::{FailureType, MockConfig, Mode};
+use serde_json::Value;
+
+fn start(cfg: MockConfig) -> MockServer {
+    MockServer::start(MockConfig { port: 0, ..cfg }).expect("mock starts")
+}
+
+/// A response: status, and each body piece (an SSE event, or the whole body) with the
+/// instant it was complete.
+struct Reply {
+    status: u16,
+    sent: Instant,
+    events: Vec<(Instant, String)>,
+}
+
+impl Reply {
+    fn body(&self) -> String {
+        self.events.iter().map(|(_, e)| e.as_str()).collect()
+    }
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body()).unwrap_or_else(|e| panic!("{e}: {}", self.body()))
+    }
+    /// The SSE data payloads, checking the framing of every event on the way.
+    fn sse(&self) -> Vec<(Instant, String)> {
+        self.events
+            .iter()
+            .map(|(t, e)| {
+                assert!(
+                    e.starts_with("data: ") && e.ends_with("\n\n"),
+                    "bad framing: {e:?}"
+                );
+                (*t, e["data: ".len()..e.len() - 2].to_string())
+            })
+            .collect()
+    }
+}
+
+/// Sends one request with `Connection: close` and reads the reply incrementally, decoding
+/// chunked transfer encoding and splitting SSE events as they complete.
+fn request(addr: SocketAddr, method: &str, path: &str, body: &str) -> Reply {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let sent = Instant::now();
+    s.write_all(req.as_bytes()).unwrap();
+    let (mut raw, mut decoded, mut events) = (Vec::new(), Vec::new(), Vec::new());
+    let mut head: Option<(u16, bool)> = None;
+    let mut buf = [0u8; 65536];
+    loop {
+        let n = s.read(&mut buf).unwrap();
+        let now = Instant::now();
+        raw.extend_from_slice(&buf[..n]);
+        if head.is_none()
+            && let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n")
+        {
+            let text = String::from_utf8_lossy(&raw[..end]).to_lowercase();
+            let status = text[9..12].parse().unwrap();
+            head = Some((status, text.contains("transfer-encoding: chunked")));
+            raw.drain(..end + 4);
+        }
+        if let Some((_, chunked)) = head {
+            if chunked {
+                // Decode every complete chunk in `raw`.
+                while let Some(line_end) = raw.windows(2).position(|w| w == b"\r\n") {
+                    let size = usize::from_str_radix(
+                        std::str::from_utf8(&raw[..line_end]).unwrap().trim(),
+                        16,
+                    )
+                    .unwrap();
+                    if raw.len() < line_end + 2 + size + 2 {
+                        break;
+                    }
+                    decoded.extend_from_slice(&raw[line_end + 2..line_end + 2 + size]);
+                    raw.drain(..line_end + 2 + size + 2);
+                }
+            } else {
+                decoded.append(&mut raw);
+            }
+            while let Some(p) = decoded.windows(2).position(|w| w == b"\n\n") {
+                events.push((
+                    now,
+                    String::from_utf8(decoded.drain(..p + 2).collect()).unwrap(),
+                ));
+            }
+        }
+        if n == 0 {
+            break;
+        }
+    }
+    if !decoded.is_empty() {
+        events.push((Instant::now(), String::from_utf8(decoded).unwrap()));
+    }
+    Reply {
+        status: head.expect("a response head").0,
+        sent,
+        events,
+    }
+}
+
+fn post(addr: SocketAddr, path: &str, body: &str) -> Reply {
+    request(addr, "POST", path, body)
+}
+
+fn payloads(r: &Reply) -> Vec<Value> {
+    r.sse()
+        .into_iter()
+        .filter(|(_, d)| d != "[DONE]")
+        .map(|(_, d)| serde_json::from_str(&d).unwrap())
+        .collect()
+}
+
+#[test]
+fn completions_stream_framing_counts_and_usage() {
+    let m = start(MockConfig::default());
+    let r = post(
+        m.addr(),
+        "/v1/completions",
+        r#"{"model":"heisenbench-mock","prompt":"a b c","max_tokens":7,"stream":true,"ignore_eos":true,"stream_options":{"include_usage":true}}"#,
+    );
+    assert_eq!(r.status, 200);
+    let sse = r.sse();
+    assert_eq!(sse.last().unwrap().1, "[DONE]");
+    let chunks = payloads(&r);
+    let tokens: Vec<&Value> = chunks
+        .iter()
+        .filter(|c| !c["choices"].as_array().unwrap().is_empty())
+        .collect();
+    assert_eq!(tokens.len(), 7, "one chunk per token with ignore_eos");
+    assert!(
+        tokens[..6]
+            .iter()
+            .all(|c| c["choices"][0]["finish_reason"].is_null())
+    );
+    assert_eq!(tokens[6]["choices"][0]["finish_reason"], "length");
+    let usage = &chunks.last().unwrap()["usage"];
+    assert_eq!(
+        (
+            usage["prompt_tokens"].as_u64(),
+            usage["completion_tokens"].as_u64(),
+            usage["total_tokens"].as_u64()
+        ),
+        (Some(3), Some(7), Some(10))
+    );
+    let stamps: Vec<u64> = chunks
+        .iter()
+        .map(|c| c["heisenbench_sent_ns"].as_u64().unwrap())
+        .collect();
+    assert!(stamps.windows(2).all(|w| w[0] <= w[1]));
+    // Without include_usage: no usage chunk.
+    let r = post(
+        m.addr(),
+        "/v1/completions",
+        r#"{"prompt":"a","max_tokens":3,"stream":true,"ignore_eos":true}"#,
+    );
+    let chunks = payloads(&r);
+    assert_eq!(chunks.len(), 3);
+    assert!(chunks.iter().all(|c| c.get("usage").is_none()));
+}
+
+#[test]
+fn chat_stream_opens_with_the_role() {
+    let m = start(MockConfig::default());
+    let r = post(
+        m.addr(),
+        "/v1/chat/completions",
+        r#"{"messages":[{"role":"user","content":"hi there"}],"max_tokens":5,"stream":true,"ignore_eos":true}"#,
+    );
+    let chunks = payloads(&r);
+    assert_eq!(chunks.len(), 6);
+    assert_eq!(chunks[0]["object"], "chat.completion.chunk");
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    assert!(
+        chunks[1..]
+            .iter()
+            .all(|c| c["choices"][0]["delta"]["content"].is_string())
+    );
+    assert_eq!(chunks[5]["choices"][0]["finish_reason"], "length");
+}
+
+#[test]
+fn echo_mode_and_non_streaming_usage() {
+    let m = start(MockConfig {
+        mode: Mode::Echo,
+        ..MockConfig::default()
+    });
+    let r = post(
+        m.addr(),
+        "/v1/completions",
+        r#"{"prompt":"the quick  fox","max_tokens":10}"#,
+    );
+    let v = r.json();
+    assert_eq!(v["choices"][0]["text"], "the quick fox ");
+    assert_eq!(v["choices"][0]["finish_reason"], "stop");
+    assert_eq!(v["usage"]["prompt_tokens"], 3);
+    assert_eq!(v["usage"]["completion_tokens"], 3);
+    let r = post(
+        m.addr(),
+        "/v1/chat/completions",
+        r#"{"messages":[{"role":"user","content":"x y"}],"max_tokens":5,"ignore_eos":true}"#,
+    );
+    let v = r.json();
+    assert_eq!(v["object"], "chat.completion");
+    assert_eq!(v["choices"][0]["message"]["content"], "x y x y x ");
+    assert_eq!(v["usage"]["completion_tokens"], 5);
+    assert_eq!(v["usage"]["total_tokens"], 7);
+}
+
+#[test]
+fn latencies_are_honoured() {
+    // 20 ms gaps: the timer never fires early and is late by well under a millisecond on an
+    // idle machine; a loaded 2-core CI box can add several milliseconds of scheduling delay,
+    // so observed gaps must lie in [20 ms - 1 ms, 20 ms + 15 ms] (the 1 ms below covers two
+    // reads landing on either side of a chunk boundary), and the median tighter.
+    let cfg = MockConfig {
+        time_to_first_token: Duration::from_millis(20),
+        inter_token_latency: Duration::from_millis(20),
+        ..MockConfig::default()
+    };
+    let m = start(cfg);
+    let r = post(
+        m.addr(),
+        "/v1/completions",
+        r#"{"prompt":"a","max_tokens":6,"stream":true,"ignore_eos":true}"#,
+    );
+    let sse = r.sse();
+    let ttft = sse[0].0 - r.sent;
+    assert!(
+        ttft >= Duration::from_millis(19) && ttft <= Duration::from_millis(35),
+        "TTFT {ttft:?}"
+    );
+    let mut gaps: Vec<Duration> = sse[..6].windows(2).map(|w| w[1].0 - w[0].0).collect();
+    for g in &gaps {
+        assert!(
+            *g >= Duration::from_millis(19) && *g <= Duration::from_millis(35),
+            "gap {g:?}"
+        );
+    }
+    gaps.sort();
+    assert!(
+        gaps[2] <= Duration::from_millis(25),
+        "median gap {:?}",
+        gaps[2]
+    );
+    // The server's own stamps: never early.
+    let stamps: Vec<u64> = payloads(&r)
+        .iter()
+        .map(|c| c["heisenbench_sent_ns"].as_u64().unwrap())
+        .collect();
+    assert!(
+        stamps.windows(2).all(|w| w[1] - w[0] >= 19_900_000),
+        "{stamps:?}"
+    );
+}
+
+#[test]
+fn sub_millisecond_latencies_stay_sub_millisecond() {
+    let m = start(MockConfig {
+        inter_token_latency: Duration::from_micros(300),
+        ..MockConfig::default()
+    });
+    let r = post(
+        m.addr(),
+        "/v1/completions",
+        r#"{"prompt":"a","max_tokens":41,"stream":true,"ignore_eos":true}"#,
+    );
+    let stamps: Vec<u64> = payloads(&r)
+        .iter()
+        .map(|c| c["heisenbench_sent_ns"].as_u64().unwrap())
+        .collect();
+    let total = stamps[40] - stamps[0];
+    // 40 gaps of 300 us = 12 ms; truncating to whole milliseconds would give 0 or 40 ms.
+    assert!((12_000_000..30_000_000).contains(&total), "{total} ns");
+}
+
+#[test]
+fn slots_queue_and_429() {
+    let cfg = MockConfig {
+        max_num_seqs: 2,
+        max_waiting_queue_length: 1,
+        time_to_first_token: Duration::from_millis(400),
+        ..MockConfig::default()
+    };
+    let m = start(cfg);
+    let addr = m.addr();
+    let body = r#"{"prompt":"a","max_tokens":1,"stream":true,"ignore_eos":true}"#;
+    let spawn = || std::thread::spawn(move || post(addr, "/v1/completions", body));
+    let (a, b) = (spawn(), spawn());
+    std::thread::sleep(Duration::from_millis(100));
+    let c = spawn();
+    std::thread::sleep(Duration::from_millis(100));
+    let metrics = request(addr, "GET", "/metrics", "").body();
+    assert!(
+        metrics.contains("vllm:num_requests_running{model_name=\"heisenbench-mock\"} 2"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("vllm:num_requests_waiting{model_name=\"heisenbench-mock\"} 1"),
+        "{metrics}"
+    );
+    let d = post(addr, "/v1/completions", body);
+    assert_eq!(d.status, 429);
+    assert_eq!(d.json()["error"]["code"], "rate_limit_exceeded");
+    let (a, b, c) = (a.join().unwrap(), b.join().unwrap(), c.join().unwrap());
+    assert!([a.status, b.status, c.status].iter().all(|s| *s == 200));
+    // The queued request waited for a slot: its first token came a whole TTFT later.
+    let first = |r: &Reply| r.sse()[0].0;
+    assert!(first(&c) >= first(&a).max(first(&b)) + Duration::from_millis(300));
+    let metrics = request(addr, "GET", "/metrics", "").body();
+    assert!(
+        metrics.contains("heisenbench:requests_rejected_total{model_name=\"heisenbench-mock\"} 1")
+    );
+    assert!(
+        metrics
+            .contains("vllm:request_queue_time_seconds_count{model_name=\"heisenbench-mock\"} 3")
+    );
+    assert!(metrics.contains(
+        "vllm:request_success_total{model_name=\"heisenbench-mock\",finished_reason=\"length\"} 3"
+    ));
+}
+
+#[test]
+fn failure_injection_all_or_nothing() {
+    let types = vec![
+        FailureType::RateLimit,
+        FailureType::ServerError,
+        FailureType::ModelNotFound,
+    ];
+    let m = start(MockConfig {
+        failure_injection_rate: 100.0,
+        failure_types: types,
+        ..MockConfig::default()
+    });
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..30 {
+        let r = post(
+            m.addr(),
+            "/v1/completions",
+            r#"{"prompt":"a","max_tokens":2}"#,
+        );
+        assert!([429, 503, 404].contains(&r.status), "{}", r.status);
+        let e = &r.json()["error"];
+        assert!(
+            e["message"].is_string() && e["type"].is_string() && e["code"].is_string(),
+            "{e}"
+        );
+        seen.insert(r.status);
+    }
+    assert_eq!(seen.len(), 3, "every configured type appears in 30 draws");
+    let m = start(MockConfig {
+        failure_injection_rate: 0.0,
+        ..MockConfig::default()
+    });
+    for _ in 0..30 {
+        assert_eq!(
+            post(
+                m.addr(),
+                "/v1/completions",
+                r#"{"prompt":"a","max_tokens":2}"#
+            )
+            .status,
+            200
+        );
+    }
+}
+
+#[test]
+fn request_errors_and_other_endpoints() {
+    let m = start(MockConfig {
+        max_model_len: 10,
+        ..MockConfig::default()
+    });
+    let a = m.addr();
+    let r = post(a, "/v1/completions", r#"{"model":"other","prompt":"a"}"#);
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].as_str()),
+        (404, Some("model_not_found"))
+    );
+    let r = post(a, "/v1/completions", r#"{"prompt":"a b c","max_tokens":8}"#);
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].as_str()),
+        (400, Some("context_length_exceeded"))
+    );
+    assert_eq!(post(a, "/v1/completions", "{not json").status, 400);
+    assert_eq!(post(a, "/v1/nothing", "{}").status, 404);
+    assert_eq!(request(a, "GET", "/health", "").status, 200);
+    let models = request(a, "GET", "/v1/models", "").json();
+    assert_eq!(models["data"][0]["id"], "heisenbench-mock");
+    let metrics = request(a, "GET", "/metrics", "").body();
+    for name in [
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:request_success_total",
+        "vllm:prompt_tokens_total",
+        "vllm:generation_tokens_total",
+        "vllm:time_to_first_token_seconds_bucket",
+        "vllm:inter_token_latency_seconds_bucket",
+        "vllm:e2e_request_latency_seconds_bucket",
+        "vllm:request_queue_time_seconds_bucket",
+    ] {
+        assert!(metrics.contains(name), "{name} missing");
+    }
+}
+
+#[test]
+fn shutdown_lets_an_open_stream_finish() {
+    let m = start(MockConfig {
+        inter_token_latency: Duration::from_millis(20),
+        ..MockConfig::default()
+    });
+    let addr = m.addr();
+    let t = std::thread::spawn(move || {
+        post(
+            addr,
+            "/v1/completions",
+            r#"{"prompt":"a","max_tokens":10,"stream":true,"ignore_eos":true}"#,
+        )
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    m.shutdown();
+    let r = t.join().unwrap();
+    assert_eq!(r.sse().last().unwrap().1, "[DONE]");
+    assert!(TcpStream::connect(addr).is_err(), "no longer accepting");
+}
