@@ -53,6 +53,7 @@ pub mod plan;
 pub mod queue;
 pub mod scenario;
 pub mod service;
+pub mod stats;
 pub mod tail;
 pub mod units;
 

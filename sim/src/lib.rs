@@ -35,6 +35,5 @@ pub mod events;
 pub mod report;
 pub mod sample;
 pub mod scenario;
-pub mod stats;
 pub mod textbook;
 pub mod time;

@@ -7,7 +7,7 @@ use heisenbench_model::units::Quantile;
 use serde::{Deserialize, Serialize};
 
 use crate::scenario::{SimScenario, request_cost};
-use crate::stats::{Dist, Recorder};
+use heisenbench_model::stats::{Dist, Recorder};
 use crate::time::ns_from_secs;
 
 /// Report format version; bumped when fields change meaning.

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::events::EventQueue;
 use crate::sample::{Sampler, SimRng, purpose, stream};
-use crate::stats::Recorder;
+use heisenbench_model::stats::Recorder;
 use crate::time::{SimTime, ns_from_secs};
 
 /// The shape of the inter-arrival times.

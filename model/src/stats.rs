@@ -1,0 +1,210 @@
+//! Streaming statistics: an HDR histogram plus exact count, sum and max.
+//!
+//! Memory does not grow with the number of samples, so 1e8 events fit in a fixed budget.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::units::Quantile;
+
+/// Samples in nanoseconds: HDR histogram (3 significant digits, so quantiles are within
+/// 0.1 %) with the mean and max kept exactly.
+///
+/// Mergeable ([`Recorder::merge`] is associative and exact, `Default` is its identity) and
+/// serialisable: it travels as its non-empty buckets, `[value, count]` pairs, which
+/// rebuild the same histogram bucket for bucket.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(into = "RecorderWire", try_from = "RecorderWire")]
+pub struct Recorder {
+    hist: Histogram<u64>,
+    count: u64,
+    sum_ns: u128,
+    max_ns: u64,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        let mut hist = Histogram::new(3).expect("3 significant digits is valid");
+        hist.auto(true);
+        Self {
+            hist,
+            count: 0,
+            sum_ns: 0,
+            max_ns: 0,
+        }
+    }
+}
+
+impl Recorder {
+    /// Records one sample.
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        // Auto-resizing histograms accept any u64 up to their trackable maximum.
+        let _ = self.hist.record(ns);
+        self.count += 1;
+        self.sum_ns += u128::from(ns);
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    /// Records `n` samples of the same value.
+    pub fn record_n(&mut self, ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let _ = self.hist.record_n(ns, n);
+        self.count += n;
+        self.sum_ns += u128::from(ns) * u128::from(n);
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    /// Samples recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Exact mean, seconds (0 when empty).
+    pub fn mean_s(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_ns as f64 / self.count as f64 * 1e-9
+        }
+    }
+
+    /// The q-quantile, seconds.
+    pub fn quantile_s(&self, q: f64) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.hist.value_at_quantile(q) as f64 * 1e-9
+        }
+    }
+
+    /// Adds another recorder's samples (exact for counts, sum and max).
+    pub fn merge(&mut self, other: &Recorder) {
+        let _ = self.hist.add(&other.hist);
+        self.count += other.count;
+        self.sum_ns += other.sum_ns;
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    /// The summary for a report.
+    pub fn summary(&self) -> Dist {
+        let [p50, p90, p99, p999] = Quantile::STANDARD.map(|q| self.quantile_s(q.get()));
+        Dist {
+            count: self.count,
+            mean_s: self.mean_s(),
+            p50_s: p50,
+            p90_s: p90,
+            p99_s: p99,
+            p999_s: p999,
+            max_s: self.max_ns as f64 * 1e-9,
+        }
+    }
+}
+
+impl PartialEq for Recorder {
+    fn eq(&self, other: &Self) -> bool {
+        self.count == other.count && self.sum_ns == other.sum_ns && self.max_ns == other.max_ns && self.hist == other.hist
+    }
+}
+
+/// The wire form of a [`Recorder`].
+#[derive(Serialize, Deserialize)]
+struct RecorderWire {
+    count: u64,
+    sum_ns: u128,
+    max_ns: u64,
+    /// Non-empty buckets: (the bucket's highest equivalent value, count).
+    buckets: Vec<(u64, u64)>,
+}
+
+impl From<Recorder> for RecorderWire {
+    fn from(r: Recorder) -> Self {
+        let buckets = r.hist.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
+        Self { count: r.count, sum_ns: r.sum_ns, max_ns: r.max_ns, buckets }
+    }
+}
+
+impl TryFrom<RecorderWire> for Recorder {
+    type Error = String;
+    fn try_from(w: RecorderWire) -> Result<Self, String> {
+        let mut r = Recorder::default();
+        for (v, n) in w.buckets {
+            r.hist.record_n(v, n).map_err(|e| format!("histogram bucket {v}: {e:?}"))?;
+        }
+        if r.hist.len() != w.count {
+            return Err(format!("histogram holds {} samples, count says {}", r.hist.len(), w.count));
+        }
+        r.count = w.count;
+        r.sum_ns = w.sum_ns;
+        r.max_ns = w.max_ns;
+        Ok(r)
+    }
+}
+
+/// A distribution's summary in a report.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Dist {
+    /// Samples.
+    pub count: u64,
+    /// Mean, seconds.
+    pub mean_s: f64,
+    /// Median, seconds.
+    pub p50_s: f64,
+    /// 90th percentile, seconds.
+    pub p90_s: f64,
+    /// 99th percentile, seconds.
+    pub p99_s: f64,
+    /// 99.9th percentile, seconds.
+    pub p999_s: f64,
+    /// Largest, seconds.
+    pub max_s: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn rec(values: &[u64]) -> Recorder {
+        let mut r = Recorder::default();
+        for v in values {
+            r.record(*v);
+        }
+        r
+    }
+
+    proptest! {
+        #[test]
+        fn merge_is_associative_and_matches_recording_everything(
+            a in proptest::collection::vec(0u64..10_000_000_000, 0..50),
+            b in proptest::collection::vec(0u64..10_000_000_000, 0..50),
+            c in proptest::collection::vec(0u64..10_000_000_000, 0..50),
+        ) {
+            let (ra, rb, rc) = (rec(&a), rec(&b), rec(&c));
+            let mut left = ra.clone();
+            left.merge(&rb);
+            left.merge(&rc);
+            let mut bc = rb.clone();
+            bc.merge(&rc);
+            let mut right = ra.clone();
+            right.merge(&bc);
+            prop_assert_eq!(&left, &right);
+            let all: Vec<u64> = a.iter().chain(&b).chain(&c).copied().collect();
+            prop_assert_eq!(&left, &rec(&all));
+            let mut id = Recorder::default();
+            id.merge(&ra);
+            prop_assert_eq!(&id, &ra);
+        }
+
+        #[test]
+        fn wire_round_trip_is_exact(values in proptest::collection::vec(0u64..u64::MAX / 4, 0..100)) {
+            let r = rec(&values);
+            let json = serde_json::to_string(&r).unwrap();
+            let back: Recorder = serde_json::from_str(&json).unwrap();
+            prop_assert_eq!(&back, &r);
+            prop_assert_eq!(back.summary(), r.summary());
+        }
+    }
+}
