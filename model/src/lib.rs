@@ -16,6 +16,9 @@
 //! * [`metrics::Timeline`]: TTFT, TPOT, ITL, E2E and NTPOT of one request, from the
 //!   intended or the actual send.
 //! * [`compare::compare`]: an observation against the prediction, with a verdict.
+//! * [`scenario`] and [`schedule`]: the workload and client types every engine reads, and
+//!   the seeded arrival schedule they all replay ([`sample`] holds the seeded streams).
+//! * [`stats::Recorder`]: mergeable, serialisable latency histograms for reports.
 //!
 //! # Example
 //!
@@ -51,7 +54,9 @@ pub mod mg1;
 pub mod mmc;
 pub mod plan;
 pub mod queue;
+pub mod sample;
 pub mod scenario;
+pub mod schedule;
 pub mod service;
 pub mod stats;
 pub mod tail;

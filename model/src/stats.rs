@@ -105,7 +105,10 @@ impl Recorder {
 
 impl PartialEq for Recorder {
     fn eq(&self, other: &Self) -> bool {
-        self.count == other.count && self.sum_ns == other.sum_ns && self.max_ns == other.max_ns && self.hist == other.hist
+        self.count == other.count
+            && self.sum_ns == other.sum_ns
+            && self.max_ns == other.max_ns
+            && self.hist == other.hist
     }
 }
 
@@ -121,8 +124,17 @@ struct RecorderWire {
 
 impl From<Recorder> for RecorderWire {
     fn from(r: Recorder) -> Self {
-        let buckets = r.hist.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
-        Self { count: r.count, sum_ns: r.sum_ns, max_ns: r.max_ns, buckets }
+        let buckets = r
+            .hist
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect();
+        Self {
+            count: r.count,
+            sum_ns: r.sum_ns,
+            max_ns: r.max_ns,
+            buckets,
+        }
     }
 }
 
@@ -131,10 +143,16 @@ impl TryFrom<RecorderWire> for Recorder {
     fn try_from(w: RecorderWire) -> Result<Self, String> {
         let mut r = Recorder::default();
         for (v, n) in w.buckets {
-            r.hist.record_n(v, n).map_err(|e| format!("histogram bucket {v}: {e:?}"))?;
+            r.hist
+                .record_n(v, n)
+                .map_err(|e| format!("histogram bucket {v}: {e:?}"))?;
         }
         if r.hist.len() != w.count {
-            return Err(format!("histogram holds {} samples, count says {}", r.hist.len(), w.count));
+            return Err(format!(
+                "histogram holds {} samples, count says {}",
+                r.hist.len(),
+                w.count
+            ));
         }
         r.count = w.count;
         r.sum_ns = w.sum_ns;

@@ -12,14 +12,14 @@ use std::collections::VecDeque;
 
 use heisenbench_model::metrics::{Convention, Marks, Origin};
 use heisenbench_model::scenario::{Arrivals, Policy, Stamp, Stop};
+use heisenbench_model::schedule::{Planned, Schedule};
 use rand::RngExt;
-use rand_distr::{Distribution, Exp1, Gamma};
 
 use crate::events::EventQueue;
 use crate::report::{Counts, SimReport, Tally};
-use crate::sample::{LengthSampler, Sampler, SimRng, purpose, standard_normal, stream};
 use crate::scenario::SimScenario;
 use crate::time::{SimTime, ns_from_secs};
+use heisenbench_model::sample::{LengthSampler, Sampler, SimRng, purpose, standard_normal, stream};
 
 /// A request: its slab slot and its serial number. Slots are reused; serials are not, so
 /// an event for a request that has left (a timeout, a cancelled stream's next token)
@@ -103,7 +103,6 @@ struct Server {
 pub struct Simulation {
     sc: SimScenario,
     q: EventQueue<Ev>,
-    rng_arrivals: SimRng,
     rng_lengths: SimRng,
     rng_server: SimRng,
     rng_client: SimRng,
@@ -114,7 +113,9 @@ pub struct Simulation {
     finish_cost: Option<Sampler>,
     input_len: LengthSampler,
     output_len: LengthSampler,
-    gamma_gaps: Option<Gamma<f64>>,
+    /// The open-loop schedule and its next entry (None for closed loops).
+    schedule: Option<Schedule>,
+    upcoming: Option<Planned>,
     stop_ns: Option<u64>,
     stop_count: Option<u64>,
     last_intended_ns: u64,
@@ -133,19 +134,12 @@ impl Simulation {
     pub fn new(sc: SimScenario) -> Self {
         let seed = sc.seed;
         let costs = &sc.client.costs;
-        let gamma_gaps = match sc.workload.arrivals {
-            Arrivals::Gamma { rate_per_s, shape } => {
-                Gamma::new(shape, 1.0 / (rate_per_s * shape)).ok()
-            }
-            _ => None,
-        };
         let (stop_ns, stop_count) = match sc.workload.stop {
             Stop::Duration { seconds } => (Some(ns_from_secs(seconds)), None),
             Stop::Count { requests } => (None, Some(requests)),
         };
         let mut sim = Self {
             q: EventQueue::new(),
-            rng_arrivals: stream(seed, purpose::ARRIVALS),
             rng_lengths: stream(seed, purpose::LENGTHS),
             rng_server: stream(seed, purpose::SERVER),
             rng_client: stream(seed, purpose::CLIENT),
@@ -159,7 +153,8 @@ impl Simulation {
             finish_cost: costs.finish.as_ref().map(Sampler::new),
             input_len: LengthSampler::new(&sc.workload.input_tokens),
             output_len: LengthSampler::new(&sc.workload.output_tokens),
-            gamma_gaps,
+            schedule: Schedule::new(&sc.workload, seed),
+            upcoming: None,
             stop_ns,
             stop_count,
             last_intended_ns: 0,
@@ -265,73 +260,41 @@ impl Simulation {
     }
 
     fn schedule_first(&mut self) {
-        match &self.sc.workload.arrivals {
-            Arrivals::Closed { users, .. } => {
-                for u in 0..*users {
-                    if self.may_schedule(0) {
-                        // Reserve the slot now so the count stop holds for simultaneous users.
-                        self.counts.scheduled += 1;
-                        self.q.push(SimTime::ZERO, Ev::Arrive { user: u });
-                    }
+        if let Arrivals::Closed { users, .. } = self.sc.workload.arrivals {
+            for u in 0..users {
+                if self.may_schedule(0) {
+                    // Reserve the slot now so the count stop holds for simultaneous users.
+                    self.counts.scheduled += 1;
+                    self.q.push(SimTime::ZERO, Ev::Arrive { user: u });
                 }
             }
-            Arrivals::Constant { .. } => self.push_arrival(0),
-            _ => {
-                let gap = self.next_gap_ns(0);
-                self.push_arrival(gap);
-            }
+        } else {
+            self.schedule_next();
         }
     }
 
-    /// Gap after request number `index` (0-based) for the open-loop schedules.
-    fn next_gap_ns(&mut self, index: u64) -> u64 {
-        match &self.sc.workload.arrivals {
-            Arrivals::Poisson { rate_per_s } => {
-                let e: f64 = Exp1.sample(&mut self.rng_arrivals);
-                ns_from_secs(e / rate_per_s)
-            }
-            Arrivals::Constant { rate_per_s } => {
-                // From the index, not by accumulation, so rounding never drifts.
-                let next = ns_from_secs((index + 1) as f64 / rate_per_s);
-                next.saturating_sub(ns_from_secs(index as f64 / rate_per_s))
-            }
-            Arrivals::Gamma { .. } => {
-                let g = self
-                    .gamma_gaps
-                    .as_ref()
-                    .expect("gamma arrivals have a sampler");
-                ns_from_secs(g.sample(&mut self.rng_arrivals))
-            }
-            Arrivals::Trace { .. } | Arrivals::Closed { .. } => 0,
-        }
-    }
-
-    fn push_arrival(&mut self, at_ns: u64) {
-        let at_ns = match &self.sc.workload.arrivals {
-            Arrivals::Trace { send_times_s } => {
-                match send_times_s.get(self.counts.scheduled as usize) {
-                    Some(t) => ns_from_secs(*t),
-                    None => return,
-                }
-            }
-            _ => at_ns,
-        };
-        if self.may_schedule(at_ns) {
+    /// Takes the next entry of the open-loop schedule and books its arrival.
+    fn schedule_next(&mut self) {
+        if let Some(p) = self.schedule.as_mut().and_then(Iterator::next) {
             self.counts.scheduled += 1;
-            self.q.push(SimTime(at_ns), Ev::Arrive { user: 0 });
+            self.upcoming = Some(p);
+            self.q.push(SimTime(p.at_ns), Ev::Arrive { user: 0 });
         }
     }
 
     fn on_arrive(&mut self, now: u64, user: u32) {
         self.last_intended_ns = now;
-        if !matches!(self.sc.workload.arrivals, Arrivals::Closed { .. }) {
-            let index = self.counts.scheduled;
-            let gap = self.next_gap_ns(index - 1);
-            self.push_arrival(now.saturating_add(gap));
-        }
+        let (input, output) = match self.upcoming.take() {
+            Some(p) => {
+                self.schedule_next();
+                (p.input_tokens, p.output_tokens)
+            }
+            None => (
+                self.input_len.sample(&mut self.rng_lengths),
+                self.output_len.sample(&mut self.rng_lengths),
+            ),
+        };
         let worker = self.assign();
-        let input = self.input_len.sample(&mut self.rng_lengths);
-        let output = self.output_len.sample(&mut self.rng_lengths);
         self.next_serial += 1;
         let r = self.alloc(Req {
             intended_ns: now,

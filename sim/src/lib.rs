@@ -27,13 +27,13 @@
 //! * Time is integer nanoseconds ([`time::SimTime`]); no wall clock is read anywhere.
 //! * Events are ordered by (time, insertion sequence) ([`events::EventQueue`]).
 //! * All randomness comes from PCG streams derived from the scenario's seed
-//!   ([`sample::stream`]); the same scenario and seed give a byte-identical report.
+//!   (`heisenbench_model::sample::stream`); the same scenario and seed give a
+//!   byte-identical report.
 //! * Statistics stream into HDR histograms: memory does not grow with events.
 
 pub mod engine;
 pub mod events;
 pub mod report;
-pub mod sample;
 pub mod scenario;
 pub mod textbook;
 pub mod time;

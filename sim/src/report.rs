@@ -7,8 +7,8 @@ use heisenbench_model::units::Quantile;
 use serde::{Deserialize, Serialize};
 
 use crate::scenario::{SimScenario, request_cost};
-use heisenbench_model::stats::{Dist, Recorder};
 use crate::time::ns_from_secs;
+use heisenbench_model::stats::{Dist, Recorder};
 
 /// Report format version; bumped when fields change meaning.
 pub const REPORT_VERSION: u32 = 1;

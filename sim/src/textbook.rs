@@ -22,9 +22,9 @@ use rand_distr::{Distribution, Exp1, Gamma};
 use serde::{Deserialize, Serialize};
 
 use crate::events::EventQueue;
-use crate::sample::{Sampler, SimRng, purpose, stream};
-use heisenbench_model::stats::Recorder;
 use crate::time::{SimTime, ns_from_secs};
+use heisenbench_model::sample::{Sampler, SimRng, purpose, stream};
+use heisenbench_model::stats::Recorder;
 
 /// The shape of the inter-arrival times.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -28,17 +28,7 @@ impl SimTime {
     }
 }
 
-/// Seconds to whole nanoseconds, rounded to nearest; negatives and NaN become 0.
-pub fn ns_from_secs(s: f64) -> u64 {
-    if s.is_nan() || s <= 0.0 {
-        0
-    } else if s >= u64::MAX as f64 * 1e-9 {
-        u64::MAX
-    } else {
-        // Round half up by hand: f64::round is a libm call on the hot path.
-        (s * 1e9 + 0.5) as u64
-    }
-}
+pub use heisenbench_model::sample::ns_from_secs;
 
 /// Signed nanosecond difference `to - from` as seconds.
 pub fn secs_between(from: u64, to: u64) -> f64 {

@@ -4,13 +4,24 @@
 //! costs, assignment) draws from its own PCG stream derived from it, so changing, say,
 //! the cost distribution leaves the arrival times of the same seed untouched.
 
-use heisenbench_model::scenario::Lengths;
-use heisenbench_model::service::Service;
+use crate::scenario::Lengths;
+use crate::service::Service;
 use rand::{Rng, RngExt, SeedableRng};
 use rand_distr::{Distribution, Exp1, Gamma, LogNormal, Normal, StandardNormal};
 use rand_pcg::Pcg64Mcg;
 
-use crate::time::ns_from_secs;
+/// Seconds to whole nanoseconds, rounded to nearest; negatives and NaN become 0.
+#[inline]
+pub fn ns_from_secs(s: f64) -> u64 {
+    if s.is_nan() || s <= 0.0 {
+        0
+    } else if s >= u64::MAX as f64 * 1e-9 {
+        u64::MAX
+    } else {
+        // Round half up by hand: f64::round is a libm call on hot paths.
+        (s * 1e9 + 0.5) as u64
+    }
+}
 
 /// The generator every stream uses: PCG-64 MCG (128-bit multiplicative congruential
 /// state, XSL-RR output), fast and statistically strong, never seeded from the OS.

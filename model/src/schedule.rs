@@ -1,0 +1,184 @@
+//! The arrival schedule: a plain iterator of intended send times and request shapes.
+//!
+//! One seed gives one schedule, whoever consumes it: the simulator replays it in
+//! simulated time, the live generator in real time, and N live shards each take every
+//! N-th entry ([`Schedule::stripe`]) so that together they replay exactly the schedule one
+//! generator would.
+
+use rand_distr::{Distribution, Exp1, Gamma};
+use serde::{Deserialize, Serialize};
+
+use crate::sample::{LengthSampler, SimRng, ns_from_secs, purpose, stream};
+use crate::scenario::{Arrivals, Stop, Workload};
+
+/// One scheduled request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Planned {
+    /// Position in the schedule, from 0.
+    pub index: u64,
+    /// Intended send time, nanoseconds after the start.
+    pub at_ns: u64,
+    /// Prompt tokens.
+    pub input_tokens: u32,
+    /// Output tokens.
+    pub output_tokens: u32,
+}
+
+/// The open-loop schedule of a workload (Poisson, constant, gamma or trace arrivals).
+/// Closed loops have no schedule: their send times depend on the responses.
+pub struct Schedule {
+    arrivals: Arrivals,
+    stop: Stop,
+    rng_arrivals: SimRng,
+    rng_lengths: SimRng,
+    gamma: Option<Gamma<f64>>,
+    input: LengthSampler,
+    output: LengthSampler,
+    index: u64,
+    at_ns: u64,
+}
+
+impl Schedule {
+    /// The schedule of `workload` under `seed`; `None` for closed loops. The workload must
+    /// be valid.
+    pub fn new(workload: &Workload, seed: u64) -> Option<Self> {
+        if matches!(workload.arrivals, Arrivals::Closed { .. }) {
+            return None;
+        }
+        let gamma = match workload.arrivals {
+            Arrivals::Gamma { rate_per_s, shape } => {
+                Gamma::new(shape, 1.0 / (rate_per_s * shape)).ok()
+            }
+            _ => None,
+        };
+        Some(Self {
+            arrivals: workload.arrivals.clone(),
+            stop: workload.stop,
+            rng_arrivals: stream(seed, purpose::ARRIVALS),
+            rng_lengths: stream(seed, purpose::LENGTHS),
+            gamma,
+            input: LengthSampler::new(&workload.input_tokens),
+            output: LengthSampler::new(&workload.output_tokens),
+            index: 0,
+            at_ns: 0,
+        })
+    }
+
+    /// Every `count`-th entry from `first` on: shard `first` of `count`.
+    pub fn stripe(self, first: u64, count: u64) -> impl Iterator<Item = Planned> {
+        self.filter(move |p| p.index % count.max(1) == first)
+    }
+
+    fn time_of(&mut self, index: u64) -> Option<u64> {
+        Some(match &self.arrivals {
+            Arrivals::Poisson { rate_per_s } => {
+                let e: f64 = Exp1.sample(&mut self.rng_arrivals);
+                self.at_ns.saturating_add(ns_from_secs(e / rate_per_s))
+            }
+            // From the index, not by accumulation, so rounding never drifts.
+            Arrivals::Constant { rate_per_s } => ns_from_secs(index as f64 / rate_per_s),
+            Arrivals::Gamma { .. } => {
+                let g = self.gamma.as_ref()?;
+                self.at_ns
+                    .saturating_add(ns_from_secs(g.sample(&mut self.rng_arrivals)))
+            }
+            Arrivals::Trace { send_times_s } => ns_from_secs(*send_times_s.get(index as usize)?),
+            Arrivals::Closed { .. } => return None,
+        })
+    }
+}
+
+impl Iterator for Schedule {
+    type Item = Planned;
+
+    fn next(&mut self) -> Option<Planned> {
+        let index = self.index;
+        if let Stop::Count { requests } = self.stop
+            && index >= requests
+        {
+            return None;
+        }
+        let at_ns = self.time_of(index)?;
+        if let Stop::Duration { seconds } = self.stop
+            && at_ns >= ns_from_secs(seconds)
+        {
+            return None;
+        }
+        self.at_ns = at_ns;
+        self.index += 1;
+        let input_tokens = self.input.sample(&mut self.rng_lengths);
+        let output_tokens = self.output.sample(&mut self.rng_lengths);
+        Some(Planned {
+            index,
+            at_ns,
+            input_tokens,
+            output_tokens,
+        })
+    }
+}
+
+/// Request shapes for a closed loop, one stream per user so that users striped over
+/// shards draw the same shapes as on one generator.
+pub fn user_shapes(workload: &Workload, seed: u64, user: u32) -> impl Iterator<Item = (u32, u32)> {
+    let mut rng = stream(seed ^ (u64::from(user) << 32), purpose::LENGTHS);
+    let input = LengthSampler::new(&workload.input_tokens);
+    let output = LengthSampler::new(&workload.output_tokens);
+    std::iter::from_fn(move || Some((input.sample(&mut rng), output.sample(&mut rng))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Lengths;
+    use proptest::prelude::*;
+
+    fn workload(arrivals: Arrivals, stop: Stop) -> Workload {
+        Workload {
+            arrivals,
+            stop,
+            input_tokens: Lengths::Uniform { min: 1, max: 400 },
+            output_tokens: Lengths::Lognormal {
+                mean: 200.0,
+                scv: 0.5,
+            },
+        }
+    }
+
+    #[test]
+    fn constant_and_count_stop() {
+        let w = workload(
+            Arrivals::Constant { rate_per_s: 4.0 },
+            Stop::Count { requests: 5 },
+        );
+        let times: Vec<u64> = Schedule::new(&w, 1).unwrap().map(|p| p.at_ns).collect();
+        assert_eq!(
+            times,
+            vec![0, 250_000_000, 500_000_000, 750_000_000, 1_000_000_000]
+        );
+    }
+
+    #[test]
+    fn poisson_rate_and_duration_stop() {
+        let w = workload(
+            Arrivals::Poisson { rate_per_s: 1000.0 },
+            Stop::Duration { seconds: 20.0 },
+        );
+        let n = Schedule::new(&w, 3).unwrap().count() as f64;
+        // Poisson count over 20 s at 1000/s: mean 20,000, sd 141; 4 sd is 566.
+        assert!((n - 20_000.0).abs() < 566.0, "{n}");
+    }
+
+    proptest! {
+        #[test]
+        fn stripes_partition_the_schedule(seed in 0u64..1000, shards in 1u64..9) {
+            let w = workload(Arrivals::Gamma { rate_per_s: 500.0, shape: 0.5 }, Stop::Count { requests: 300 });
+            let whole: Vec<Planned> = Schedule::new(&w, seed).unwrap().collect();
+            let mut merged: Vec<Planned> = (0..shards)
+                .flat_map(|s| Schedule::new(&w, seed).unwrap().stripe(s, shards).collect::<Vec<_>>())
+                .collect();
+            merged.sort_by_key(|p| p.index);
+            prop_assert_eq!(&merged, &whole);
+            prop_assert!(whole.windows(2).all(|p| p[0].at_ns <= p[1].at_ns));
+        }
+    }
+}
