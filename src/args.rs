@@ -30,6 +30,13 @@ pub enum Command {
     Sim(Box<SimArgs>),
     /// Serve the embedded OpenAI-compatible mock LLM server (llm-d-inference-sim's flags).
     Mock(Box<MockArgs>),
+    /// Run the live sharded load generator against a server (or the embedded mock).
+    Run(Box<RunArgs>),
+    /// Measure this machine's per-event cost of the generator, for `plan` and `run`.
+    Calibrate(CalibrateArgs),
+    /// A shard worker process (started by `run`; reads its task on stdin).
+    #[command(name = "__shard", hide = true)]
+    Shard,
     /// Reproduce the paper's findings on this machine (theory and simulation so far).
     Reproduce(ReproduceArgs),
 }
@@ -360,4 +367,101 @@ fn parse_mode(s: &str) -> Result<heisenbench_live::mock::config::Mode, String> {
 fn parse_failure(s: &str) -> Result<heisenbench_live::mock::config::FailureType, String> {
     s.parse()
         .map_err(|e: heisenbench_model::ModelError| e.to_string())
+}
+
+/// `heisenbench run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A scenario file (the same JSON `heisenbench sim` reads; its workload and client parts).
+    pub scenario: Option<std::path::PathBuf>,
+    /// Base URL of the server; without it, the embedded mock is started in this process.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// completions or chat.
+    #[arg(long, default_value = "completions")]
+    pub api: String,
+    /// Ask for whole responses instead of streams.
+    #[arg(long)]
+    pub no_stream: bool,
+    /// The model field of each request.
+    #[arg(long, default_value = "heisenbench-mock")]
+    pub model: String,
+    /// Requests per second.
+    #[arg(long, value_parser = parse_rate, allow_hyphen_values = true)]
+    pub qps: Option<Rate>,
+    /// Arrival process: poisson, constant, gamma:shape=X.
+    #[arg(long)]
+    pub arrival: Option<String>,
+    /// Closed loop with this many users instead of a rate.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub users: Option<u32>,
+    /// Send times from a file, one per line, seconds from the start.
+    #[arg(long)]
+    pub trace: Option<std::path::PathBuf>,
+    /// Schedule length (default 10s).
+    #[arg(long, value_parser = parse_positive_duration, allow_hyphen_values = true)]
+    pub duration: Option<Seconds>,
+    /// Request count instead of a duration.
+    #[arg(long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
+    pub requests: Option<u64>,
+    /// Prompt tokens: N, uniform:MIN,MAX, normal:MEAN,SD or lognormal:MEAN,SCV.
+    #[arg(long)]
+    pub prompt_tokens: Option<String>,
+    /// Output tokens (sent with ignore_eos): same forms as --prompt-tokens.
+    #[arg(long)]
+    pub output_tokens: Option<String>,
+    /// Environment variable holding the API key (never printed or written).
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// Per-request timeout from the actual send.
+    #[arg(long, value_parser = parse_positive_duration, allow_hyphen_values = true)]
+    pub timeout: Option<Seconds>,
+    /// Requests one shard keeps in flight at most.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_in_flight: Option<u32>,
+    /// Shards (default: what `plan` says this load needs, capped at this machine's cores).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub workers: Option<u32>,
+    /// process or thread.
+    #[arg(long, default_value = "process")]
+    pub shard_mode: String,
+    /// Emulated client cost per received event (busy work on the shard's loop), e.g. 12us.
+    #[arg(long, value_parser = parse_duration_zero_ok, allow_hyphen_values = true)]
+    pub client_cost: Option<Seconds>,
+    /// Root seed of the schedule.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Calibration file (default: $HEISENBENCH_CALIBRATION or ~/.cache/heisenbench/calibration.json).
+    #[arg(long)]
+    pub calibration: Option<std::path::PathBuf>,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Write report.json (and requests.csv with --csv) into this directory.
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Also write one CSV row per request (needs --out).
+    #[arg(long, requires = "out")]
+    pub csv: bool,
+}
+
+/// `heisenbench calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// How long to measure.
+    #[arg(long, default_value = "3s", value_parser = parse_positive_duration)]
+    pub duration: Seconds,
+    /// Load during the measurement (200-token streams from the embedded mock).
+    #[arg(long, default_value = "200", value_parser = parse_rate)]
+    pub qps: Rate,
+    /// Where to store the result (default: $HEISENBENCH_CALIBRATION or ~/.cache/heisenbench/calibration.json).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_duration_zero_ok(s: &str) -> Result<Seconds, String> {
+    Seconds::parse(s).map_err(|e| e.to_string())
 }

@@ -5,8 +5,15 @@
 //! * [`clock`]: the one place live code reads time (CLOCK_MONOTONIC).
 //! * [`timer`]: a microsecond-resolution timer for the async runtime.
 //!
-//! The sharded load generator (`heisenbench run`) is the next piece to land here.
+//! * [`run`]: the sharded live load generator (`heisenbench run`): one seeded schedule,
+//!   striped over shards (threads or processes), each stamping every read as it
+//!   returns and measuring from the intended send time; exact merge of their results.
+//! * [`sse`]: the sans-IO server-sent-events framer.
+//! * [`calibrate`]: the generator's measured per-event cost on this machine.
 
+pub mod calibrate;
 pub mod clock;
 pub mod mock;
+pub mod run;
+pub mod sse;
 pub mod timer;

@@ -71,6 +71,15 @@ impl Recorder {
         }
     }
 
+    /// Standard deviation, seconds (from the histogram, so within its 0.1 % resolution).
+    pub fn sd_s(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.hist.stdev() * 1e-9
+        }
+    }
+
     /// The q-quantile, seconds.
     pub fn quantile_s(&self, q: f64) -> f64 {
         if self.count == 0 {

@@ -5,10 +5,12 @@ use std::io::Write;
 use crate::Failure;
 use crate::args::{Cli, Command};
 
+mod calibrate;
 mod mock;
 mod model;
 mod plan;
 mod reproduce;
+mod run;
 mod sim;
 
 /// Runs the parsed command.
@@ -18,6 +20,10 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<(), Failure> {
         Command::Plan(p) => plan::run(p, out),
         Command::Sim(s) => sim::run(*s, out),
         Command::Mock(m) => mock::run(*m, out),
+        Command::Run(r) => run::run(*r, out),
+        Command::Calibrate(c) => calibrate::run(c, out),
+        Command::Shard => heisenbench_live::run::shard_process_main()
+            .map_err(|e| Failure::Runtime(anyhow::anyhow!(e))),
         Command::Reproduce(r) => reproduce::run(r, out),
     }
 }

@@ -1,0 +1,152 @@
+//! What a live run needs: the shared workload plus the HTTP side.
+
+use std::hash::Hasher;
+
+use heisenbench_model::ModelError;
+use heisenbench_model::scenario::Workload;
+use serde::{Deserialize, Serialize};
+
+/// Which OpenAI endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApiKind {
+    /// `POST /v1/completions`.
+    #[default]
+    Completions,
+    /// `POST /v1/chat/completions`.
+    Chat,
+}
+
+/// How shards run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShardMode {
+    /// Each shard is this binary re-invoked as a hidden worker process.
+    #[default]
+    Process,
+    /// Each shard is a thread of this process with its own runtime.
+    Thread,
+}
+
+/// A resolved, validated live run. Holds the name of the API key's environment
+/// variable, never the key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// A label for reports.
+    pub name: String,
+    /// Root seed of the schedule.
+    pub seed: u64,
+    /// What is sent and when (the same type the simulator reads).
+    pub workload: Workload,
+    /// Base URL, e.g. `http://127.0.0.1:8000`.
+    pub url: String,
+    /// Endpoint.
+    pub api: ApiKind,
+    /// Stream the responses.
+    pub stream: bool,
+    /// The `model` field of each request.
+    pub model: String,
+    /// Environment variable holding the API key (sent as a bearer token).
+    pub api_key_env: Option<String>,
+    /// Per-request timeout from the actual send, seconds.
+    pub timeout_s: Option<f64>,
+    /// Requests one shard keeps in flight at most.
+    pub max_in_flight_per_shard: Option<u32>,
+    /// Shards.
+    pub workers: u32,
+    /// Processes or threads.
+    pub shard_mode: ShardMode,
+    /// Emulated client cost per received event, seconds of busy work on the shard's loop
+    /// (0: none).
+    pub client_cost_s: f64,
+    /// Keep a row per request for CSV output.
+    pub csv: bool,
+}
+
+impl RunConfig {
+    /// Checks every field; the error names the first bad one.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        self.workload.validate()?;
+        let bad = |name, value: String, reason| {
+            Err(ModelError::Invalid {
+                name,
+                value,
+                reason,
+            })
+        };
+        if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
+            return bad(
+                "url",
+                self.url.clone(),
+                "must start with http:// or https://",
+            );
+        }
+        if self.workers == 0 {
+            return bad("workers", "0".into(), "must be >= 1");
+        }
+        if self.max_in_flight_per_shard == Some(0) {
+            return bad("max_in_flight", "0".into(), "must be >= 1");
+        }
+        if let Some(t) = self.timeout_s
+            && !(t.is_finite() && t > 0.0)
+        {
+            return bad("timeout", t.to_string(), "must be > 0");
+        }
+        if !(self.client_cost_s.is_finite() && self.client_cost_s >= 0.0) {
+            return bad(
+                "client_cost",
+                self.client_cost_s.to_string(),
+                "must be >= 0",
+            );
+        }
+        if self.model.is_empty() {
+            return bad("model", String::new(), "must not be empty");
+        }
+        Ok(())
+    }
+
+    /// The endpoint URL.
+    pub fn endpoint(&self) -> String {
+        let base = self.url.trim_end_matches('/');
+        let path = match self.api {
+            ApiKind::Completions => "/v1/completions",
+            ApiKind::Chat => "/v1/chat/completions",
+        };
+        if base.ends_with("/v1") {
+            format!("{}{}", &base[..base.len() - 3], path)
+        } else {
+            format!("{base}{path}")
+        }
+    }
+
+    /// A fingerprint of the schedule (workload and seed) and shard count: shard results
+    /// merge only with results of the same plan.
+    pub fn plan_hash(&self) -> String {
+        let text =
+            serde_json::to_string(&(&self.workload, self.seed, self.workers)).unwrap_or_default();
+        let mut h = Fnv64::default();
+        h.write(text.as_bytes());
+        format!("{:016x}", h.finish())
+    }
+}
+
+/// FNV-1a, 64 bits: stable across builds and platforms (unlike std's SipHash keys).
+struct Fnv64(u64);
+
+impl Default for Fnv64 {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv64 {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! Per-shard results (mergeable) and the run's report.
+
+use std::collections::BTreeMap;
+
+use heisenbench_model::metrics::{NtpotParts, Scalars};
+use heisenbench_model::sample::ns_from_secs;
+use heisenbench_model::stats::{Dist, Recorder};
+use serde::{Deserialize, Serialize};
+
+use super::config::RunConfig;
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The whole response arrived.
+    Completed,
+    /// No connection (refused, unreachable, DNS).
+    ConnectFailed,
+    /// The server answered with an error status.
+    HttpStatus(u16),
+    /// The per-request timeout fired.
+    TimedOut,
+    /// The stream ended or broke before `[DONE]`.
+    StreamBroken,
+    /// An event that is not an OpenAI stream event, or an unreadable JSON body.
+    Malformed,
+    /// Any other client error (request building, TLS).
+    OtherError,
+}
+
+impl Outcome {
+    /// The key used in reports' failure maps.
+    pub fn key(self) -> String {
+        match self {
+            Self::Completed => "completed".into(),
+            Self::ConnectFailed => "connect_failed".into(),
+            Self::HttpStatus(s) => format!("http_{s}"),
+            Self::TimedOut => "timed_out".into(),
+            Self::StreamBroken => "stream_broken".into(),
+            Self::Malformed => "malformed".into(),
+            Self::OtherError => "other_error".into(),
+        }
+    }
+}
+
+/// One request's row for CSV output (nanoseconds relative to the run's start).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// Position in the schedule.
+    pub index: u64,
+    /// Shard.
+    pub shard: u32,
+    /// How it ended.
+    pub outcome: String,
+    /// Intended send.
+    pub intended_ns: u64,
+    /// Actual send.
+    pub sent_ns: u64,
+    /// Response headers.
+    pub headers_ns: Option<u64>,
+    /// First token's arrival.
+    pub first_token_ns: Option<u64>,
+    /// End of the response.
+    pub end_ns: Option<u64>,
+    /// Tokens counted in the stream.
+    pub tokens_stream: u32,
+    /// Tokens the server's usage reported.
+    pub tokens_usage: Option<u32>,
+}
+
+/// The recorders of one shard (all nanoseconds).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Recorders {
+    /// Actual minus intended send.
+    pub send_lag: Recorder,
+    /// TTFT from the intended send, arrival stamps.
+    pub ttft_intended: Recorder,
+    /// TTFT from the actual send, arrival stamps.
+    pub ttft_actual: Recorder,
+    /// TTFT from the intended send as a client stamping after processing would see it.
+    pub ttft_processed: Recorder,
+    /// Time per output token after the first (arrival stamps).
+    pub tpot: Recorder,
+    /// Inter-token latency (arrival stamps).
+    pub itl: Recorder,
+    /// End to end from the intended send.
+    pub e2e_intended: Recorder,
+    /// End to end from the actual send.
+    pub e2e_actual: Recorder,
+    /// NTPOT from the intended send.
+    pub ntpot_intended: Recorder,
+    /// NTPOT from the actual send.
+    pub ntpot_actual: Recorder,
+    /// Arrival stamp minus the server's send stamp, per event (when the server stamps).
+    pub observer_overhead: Recorder,
+    /// Processed minus arrival stamp, per event.
+    pub processing: Recorder,
+}
+
+impl Recorders {
+    fn merge(&mut self, o: &Recorders) {
+        for (a, b) in self.all_mut().into_iter().zip(o.all()) {
+            a.merge(b);
+        }
+    }
+
+    fn all(&self) -> [&Recorder; 12] {
+        [
+            &self.send_lag,
+            &self.ttft_intended,
+            &self.ttft_actual,
+            &self.ttft_processed,
+            &self.tpot,
+            &self.itl,
+            &self.e2e_intended,
+            &self.e2e_actual,
+            &self.ntpot_intended,
+            &self.ntpot_actual,
+            &self.observer_overhead,
+            &self.processing,
+        ]
+    }
+
+    fn all_mut(&mut self) -> [&mut Recorder; 12] {
+        [
+            &mut self.send_lag,
+            &mut self.ttft_intended,
+            &mut self.ttft_actual,
+            &mut self.ttft_processed,
+            &mut self.tpot,
+            &mut self.itl,
+            &mut self.e2e_intended,
+            &mut self.e2e_actual,
+            &mut self.ntpot_intended,
+            &mut self.ntpot_actual,
+            &mut self.observer_overhead,
+            &mut self.processing,
+        ]
+    }
+
+    /// Records one completed request's scalar metrics.
+    pub fn record_request(&mut self, intended: &Scalars, actual: &Scalars, processed_ttft_s: f64) {
+        let r = |rec: &mut Recorder, s: f64| rec.record(ns_from_secs(s));
+        r(&mut self.ttft_intended, intended.ttft_s);
+        r(&mut self.ttft_actual, actual.ttft_s);
+        r(&mut self.ttft_processed, processed_ttft_s);
+        r(&mut self.e2e_intended, intended.e2e_s);
+        r(&mut self.e2e_actual, actual.e2e_s);
+        r(&mut self.ntpot_intended, intended.ntpot_s);
+        r(&mut self.ntpot_actual, actual.ntpot_s);
+        if let Some(t) = actual.tpot_s {
+            r(&mut self.tpot, t);
+        }
+    }
+}
+
+/// Everything one shard measured. `merge` is exact and associative; `Default` is its
+/// identity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardResult {
+    /// Requests in the shard's slice of the schedule (or, closed loop, sent).
+    pub scheduled: u64,
+    /// Requests by outcome key (`completed`, `http_429`, ...).
+    pub outcomes: BTreeMap<String, u64>,
+    /// Scheduled but never sent (the run was stopped first).
+    pub not_sent: u64,
+    /// Latency recorders.
+    pub recorders: Recorders,
+    /// Output tokens counted in streams.
+    pub tokens_stream: u64,
+    /// Output tokens the server's usage reported.
+    pub tokens_usage: u64,
+    /// Completed requests whose stream count differs from the usage count.
+    pub token_mismatches: u64,
+    /// SSE events received.
+    pub events: u64,
+    /// NTPOT parts summed over completed requests (queue, prefill, decode), seconds.
+    pub ntpot_parts_sum: [f64; 3],
+    /// Most requests in flight at once (the maximum over shards when merged).
+    pub max_in_flight: u32,
+    /// CPU time of the shard's thread, nanoseconds.
+    pub cpu_ns: u64,
+    /// Wall time of the shard, nanoseconds.
+    pub wall_ns: u64,
+    /// Earliest actual send, ns after the start.
+    pub first_send_ns: Option<u64>,
+    /// Latest end of a response, ns after the start.
+    pub last_end_ns: Option<u64>,
+    /// Per-request rows, when asked for.
+    pub rows: Vec<Row>,
+}
+
+impl ShardResult {
+    /// Adds `o` into `self`.
+    pub fn merge(&mut self, o: &ShardResult) {
+        self.scheduled += o.scheduled;
+        for (k, v) in &o.outcomes {
+            *self.outcomes.entry(k.clone()).or_default() += v;
+        }
+        self.not_sent += o.not_sent;
+        self.recorders.merge(&o.recorders);
+        self.tokens_stream += o.tokens_stream;
+        self.tokens_usage += o.tokens_usage;
+        self.token_mismatches += o.token_mismatches;
+        self.events += o.events;
+        for i in 0..3 {
+            self.ntpot_parts_sum[i] += o.ntpot_parts_sum[i];
+        }
+        self.max_in_flight = self.max_in_flight.max(o.max_in_flight);
+        self.cpu_ns += o.cpu_ns;
+        self.wall_ns = self.wall_ns.max(o.wall_ns);
+        self.first_send_ns = min_opt(self.first_send_ns, o.first_send_ns);
+        self.last_end_ns = self.last_end_ns.max(o.last_end_ns);
+        self.rows.extend(o.rows.iter().cloned());
+    }
+
+    /// Requests that ended, in any way.
+    pub fn ended(&self) -> u64 {
+        self.outcomes.values().sum()
+    }
+
+    /// Requests by outcome.
+    pub fn count(&self, o: Outcome) -> u64 {
+        self.outcomes.get(&o.key()).copied().unwrap_or(0)
+    }
+}
+
+fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// One shard's fate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardStatus {
+    /// Index.
+    pub index: u32,
+    /// Whether it reported.
+    pub ok: bool,
+    /// Why not.
+    pub error: Option<String>,
+    /// Requests in its slice (known in advance for open loops).
+    pub scheduled: u64,
+    /// Its thread's busy fraction (CPU time over wall time).
+    pub utilization: f64,
+}
+
+/// Request accounting. Balanced: scheduled = completed + failed + timed_out + not_sent +
+/// lost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Accounting {
+    /// In the schedule.
+    pub scheduled: u64,
+    /// Whole responses.
+    pub completed: u64,
+    /// Failures by class (HTTP status, connect, stream broken, malformed, other).
+    pub failed: BTreeMap<String, u64>,
+    /// Timed out.
+    pub timed_out: u64,
+    /// Never sent.
+    pub not_sent: u64,
+    /// In the slices of shards that failed or never reported.
+    pub lost: u64,
+    /// Whether the equation holds.
+    pub balanced: bool,
+}
+
+/// Three views of a latency.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Origins {
+    /// From the intended send.
+    pub from_intended: Dist,
+    /// From the actual send.
+    pub from_actual: Dist,
+}
+
+/// The report of a live run. Carries the config and seed that made it (never the key).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// Format version.
+    pub version: u32,
+    /// Always "live".
+    pub kind: String,
+    /// The resolved config.
+    pub config: RunConfig,
+    /// Fingerprint of the schedule and shard count.
+    pub plan_hash: String,
+    /// Why this many shards.
+    pub workers_reasoning: Vec<String>,
+    /// Shard by shard.
+    pub shards: Vec<ShardStatus>,
+    /// Where every request went.
+    pub accounting: Accounting,
+    /// Requests per second the schedule asked for.
+    pub offered_qps: f64,
+    /// Completed requests per second of the run.
+    pub achieved_qps: f64,
+    /// From the first send to the last response, seconds.
+    pub duration_s: f64,
+    /// Actual minus intended send.
+    pub send_lag: Dist,
+    /// Time to first token (arrival stamps).
+    pub ttft: Origins,
+    /// TTFT from the intended send as a client stamping after processing would report it.
+    pub ttft_after_processing: Dist,
+    /// Time per output token after the first.
+    pub tpot: Dist,
+    /// Inter-token latency.
+    pub itl: Dist,
+    /// End to end.
+    pub e2e: Origins,
+    /// Normalised time per output token.
+    pub ntpot: Origins,
+    /// Mean NTPOT parts from the intended send.
+    pub ntpot_parts_mean: NtpotParts,
+    /// Arrival stamp minus the server's send stamp, per event.
+    pub observer_overhead: Dist,
+    /// Processed minus arrival stamp, per event.
+    pub processing: Dist,
+    /// Output tokens counted in streams, and reported by the server.
+    pub tokens_stream: u64,
+    /// Output tokens the server's usage reported.
+    pub tokens_usage: u64,
+    /// Completed requests whose counts disagree.
+    pub token_mismatches: u64,
+    /// SSE events received.
+    pub events: u64,
+    /// The merged raw result (histograms included), so reports can be merged again.
+    pub merged: ShardResult,
+}

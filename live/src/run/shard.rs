@@ -1,0 +1,433 @@
+//! One shard: a single-threaded runtime replaying its slice of the schedule.
+//!
+//! Each request is sent at its intended time (a microsecond timer, never tokio's 1 ms
+//! wheel) and every read of the response is stamped the moment it returns, before any
+//! parsing; each event's processing is stamped again afterwards. Latencies are measured
+//! from the intended send and from the actual send.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use heisenbench_model::metrics::{Convention, Marks, Origin};
+use heisenbench_model::scenario::{Arrivals, Stop};
+use heisenbench_model::schedule::{Planned, Schedule, user_shapes};
+use serde::{Deserialize, Serialize};
+use tokio::sync::Semaphore;
+
+use super::config::{ApiKind, RunConfig};
+use super::result::{Outcome, Row, ShardResult};
+use crate::clock::mono_ns;
+use crate::sse::SseFramer;
+use crate::timer::PreciseTimer;
+
+/// What a shard is told: the run, its index, and the common start (CLOCK_MONOTONIC ns).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShardTask {
+    /// The run.
+    pub config: RunConfig,
+    /// This shard's index, 0-based.
+    pub shard: u32,
+    /// When the schedule's time zero is, on CLOCK_MONOTONIC.
+    pub start_mono_ns: u64,
+}
+
+/// The requests of `shard`'s slice of an open-loop schedule (None for closed loops).
+pub fn slice_len(cfg: &RunConfig, shard: u32) -> Option<u64> {
+    Schedule::new(&cfg.workload, cfg.seed)
+        .map(|s| s.stripe(u64::from(shard), u64::from(cfg.workers)).count() as u64)
+}
+
+/// Runs the shard to completion on the calling thread.
+pub fn run_shard(task: &ShardTask) -> std::io::Result<ShardResult> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let local = tokio::task::LocalSet::new();
+    let cpu0 = thread_cpu_ns();
+    let wall0 = mono_ns();
+    let mut result = local.block_on(&rt, shard_main(task.clone()))?;
+    result.cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+    result.wall_ns = mono_ns().saturating_sub(wall0);
+    Ok(result)
+}
+
+fn thread_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    (t.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(t.tv_nsec as u64)
+}
+
+struct Ctx {
+    cfg: RunConfig,
+    shard: u32,
+    start_ns: u64,
+    base: (Instant, u64),
+    client: reqwest::Client,
+    endpoint: String,
+    auth: Option<String>,
+    timer: PreciseTimer,
+    result: RefCell<ShardResult>,
+    in_flight: Cell<u32>,
+}
+
+impl Ctx {
+    /// The Instant of a CLOCK_MONOTONIC time.
+    fn instant_of(&self, mono: u64) -> Instant {
+        self.base.0 + Duration::from_nanos(mono.saturating_sub(self.base.1))
+    }
+}
+
+async fn shard_main(task: ShardTask) -> std::io::Result<ShardResult> {
+    // rustls needs one process-wide crypto provider; a second install is a no-op.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build()
+        .map_err(std::io::Error::other)?;
+    let auth = task
+        .config
+        .api_key_env
+        .as_ref()
+        .and_then(|var| std::env::var(var).ok())
+        .map(|key| format!("Bearer {key}"));
+    let ctx = Rc::new(Ctx {
+        endpoint: task.config.endpoint(),
+        shard: task.shard,
+        start_ns: task.start_mono_ns,
+        base: (Instant::now(), mono_ns()),
+        client,
+        auth,
+        timer: PreciseTimer::new(),
+        result: RefCell::new(ShardResult::default()),
+        in_flight: Cell::new(0),
+        cfg: task.config,
+    });
+    let cap = ctx
+        .cfg
+        .max_in_flight_per_shard
+        .map(|n| std::sync::Arc::new(Semaphore::new(n as usize)));
+    let mut tasks = Vec::new();
+    match Schedule::new(&ctx.cfg.workload, ctx.cfg.seed) {
+        Some(schedule) => {
+            for p in schedule.stripe(u64::from(ctx.shard), u64::from(ctx.cfg.workers)) {
+                ctx.result.borrow_mut().scheduled += 1;
+                ctx.timer
+                    .sleep_until(ctx.instant_of(ctx.start_ns + p.at_ns))
+                    .await;
+                let permit = match &cap {
+                    Some(s) => Some(s.clone().acquire_owned().await.expect("never closed")),
+                    None => None,
+                };
+                let c = ctx.clone();
+                tasks.push(tokio::task::spawn_local(async move {
+                    request(&c, p).await;
+                    drop(permit);
+                }));
+            }
+        }
+        None => {
+            let Arrivals::Closed { users, think_s } = ctx.cfg.workload.arrivals else {
+                unreachable!("only closed loops lack a schedule")
+            };
+            for user in (ctx.shard..users).step_by(ctx.cfg.workers as usize) {
+                let c = ctx.clone();
+                tasks.push(tokio::task::spawn_local(async move {
+                    closed_user(&c, user, users, think_s).await
+                }));
+            }
+        }
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    let ctx = Rc::try_unwrap(ctx).map_err(|_| std::io::Error::other("requests still running"))?;
+    Ok(ctx.result.into_inner())
+}
+
+/// One user of a closed loop: send, wait for the whole response, think, repeat.
+async fn closed_user(ctx: &Rc<Ctx>, user: u32, users: u32, think_s: f64) {
+    let mut shapes = user_shapes(&ctx.cfg.workload, ctx.cfg.seed, user);
+    let mut index = u64::from(user);
+    loop {
+        let now_rel = mono_ns().saturating_sub(ctx.start_ns);
+        let go = match ctx.cfg.workload.stop {
+            Stop::Count { requests } => index < requests,
+            Stop::Duration { seconds } => (now_rel as f64) < seconds * 1e9,
+        };
+        if !go {
+            return;
+        }
+        let (input_tokens, output_tokens) = shapes.next().unwrap_or((1, 1));
+        ctx.result.borrow_mut().scheduled += 1;
+        // A closed loop's intended time is when the user is ready: now.
+        request(
+            ctx,
+            Planned {
+                index,
+                at_ns: now_rel,
+                input_tokens,
+                output_tokens,
+            },
+        )
+        .await;
+        index += u64::from(users);
+        if think_s > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(think_s)).await;
+        }
+    }
+}
+
+fn body(cfg: &RunConfig, p: &Planned) -> Vec<u8> {
+    let prompt = "word ".repeat(p.input_tokens as usize);
+    let v = match cfg.api {
+        ApiKind::Completions => serde_json::json!({
+            "model": cfg.model, "prompt": prompt.trim_end(), "max_tokens": p.output_tokens,
+            "ignore_eos": true, "stream": cfg.stream,
+        }),
+        ApiKind::Chat => serde_json::json!({
+            "model": cfg.model, "messages": [{ "role": "user", "content": prompt.trim_end() }],
+            "max_tokens": p.output_tokens, "ignore_eos": true, "stream": cfg.stream,
+        }),
+    };
+    let mut v = v;
+    if cfg.stream {
+        v["stream_options"] = serde_json::json!({ "include_usage": true });
+    }
+    serde_json::to_vec(&v).unwrap_or_default()
+}
+
+/// What one exchange saw (CLOCK_MONOTONIC ns).
+#[derive(Default)]
+struct Seen {
+    headers: Option<u64>,
+    first_arrival: Option<u64>,
+    first_processed: Option<u64>,
+    last_arrival: u64,
+    end: Option<u64>,
+    tokens: u32,
+    usage: Option<u32>,
+    done: bool,
+    malformed: bool,
+}
+
+async fn request(ctx: &Rc<Ctx>, p: Planned) {
+    let intended = ctx.start_ns + p.at_ns;
+    let payload = body(&ctx.cfg, &p);
+    let in_flight = ctx.in_flight.get() + 1;
+    ctx.in_flight.set(in_flight);
+    {
+        let mut r = ctx.result.borrow_mut();
+        r.max_in_flight = r.max_in_flight.max(in_flight);
+    }
+    let actual = mono_ns();
+    let mut seen = Seen::default();
+    let outcome = match ctx.cfg.timeout_s {
+        Some(t) => match tokio::time::timeout(
+            Duration::from_secs_f64(t),
+            exchange(ctx, payload, &mut seen),
+        )
+        .await
+        {
+            Ok(o) => o,
+            Err(_) => Outcome::TimedOut,
+        },
+        None => exchange(ctx, payload, &mut seen).await,
+    };
+    ctx.in_flight.set(ctx.in_flight.get() - 1);
+    let mut r = ctx.result.borrow_mut();
+    *r.outcomes.entry(outcome.key()).or_default() += 1;
+    r.recorders.send_lag.record(actual.saturating_sub(intended));
+    let rel = |t: u64| t.saturating_sub(ctx.start_ns);
+    r.first_send_ns = Some(r.first_send_ns.map_or(rel(actual), |f| f.min(rel(actual))));
+    if outcome == Outcome::Completed
+        && let (Some(first), Some(end)) = (seen.first_arrival, seen.end)
+    {
+        let tokens = seen.tokens.max(seen.usage.unwrap_or(0)).max(1);
+        let marks = Marks {
+            intended_send_ns: intended,
+            actual_send_ns: actual,
+            first_token_ns: first,
+            last_token_ns: seen.last_arrival.max(first),
+            end_ns: end,
+            output_tokens: tokens,
+        };
+        let from_intended = marks.scalars(Origin::Intended, Convention::Heisenbench);
+        let from_actual = marks.scalars(Origin::Actual, Convention::Heisenbench);
+        let processed_ttft = seen
+            .first_processed
+            .unwrap_or(first)
+            .saturating_sub(intended) as f64
+            * 1e-9;
+        r.recorders
+            .record_request(&from_intended, &from_actual, processed_ttft);
+        let parts = from_intended.ntpot_parts;
+        r.ntpot_parts_sum[0] += parts.queue_s;
+        r.ntpot_parts_sum[1] += parts.prefill_s;
+        r.ntpot_parts_sum[2] += parts.decode_s;
+        r.tokens_stream += u64::from(seen.tokens);
+        if let Some(u) = seen.usage {
+            r.tokens_usage += u64::from(u);
+            if ctx.cfg.stream && u != seen.tokens {
+                r.token_mismatches += 1;
+            }
+        }
+        r.last_end_ns = Some(r.last_end_ns.unwrap_or(0).max(rel(end)));
+    }
+    if ctx.cfg.csv {
+        r.rows.push(Row {
+            index: p.index,
+            shard: ctx.shard,
+            outcome: outcome.key(),
+            intended_ns: p.at_ns,
+            sent_ns: rel(actual),
+            headers_ns: seen.headers.map(rel),
+            first_token_ns: seen.first_arrival.map(rel),
+            end_ns: seen.end.map(rel),
+            tokens_stream: seen.tokens,
+            tokens_usage: seen.usage,
+        });
+    }
+}
+
+fn classify(e: &reqwest::Error) -> Outcome {
+    if e.is_connect() {
+        Outcome::ConnectFailed
+    } else if e.is_timeout() {
+        Outcome::TimedOut
+    } else if e.is_body() || e.is_decode() || e.is_request() {
+        Outcome::StreamBroken
+    } else {
+        Outcome::OtherError
+    }
+}
+
+async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
+    let mut req = ctx
+        .client
+        .post(&ctx.endpoint)
+        .header("content-type", "application/json")
+        .body(payload);
+    if let Some(a) = &ctx.auth {
+        req = req.header("authorization", a);
+    }
+    let mut resp = match req.send().await {
+        Ok(r) => r,
+        Err(e) => return classify(&e),
+    };
+    seen.headers = Some(mono_ns());
+    let status = resp.status();
+    if !status.is_success() {
+        // Read (and drop) the error body so the connection can be reused.
+        let _ = resp.bytes().await;
+        return Outcome::HttpStatus(status.as_u16());
+    }
+    if !ctx.cfg.stream {
+        let bytes = match resp.bytes().await {
+            Ok(b) => b,
+            Err(e) => return classify(&e),
+        };
+        let arrival = mono_ns();
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+            return Outcome::Malformed;
+        };
+        let tokens = v["usage"]["completion_tokens"].as_u64().map(|t| t as u32);
+        seen.usage = tokens;
+        seen.tokens = tokens.unwrap_or(1);
+        seen.first_arrival = Some(arrival);
+        seen.first_processed = Some(mono_ns());
+        seen.last_arrival = arrival;
+        seen.end = Some(arrival);
+        return Outcome::Completed;
+    }
+    let mut framer = SseFramer::new();
+    let cost_ns = (ctx.cfg.client_cost_s * 1e9) as u64;
+    loop {
+        match resp.chunk().await {
+            Ok(Some(bytes)) => {
+                // The stamp is taken as the read returns, before any parsing.
+                let arrival = mono_ns();
+                let mut r = ctx.result.borrow_mut();
+                framer.feed(&bytes, |data| {
+                    on_event(data, arrival, cost_ns, seen, &mut r)
+                });
+            }
+            Ok(None) => break,
+            Err(e) => {
+                return match classify(&e) {
+                    Outcome::TimedOut => Outcome::TimedOut,
+                    _ => Outcome::StreamBroken,
+                };
+            }
+        }
+    }
+    if seen.malformed {
+        Outcome::Malformed
+    } else if !seen.done || framer.pending() > 0 {
+        Outcome::StreamBroken
+    } else {
+        Outcome::Completed
+    }
+}
+
+/// Handles one SSE event's data.
+fn on_event(data: &[u8], arrival: u64, cost_ns: u64, seen: &mut Seen, r: &mut ShardResult) {
+    r.events += 1;
+    if data == b"[DONE]" {
+        seen.done = true;
+        seen.end = Some(arrival);
+        return;
+    }
+    if !(data.first() == Some(&b'{') && data.last() == Some(&b'}')) {
+        seen.malformed = true;
+        return;
+    }
+    if let Some(sent) = find_u64(data, b"\"heisenbench_sent_ns\":") {
+        r.recorders
+            .observer_overhead
+            .record(arrival.saturating_sub(sent));
+    }
+    let is_token = has_text(data, b"\"text\":\"") || has_text(data, b"\"content\":\"");
+    if find(data, b"\"usage\":{").is_some() {
+        match serde_json::from_slice::<serde_json::Value>(data) {
+            Ok(v) => seen.usage = v["usage"]["completion_tokens"].as_u64().map(|t| t as u32),
+            Err(_) => seen.malformed = true,
+        }
+    }
+    // The emulated client cost: busy work on this loop, as a slow client's parsing would be.
+    if cost_ns > 0 {
+        let until = mono_ns() + cost_ns;
+        while mono_ns() < until {
+            std::hint::spin_loop();
+        }
+    }
+    let processed = mono_ns();
+    r.recorders.processing.record(processed - arrival);
+    if is_token {
+        seen.tokens += 1;
+        if seen.first_arrival.is_none() {
+            seen.first_arrival = Some(arrival);
+            seen.first_processed = Some(processed);
+        } else {
+            r.recorders.itl.record(arrival - seen.last_arrival);
+        }
+        seen.last_arrival = arrival;
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    memchr::memmem::find(hay, needle)
+}
+
+/// Whether `key` is followed by a non-empty string.
+fn has_text(data: &[u8], key: &[u8]) -> bool {
+    find(data, key).is_some_and(|i| data.get(i + key.len()).is_some_and(|b| *b != b'"'))
+}
+
+fn find_u64(data: &[u8], key: &[u8]) -> Option<u64> {
+    let i = find(data, key)? + key.len();
+    let digits = data[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&data[i..i + digits]).ok()?.parse().ok()
+}

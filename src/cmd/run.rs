@@ -1,0 +1,522 @@
+//! `heisenbench run`: the live sharded load generator.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use heisenbench_live::calibrate::{Calibration, default_path, load};
+use heisenbench_live::mock::MockServer;
+use heisenbench_live::mock::config::MockConfig;
+use heisenbench_live::run::config::{ApiKind, RunConfig, ShardMode};
+use heisenbench_live::run::result::RunReport;
+use heisenbench_live::run::{RunOptions, run as run_live};
+use heisenbench_model::plan::{Assignment, Budget, Hardware, Load, plan_workers};
+use heisenbench_model::scenario::{Arrivals, ClientModel, Lengths, Stop, Workload};
+use heisenbench_model::service::Service;
+use heisenbench_model::units::{Quantile, Rate, Seconds, format_seconds};
+use serde::Deserialize;
+
+use super::{write_atomic, write_json};
+use crate::Failure;
+use crate::args::RunArgs;
+
+/// The per-event cost assumed when the machine has not been calibrated.
+const GUESSED_EVENT_COST_S: f64 = 10e-6;
+/// The default worker count keeps the p99 wait of an event for its shard's loop under this.
+const WORKER_BUDGET_S: f64 = 100e-6;
+
+/// The parts of a scenario file a live run reads (the server part is the simulator's).
+#[derive(Deserialize)]
+struct ScenarioFile {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    seed: u64,
+    workload: Workload,
+    client: Option<ClientModel>,
+}
+
+pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    let (mut cfg, workers_given) = config(&a)?;
+    let mut reasoning = Vec::new();
+    if !workers_given {
+        let (k, why) = default_workers(&cfg, a.calibration.as_deref())?;
+        cfg.workers = k;
+        reasoning = why;
+    }
+    cfg.validate()?;
+    // The embedded mock, when no URL was given.
+    let mock = if a.url.is_none() {
+        let m = MockServer::start(MockConfig {
+            port: 0,
+            max_num_seqs: 1_000_000,
+            max_model_len: 10_000_000,
+            ..MockConfig::default()
+        })
+        .map_err(|e| Failure::Runtime(e.into()))?;
+        cfg.url = m.url();
+        Some(m)
+    } else {
+        None
+    };
+    if !a.json {
+        for line in &reasoning {
+            writeln!(out, "workers: {line}")?;
+        }
+        if mock.is_some() {
+            writeln!(
+                out,
+                "server: the embedded mock at {} (zero latency)",
+                cfg.url
+            )?;
+        }
+        out.flush()?;
+    }
+    let report = with_progress(&cfg, || {
+        run_live(
+            &cfg,
+            &RunOptions {
+                exe: None,
+                workers_reasoning: reasoning.clone(),
+            },
+        )
+    })
+    .map_err(|e| match e {
+        heisenbench_live::run::RunError::Config(c) => Failure::Usage(c.to_string()),
+        other => Failure::Runtime(other.into()),
+    })?;
+    drop(mock);
+    if let Some(dir) = &a.out {
+        write_outputs(dir, &report, a.csv)?;
+    }
+    if a.json {
+        let mut v = serde_json::to_value(&report).map_err(|e| Failure::Runtime(e.into()))?;
+        // The merged histograms are for `merge`; the printed report stays readable.
+        v.as_object_mut().map(|o| o.remove("merged"));
+        return write_json(out, &v);
+    }
+    summary(out, &report)
+}
+
+fn with_progress<T>(cfg: &RunConfig, f: impl FnOnce() -> T) -> T {
+    let expected = match cfg.workload.stop {
+        Stop::Duration { seconds } => seconds,
+        Stop::Count { requests } => {
+            requests as f64 / cfg.workload.arrivals.rate_per_s().unwrap_or(f64::INFINITY)
+        }
+    };
+    if !std::io::stderr().is_terminal() || !(expected > 2.0) {
+        return f();
+    }
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = done.clone();
+    let start = Instant::now();
+    let ticker = std::thread::spawn(move || {
+        while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+            let t = start.elapsed().as_secs_f64();
+            let width = 30;
+            let filled = ((t / expected).min(1.0) * width as f64) as usize;
+            eprint!(
+                "\r[run] [{}{}] {:.0}/{:.0} s",
+                "#".repeat(filled),
+                " ".repeat(width - filled),
+                t.min(expected),
+                expected
+            );
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+        eprintln!();
+    });
+    let r = f();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = ticker.join();
+    r
+}
+
+fn parse_lengths(s: &str) -> Result<Lengths, Failure> {
+    let bad = || {
+        Failure::Usage(format!(
+            "'{s}' is not a length: use N, uniform:MIN,MAX, normal:MEAN,SD or lognormal:MEAN,SCV"
+        ))
+    };
+    let num = |x: &str| x.trim().parse::<f64>().map_err(|_| bad());
+    let l = match s.split_once(':') {
+        None => Lengths::Fixed {
+            tokens: s.trim().parse().map_err(|_| bad())?,
+        },
+        Some((kind, args)) => {
+            let v: Vec<&str> = args.split(',').collect();
+            if v.len() != 2 {
+                return Err(bad());
+            }
+            match kind {
+                "uniform" => Lengths::Uniform {
+                    min: v[0].trim().parse().map_err(|_| bad())?,
+                    max: v[1].trim().parse().map_err(|_| bad())?,
+                },
+                "normal" => Lengths::Normal {
+                    mean: num(v[0])?,
+                    sd: num(v[1])?,
+                },
+                "lognormal" => Lengths::Lognormal {
+                    mean: num(v[0])?,
+                    scv: num(v[1])?,
+                },
+                _ => return Err(bad()),
+            }
+        }
+    };
+    Ok(l)
+}
+
+/// The run the flags (and the scenario file) describe, and whether --workers was given.
+fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
+    let file = match &a.scenario {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| {
+                Failure::Usage(format!("cannot read scenario {}: {e}", p.display()))
+            })?;
+            Some(
+                serde_json::from_str::<ScenarioFile>(&text)
+                    .map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?,
+            )
+        }
+        None => None,
+    };
+    let mut workload = file
+        .as_ref()
+        .map(|f| f.workload.clone())
+        .unwrap_or(Workload {
+            arrivals: Arrivals::Poisson { rate_per_s: 100.0 },
+            stop: Stop::Duration { seconds: 10.0 },
+            input_tokens: Lengths::Fixed { tokens: 320 },
+            output_tokens: Lengths::Fixed { tokens: 200 },
+        });
+    let rate = a
+        .qps
+        .map(Rate::get)
+        .or(workload.arrivals.rate_per_s())
+        .unwrap_or(100.0);
+    if let Some(spec) = &a.arrival {
+        workload.arrivals = match spec.as_str() {
+            "poisson" => Arrivals::Poisson { rate_per_s: rate },
+            "constant" => Arrivals::Constant { rate_per_s: rate },
+            s if s.starts_with("gamma:shape=") => {
+                let shape: f64 = s["gamma:shape=".len()..]
+                    .parse()
+                    .map_err(|_| Failure::Usage(format!("bad arrival '{s}'")))?;
+                Arrivals::Gamma {
+                    rate_per_s: rate,
+                    shape,
+                }
+            }
+            s => {
+                return Err(Failure::Usage(format!(
+                    "unknown arrival '{s}': use poisson, constant or gamma:shape=X"
+                )));
+            }
+        };
+    } else if let Some(q) = a.qps {
+        match &mut workload.arrivals {
+            Arrivals::Poisson { rate_per_s }
+            | Arrivals::Constant { rate_per_s }
+            | Arrivals::Gamma { rate_per_s, .. } => *rate_per_s = q.get(),
+            _ => {
+                workload.arrivals = Arrivals::Poisson {
+                    rate_per_s: q.get(),
+                }
+            }
+        }
+    }
+    if let Some(u) = a.users {
+        workload.arrivals = Arrivals::Closed {
+            users: u,
+            think_s: 0.0,
+        };
+    }
+    if let Some(path) = &a.trace {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::Usage(format!("cannot read trace {}: {e}", path.display())))?;
+        let mut times = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let t = line.trim();
+            if t.is_empty() || t.starts_with('#') {
+                continue;
+            }
+            times.push(t.parse::<f64>().map_err(|_| {
+                Failure::Usage(format!(
+                    "{}:{}: '{t}' is not a time in seconds",
+                    path.display(),
+                    i + 1
+                ))
+            })?);
+        }
+        workload.stop = Stop::Count {
+            requests: times.len() as u64,
+        };
+        workload.arrivals = Arrivals::Trace {
+            send_times_s: times,
+        };
+    }
+    if let Some(d) = a.duration {
+        workload.stop = Stop::Duration { seconds: d.get() };
+    }
+    if let Some(n) = a.requests {
+        workload.stop = Stop::Count { requests: n };
+    }
+    if let Some(p) = &a.prompt_tokens {
+        workload.input_tokens = parse_lengths(p)?;
+    }
+    if let Some(o) = &a.output_tokens {
+        workload.output_tokens = parse_lengths(o)?;
+    }
+    let client = file.as_ref().and_then(|f| f.client.clone());
+    let api = match a.api.as_str() {
+        "completions" => ApiKind::Completions,
+        "chat" => ApiKind::Chat,
+        other => {
+            return Err(Failure::Usage(format!(
+                "unknown API '{other}': use completions or chat"
+            )));
+        }
+    };
+    let shard_mode = match a.shard_mode.as_str() {
+        "process" => ShardMode::Process,
+        "thread" => ShardMode::Thread,
+        other => {
+            return Err(Failure::Usage(format!(
+                "unknown shard mode '{other}': use process or thread"
+            )));
+        }
+    };
+    let workers = a.workers.or(client.as_ref().map(|c| c.workers));
+    let cfg = RunConfig {
+        name: file
+            .as_ref()
+            .map(|f| f.name.clone())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "live".into()),
+        seed: a.seed.or(file.as_ref().map(|f| f.seed)).unwrap_or(1),
+        workload,
+        url: a.url.clone().unwrap_or_else(|| "http://127.0.0.1:0".into()),
+        api,
+        stream: !a.no_stream,
+        model: a.model.clone(),
+        api_key_env: a.api_key_env.clone(),
+        timeout_s: a
+            .timeout
+            .map(Seconds::get)
+            .or(client.as_ref().and_then(|c| c.timeout_s)),
+        max_in_flight_per_shard: a
+            .max_in_flight
+            .or(client.as_ref().and_then(|c| c.max_in_flight_per_worker)),
+        workers: workers.unwrap_or(1),
+        shard_mode,
+        client_cost_s: a.client_cost.map_or(0.0, Seconds::get),
+        csv: a.csv,
+    };
+    cfg.validate()?;
+    Ok((cfg, workers.is_some()))
+}
+
+/// The shard count `plan` gives for this load with the measured (or guessed) event cost,
+/// capped at the cores this machine has.
+fn default_workers(
+    cfg: &RunConfig,
+    calibration: Option<&Path>,
+) -> Result<(u32, Vec<String>), Failure> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let path = calibration.map(Path::to_path_buf).or_else(default_path);
+    let measured: Option<Calibration> = match &path {
+        Some(p) => load(p).map_err(|e| Failure::Usage(e.to_string()))?,
+        None => None,
+    };
+    let (mean, scv, source) = match &measured {
+        Some(c) => (
+            c.event_cost_mean_s,
+            c.event_cost_scv,
+            format!(
+                "measured by `heisenbench calibrate` ({})",
+                path.as_ref()
+                    .map_or(String::new(), |p| p.display().to_string())
+            ),
+        ),
+        None => (
+            GUESSED_EVENT_COST_S,
+            1.0,
+            "a guess: run `heisenbench calibrate` to measure it".to_string(),
+        ),
+    };
+    let mut why = Vec::new();
+    let Some(qps) = cfg.workload.arrivals.rate_per_s() else {
+        let users = match cfg.workload.arrivals {
+            Arrivals::Closed { users, .. } => users,
+            _ => 1,
+        };
+        let k = users.min(cores).max(1);
+        why.push(format!(
+            "closed loop of {users} users: one shard per user up to the {cores} cores here: {k}"
+        ));
+        return Ok((k, why));
+    };
+    let events = (cfg.workload.output_tokens.mean().round() as u32).max(1) + 2;
+    let cost = Service::gamma(mean, scv.max(0.0))?;
+    let load = Load::new(Rate::per_s(qps)?, events, 1, cost, Assignment::RoundRobin)?;
+    let budget = Budget::Quantile {
+        q: Quantile::P99,
+        limit_s: Seconds::new(WORKER_BUDGET_S)?,
+    };
+    let plan = plan_workers(
+        &load,
+        &budget,
+        Hardware {
+            cores: Some(cores),
+            cores_per_machine: None,
+        },
+    )?;
+    why.push(format!(
+        "per-event cost {} (SCV {scv:.2}), {source}",
+        format_seconds(mean)
+    ));
+    why.push(format!(
+        "{qps} req/s x {events} events = {:.3} cores of event handling; plan: {} shard(s) keep the p99 wait of an event under {} (utilisation {:.3})",
+        plan.offered_erlangs,
+        plan.workers,
+        format_seconds(WORKER_BUDGET_S),
+        plan.utilization
+    ));
+    let k = plan.workers.min(cores).max(1);
+    if k < plan.workers {
+        why.push(format!("this machine has {cores} core(s): using {k}; more shards than cores would only share them"));
+    }
+    Ok((k, why))
+}
+
+fn write_outputs(dir: &Path, report: &RunReport, csv: bool) -> Result<(), Failure> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Failure::Runtime(anyhow::anyhow!("cannot create {}: {e}", dir.display())))?;
+    let json = serde_json::to_vec_pretty(report).map_err(|e| Failure::Runtime(e.into()))?;
+    write_atomic(&dir.join("report.json"), &json)?;
+    if csv {
+        let mut rows = report.merged.rows.clone();
+        rows.sort_by_key(|r| r.index);
+        let mut text = String::from(
+            "index,shard,outcome,intended_ns,sent_ns,headers_ns,first_token_ns,end_ns,tokens_stream,tokens_usage\n",
+        );
+        let opt = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
+        for r in rows {
+            text += &format!(
+                "{},{},{},{},{},{},{},{},{},{}\n",
+                r.index,
+                r.shard,
+                r.outcome,
+                r.intended_ns,
+                r.sent_ns,
+                opt(r.headers_ns),
+                opt(r.first_token_ns),
+                opt(r.end_ns),
+                r.tokens_stream,
+                r.tokens_usage.map_or(String::new(), |t| t.to_string())
+            );
+        }
+        write_atomic(&dir.join("requests.csv"), text.as_bytes())?;
+    }
+    Ok(())
+}
+
+fn summary(out: &mut dyn Write, r: &RunReport) -> Result<(), Failure> {
+    let a = &r.accounting;
+    writeln!(
+        out,
+        "{}: {} shard(s) ({:?}), offered {:.1} req/s, achieved {:.1} req/s over {:.2} s",
+        r.config.name,
+        r.config.workers,
+        r.config.shard_mode,
+        r.offered_qps,
+        r.achieved_qps,
+        r.duration_s
+    )?;
+    let failed: Vec<String> = a.failed.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    writeln!(
+        out,
+        "  requests: scheduled {}, completed {}, failed {}, timed out {}, not sent {}, lost {} ({})",
+        a.scheduled,
+        a.completed,
+        if failed.is_empty() {
+            "0".into()
+        } else {
+            failed.join(", ")
+        },
+        a.timed_out,
+        a.not_sent,
+        a.lost,
+        if a.balanced {
+            "balanced"
+        } else {
+            "NOT BALANCED"
+        }
+    )?;
+    for s in r.shards.iter().filter(|s| !s.ok) {
+        writeln!(
+            out,
+            "  shard {} failed: {}",
+            s.index,
+            s.error.as_deref().unwrap_or("?")
+        )?;
+    }
+    let f = format_seconds;
+    let line = |name: &str, d: &heisenbench_model::stats::Dist| {
+        format!(
+            "  {name:<28} p50 {:>9}  p90 {:>9}  p99 {:>9}  p99.9 {:>9}  max {:>9}",
+            f(d.p50_s),
+            f(d.p90_s),
+            f(d.p99_s),
+            f(d.p999_s),
+            f(d.max_s)
+        )
+    };
+    writeln!(out, "{}", line("send lag", &r.send_lag))?;
+    writeln!(out, "{}", line("TTFT from intended", &r.ttft.from_intended))?;
+    writeln!(
+        out,
+        "{}",
+        line("TTFT from actual send", &r.ttft.from_actual)
+    )?;
+    if r.config.client_cost_s > 0.0 {
+        writeln!(
+            out,
+            "{}",
+            line("TTFT stamped after parsing", &r.ttft_after_processing)
+        )?;
+    }
+    writeln!(out, "{}", line("TPOT", &r.tpot))?;
+    writeln!(out, "{}", line("ITL", &r.itl))?;
+    writeln!(out, "{}", line("E2E from intended", &r.e2e.from_intended))?;
+    writeln!(
+        out,
+        "{}",
+        line("NTPOT from intended", &r.ntpot.from_intended)
+    )?;
+    if r.observer_overhead.count > 0 {
+        writeln!(
+            out,
+            "{}",
+            line("observer overhead per chunk", &r.observer_overhead)
+        )?;
+    }
+    writeln!(out, "{}", line("processing per chunk", &r.processing))?;
+    let utils: Vec<String> = r
+        .shards
+        .iter()
+        .map(|s| format!("{:.2}", s.utilization))
+        .collect();
+    writeln!(
+        out,
+        "  tokens: {} streamed, {} by usage ({} mismatched); shard utilisation: {}",
+        r.tokens_stream,
+        r.tokens_usage,
+        r.token_mismatches,
+        utils.join(" ")
+    )?;
+    Ok(())
+}
