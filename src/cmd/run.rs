@@ -105,7 +105,7 @@ fn with_progress<T>(cfg: &RunConfig, f: impl FnOnce() -> T) -> T {
             requests as f64 / cfg.workload.arrivals.rate_per_s().unwrap_or(f64::INFINITY)
         }
     };
-    if !std::io::stderr().is_terminal() || !(expected > 2.0) {
+    if !std::io::stderr().is_terminal() || expected.is_nan() || expected <= 2.0 {
         return f();
     }
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

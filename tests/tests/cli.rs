@@ -524,3 +524,23 @@ fn mock_bad_flags_exit_2() {
         assert_eq!(e.to_string().lines().count(), 1, "{args:?}");
     }
 }
+
+#[test]
+fn run_bad_flags_exit_2() {
+    for args in [
+        vec!["run", "--qps", "0"],
+        vec!["run", "--qps", "-3"],
+        vec!["run", "--api", "soap"],
+        vec!["run", "--trace", "/nonexistent/trace.txt"],
+        vec!["run", "--shard-mode", "fork"],
+        vec!["run", "--output-tokens", "many"],
+        vec!["run", "--url", "ftp://x"],
+        vec!["run", "--arrival", "bursty"],
+        vec!["run", "--timeout", "-1s"],
+        vec!["run", "/nonexistent/scenario.json"],
+    ] {
+        let e = fails(&args);
+        assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+        assert_eq!(e.to_string().lines().count(), 1, "{args:?}");
+    }
+}

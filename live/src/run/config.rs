@@ -112,11 +112,9 @@ impl RunConfig {
             ApiKind::Completions => "/v1/completions",
             ApiKind::Chat => "/v1/chat/completions",
         };
-        if base.ends_with("/v1") {
-            format!("{}{}", &base[..base.len() - 3], path)
-        } else {
-            format!("{base}{path}")
-        }
+        // A base given with its /v1 is accepted too.
+        let base = base.strip_suffix("/v1").unwrap_or(base);
+        format!("{base}{path}")
     }
 
     /// A fingerprint of the schedule (workload and seed) and shard count: shard results

@@ -1,0 +1,288 @@
+//! The load generator against the mock and against a deliberately broken server, on
+//! loopback, bounded in requests and time.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::time::Duration;
+
+use heisenbench_live::mock::MockServer;
+use heisenbench_live::mock::config::{FailureType, MockConfig};
+use heisenbench_live::run::config::{ApiKind, RunConfig, ShardMode};
+use heisenbench_live::run::result::RunReport;
+use heisenbench_live::run::{RunOptions, run};
+use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
+
+fn cfg(url: &str, workers: u32, requests: u64) -> RunConfig {
+    RunConfig {
+        name: "test".into(),
+        seed: 5,
+        workload: Workload {
+            arrivals: Arrivals::Poisson { rate_per_s: 400.0 },
+            stop: Stop::Count { requests },
+            input_tokens: Lengths::Uniform { min: 1, max: 40 },
+            output_tokens: Lengths::Uniform { min: 1, max: 30 },
+        },
+        url: url.into(),
+        api: ApiKind::Completions,
+        stream: true,
+        model: "heisenbench-mock".into(),
+        api_key_env: None,
+        timeout_s: Some(5.0),
+        max_in_flight_per_shard: None,
+        workers,
+        shard_mode: ShardMode::Thread,
+        client_cost_s: 0.0,
+        csv: false,
+    }
+}
+
+fn go(c: &RunConfig) -> RunReport {
+    let r = run(c, &RunOptions::default()).expect("the run is made");
+    assert!(r.accounting.balanced, "{:?}", r.accounting);
+    r
+}
+
+fn mock() -> MockServer {
+    MockServer::start(MockConfig {
+        port: 0,
+        max_num_seqs: 1000,
+        ..MockConfig::default()
+    })
+    .unwrap()
+}
+
+#[test]
+fn one_shard_and_four_shards_give_the_same_totals() {
+    let m = mock();
+    let one = go(&cfg(&m.url(), 1, 200));
+    let four = go(&cfg(&m.url(), 4, 200));
+    for r in [&one, &four] {
+        assert_eq!(r.accounting.scheduled, 200);
+        assert_eq!(r.accounting.completed, 200);
+        assert_eq!(r.tokens_stream, r.tokens_usage);
+        assert_eq!(r.token_mismatches, 0);
+    }
+    // The same plan: the same requests, so the same tokens and events, whatever the sharding.
+    assert_eq!(one.tokens_stream, four.tokens_stream);
+    assert_eq!(one.events, four.events);
+    assert_eq!(four.shards.iter().map(|s| s.scheduled).sum::<u64>(), 200);
+    assert!(four.shards.iter().all(|s| s.ok && s.scheduled == 50));
+    assert_ne!(
+        one.plan_hash, four.plan_hash,
+        "the shard count is part of the plan"
+    );
+    // The mock stamps every chunk, so the observer overhead is measured for each event.
+    assert_eq!(
+        one.observer_overhead.count,
+        one.events - 200,
+        "all but the [DONE] events"
+    );
+}
+
+#[test]
+fn chat_and_non_streaming_work() {
+    let m = mock();
+    let mut c = cfg(&m.url(), 2, 40);
+    c.api = ApiKind::Chat;
+    let r = go(&c);
+    assert_eq!(r.accounting.completed, 40);
+    assert_eq!(r.tokens_stream, r.tokens_usage);
+    c.stream = false;
+    c.api = ApiKind::Completions;
+    let r = go(&c);
+    assert_eq!(r.accounting.completed, 40);
+    assert!(r.tokens_usage > 0);
+}
+
+#[test]
+fn server_not_listening_is_connect_failed() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let r = go(&cfg(&format!("http://127.0.0.1:{port}"), 2, 20));
+    assert_eq!(r.accounting.failed.get("connect_failed"), Some(&20));
+}
+
+#[test]
+fn injected_errors_are_classified_by_status() {
+    let m = MockServer::start(MockConfig {
+        port: 0,
+        failure_injection_rate: 100.0,
+        failure_types: vec![FailureType::RateLimit, FailureType::ServerError],
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let r = go(&cfg(&m.url(), 2, 60));
+    let f = &r.accounting.failed;
+    assert_eq!(
+        f.get("http_429").unwrap_or(&0) + f.get("http_503").unwrap_or(&0),
+        60,
+        "{f:?}"
+    );
+    assert!(f.contains_key("http_429") && f.contains_key("http_503"));
+    assert_eq!(r.accounting.completed, 0);
+}
+
+#[test]
+fn slow_server_times_out() {
+    let m = MockServer::start(MockConfig {
+        port: 0,
+        inter_token_latency: Duration::from_millis(100),
+        max_num_seqs: 100,
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let mut c = cfg(&m.url(), 1, 10);
+    c.workload.output_tokens = Lengths::Fixed { tokens: 20 };
+    c.timeout_s = Some(0.3);
+    let r = go(&c);
+    assert_eq!(r.accounting.timed_out, 10);
+}
+
+/// A server that answers every request with `reply`, then (if `hold`) keeps the
+/// connection open without another byte.
+fn broken_server(reply: &'static [u8], hold: bool) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in l.incoming().take(64) {
+            let Ok(mut s) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut req = Vec::new();
+                // Read the head and the body (content-length) before answering.
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 {
+                        return;
+                    }
+                    req.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&req).to_lowercase();
+                    if let Some(head_end) = text.find("\r\n\r\n") {
+                        let len = text
+                            .lines()
+                            .find_map(|l| {
+                                l.strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                            })
+                            .unwrap_or(0);
+                        if req.len() >= head_end + 4 + len {
+                            break;
+                        }
+                    }
+                }
+                let _ = s.write_all(reply);
+                if hold {
+                    std::thread::sleep(Duration::from_secs(3));
+                }
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+const SSE_HEAD: &str =
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+
+#[test]
+fn broken_streams_are_classified() {
+    // Cut mid-stream: one event, then the connection closes without the final chunk.
+    let cut: &'static [u8] = Box::leak(
+        format!(
+            "{SSE_HEAD}{:x}\r\ndata: {{\"choices\":[{{\"text\":\"a\"}}]}}\n\n\r\n",
+            37
+        )
+        .into_bytes()
+        .into_boxed_slice(),
+    );
+    let r = go(&cfg(&broken_server(cut, false), 1, 5));
+    assert_eq!(
+        r.accounting.failed.get("stream_broken"),
+        Some(&5),
+        "{:?}",
+        r.accounting
+    );
+
+    // Events that are not JSON objects.
+    let body = "data: this is not json\n\ndata: [DONE]\n\n";
+    let bad: &'static [u8] = Box::leak(
+        format!("{SSE_HEAD}{:x}\r\n{body}\r\n0\r\n\r\n", body.len())
+            .into_bytes()
+            .into_boxed_slice(),
+    );
+    let r = go(&cfg(&broken_server(bad, false), 1, 5));
+    assert_eq!(
+        r.accounting.failed.get("malformed"),
+        Some(&5),
+        "{:?}",
+        r.accounting
+    );
+
+    // A stream that never ends: the timeout fires.
+    let hang: &'static [u8] = Box::leak(
+        format!(
+            "{SSE_HEAD}{:x}\r\ndata: {{\"choices\":[{{\"text\":\"a\"}}]}}\n\n\r\n",
+            37
+        )
+        .into_bytes()
+        .into_boxed_slice(),
+    );
+    let mut c = cfg(&broken_server(hang, true), 1, 3);
+    c.timeout_s = Some(0.3);
+    let r = go(&c);
+    assert_eq!(r.accounting.timed_out, 3, "{:?}", r.accounting);
+
+    // A non-streamed body that is not JSON.
+    let junk: &'static [u8] =
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 5\r\n\r\n{oops";
+    let mut c = cfg(&broken_server(junk, false), 1, 3);
+    c.stream = false;
+    let r = go(&c);
+    assert_eq!(
+        r.accounting.failed.get("malformed"),
+        Some(&3),
+        "{:?}",
+        r.accounting
+    );
+}
+
+#[test]
+fn emulated_client_cost_shows_up_as_bias() {
+    let m = mock();
+    let mut c = cfg(&m.url(), 1, 100);
+    c.workload.output_tokens = Lengths::Fixed { tokens: 50 };
+    c.client_cost_s = 50e-6;
+    let r = go(&c);
+    // 50 chunks at 50 us each on one loop: stamping after parsing adds at least the first
+    // chunk's 50 us to TTFT; the arrival stamps do not carry it.
+    assert!(
+        r.ttft_after_processing.p50_s >= r.ttft.from_intended.p50_s + 45e-6,
+        "{:?} vs {:?}",
+        r.ttft_after_processing,
+        r.ttft.from_intended
+    );
+    assert!(r.processing.p50_s >= 50e-6);
+}
+
+#[test]
+fn closed_loop_and_in_flight_cap() {
+    let m = mock();
+    let mut c = cfg(&m.url(), 2, 60);
+    c.workload.arrivals = Arrivals::Closed {
+        users: 4,
+        think_s: 0.0,
+    };
+    let r = go(&c);
+    assert_eq!(r.accounting.scheduled, 60);
+    assert_eq!(r.accounting.completed, 60);
+    assert!(
+        r.merged.max_in_flight <= 2,
+        "two users per shard, one request each"
+    );
+    let mut c = cfg(&m.url(), 1, 50);
+    c.max_in_flight_per_shard = Some(1);
+    let r = go(&c);
+    assert_eq!(r.accounting.completed, 50);
+    assert_eq!(r.merged.max_in_flight, 1);
+}
