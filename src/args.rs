@@ -215,12 +215,16 @@ pub struct PlanArgs {
     /// Events (streamed chunks) the client handles per request.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub events_per_request: u32,
-    /// Mean client cost per event on one core, e.g. 20us.
+    /// Mean client cost per event on one core, e.g. 20us (default: this machine's
+    /// measurement from `heisenbench calibrate`).
     #[arg(long, value_parser = parse_positive_duration, allow_hyphen_values = true)]
-    pub event_cost: Seconds,
-    /// SCV of the per-event cost (0 = constant).
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
-    pub event_cost_scv: f64,
+    pub event_cost: Option<Seconds>,
+    /// SCV of the per-event cost (default 0, or the calibrated one).
+    #[arg(long, allow_hyphen_values = true)]
+    pub event_cost_scv: Option<f64>,
+    /// Calibration file to read when --event-cost is not given.
+    #[arg(long)]
+    pub calibration: Option<std::path::PathBuf>,
     /// Family of the per-event cost.
     #[arg(long, default_value = "gamma", value_parser = parse_kind)]
     pub event_cost_dist: ServiceKind,

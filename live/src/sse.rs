@@ -21,32 +21,15 @@ impl SseFramer {
 
     /// Feeds `bytes`; calls `on_event` with the data of each event completed by them.
     pub fn feed(&mut self, bytes: &[u8], mut on_event: impl FnMut(&[u8])) {
-        self.buf.extend_from_slice(bytes);
-        let mut start = 0;
-        let mut i = self.scanned.max(start);
-        while i < self.buf.len() {
-            if self.buf[i] == b'\n' {
-                // A blank line: "\n\n" or "\n\r\n".
-                let end = if i + 1 < self.buf.len() && self.buf[i + 1] == b'\n' {
-                    Some(i + 2)
-                } else if i + 2 < self.buf.len()
-                    && self.buf[i + 1] == b'\r'
-                    && self.buf[i + 2] == b'\n'
-                {
-                    Some(i + 3)
-                } else {
-                    None
-                };
-                if let Some(end) = end {
-                    emit(&self.buf[start..i + 1], &mut on_event);
-                    start = end;
-                    i = end;
-                    continue;
-                }
-            }
-            i += 1;
+        if self.buf.is_empty() {
+            // The common case: frame straight from the read, keep only the unfinished tail.
+            let used = frame(bytes, 0, &mut on_event);
+            self.buf.extend_from_slice(&bytes[used..]);
+        } else {
+            self.buf.extend_from_slice(bytes);
+            let used = frame(&self.buf, self.scanned, &mut on_event);
+            self.buf.drain(..used);
         }
-        self.buf.drain(..start);
         // A boundary may straddle the next read: look again from two bytes back.
         self.scanned = self.buf.len().saturating_sub(2);
     }
@@ -55,6 +38,31 @@ impl SseFramer {
     pub fn pending(&self) -> usize {
         self.buf.len()
     }
+}
+
+/// Emits every complete event in `buf`, searching for boundaries from `from`; returns how
+/// many bytes were consumed.
+fn frame(buf: &[u8], from: usize, on_event: &mut impl FnMut(&[u8])) -> usize {
+    let mut start = 0;
+    let mut search = from;
+    while let Some(off) = memchr::memchr(b'\n', &buf[search..]) {
+        let i = search + off;
+        // A blank line: "\n\n" or "\n\r\n".
+        let end = match (buf.get(i + 1), buf.get(i + 2)) {
+            (Some(b'\n'), _) => Some(i + 2),
+            (Some(b'\r'), Some(b'\n')) => Some(i + 3),
+            _ => None,
+        };
+        match end {
+            Some(end) => {
+                emit(&buf[start..i + 1], on_event);
+                start = end;
+                search = end;
+            }
+            None => search = i + 1,
+        }
+    }
+    start
 }
 
 /// Extracts and joins the `data:` lines of one event; comments and other fields are skipped.

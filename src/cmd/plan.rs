@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use heisenbench_live::calibrate::{default_path, load};
 use heisenbench_model::plan::{Hardware, Load, max_qps, plan_workers};
 use heisenbench_model::service::Service;
 use heisenbench_model::units::{Rate, format_seconds};
@@ -12,7 +13,32 @@ use crate::args::PlanArgs;
 use crate::table::write_pairs;
 
 pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let cost = Service::named(a.event_cost_dist, a.event_cost.get(), a.event_cost_scv)?;
+    let (mean, scv, source) = match a.event_cost {
+        Some(c) => (c.get(), a.event_cost_scv.unwrap_or(0.0), None),
+        None => {
+            let path = a.calibration.clone().or_else(default_path).ok_or_else(|| {
+                Failure::Usage("give --event-cost, or run `heisenbench calibrate` first".into())
+            })?;
+            let c = load(&path).map_err(|e| Failure::Usage(e.to_string()))?.ok_or_else(|| {
+                Failure::Usage(format!(
+                    "no calibration at {}: give --event-cost, or run `heisenbench calibrate` first",
+                    path.display()
+                ))
+            })?;
+            let why = format!(
+                "per-event cost {} (SCV {:.2}) measured by `heisenbench calibrate` ({})",
+                format_seconds(c.event_cost_mean_s),
+                c.event_cost_scv,
+                path.display()
+            );
+            (
+                c.event_cost_mean_s,
+                a.event_cost_scv.unwrap_or(c.event_cost_scv),
+                Some(why),
+            )
+        }
+    };
+    let cost = Service::named(a.event_cost_dist, mean, scv)?;
     // --max-qps ignores --qps; any positive placeholder keeps Load's checks in one place.
     let qps = a.qps.map_or_else(|| Rate::per_s(1.0), Ok)?;
     let load = Load::new(qps, a.events_per_request, a.burst, cost, a.assignment)?;
@@ -45,7 +71,7 @@ pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
         )?;
         return Ok(());
     }
-    let plan = plan_workers(
+    let mut plan = plan_workers(
         &load,
         &a.budget,
         Hardware {
@@ -53,6 +79,9 @@ pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
             cores_per_machine: a.cores_per_machine,
         },
     )?;
+    if let Some(why) = source {
+        plan.reasoning.insert(0, why);
+    }
     if a.json {
         return write_json(out, &plan);
     }

@@ -544,3 +544,59 @@ fn run_bad_flags_exit_2() {
         assert_eq!(e.to_string().lines().count(), 1, "{args:?}");
     }
 }
+
+#[test]
+fn calibrate_then_plan_uses_the_measurement() {
+    let dir = std::env::temp_dir().join(format!("heisenbench-cal-{}", std::process::id()));
+    let file = dir.join("calibration.json");
+    let f = file.to_str().unwrap();
+    let c = json(&[
+        "calibrate",
+        "--duration",
+        "500ms",
+        "--qps",
+        "100",
+        "--out",
+        f,
+        "--json",
+    ]);
+    let mean = num(&c, "event_cost_mean_s");
+    // A generator that spends more than a millisecond per event would be broken; less
+    // than 10 ns is below what one HTTP chunk costs.
+    assert!(mean > 1e-8 && mean < 1e-3, "{mean}");
+    assert!(num(&c, "events") > 1000.0);
+    let p = json(&[
+        "plan",
+        "--qps",
+        "1000",
+        "--events-per-request",
+        "202",
+        "--budget",
+        "p99=1ms",
+        "--calibration",
+        f,
+        "--json",
+    ]);
+    assert!(
+        p["reasoning"][0]
+            .as_str()
+            .unwrap()
+            .contains("measured by `heisenbench calibrate`")
+    );
+    assert!(p["workers"].as_u64().unwrap() >= 1);
+    let missing = dir.join("none.json");
+    let e = fails(&[
+        "plan",
+        "--qps",
+        "1000",
+        "--events-per-request",
+        "202",
+        "--budget",
+        "p99=1ms",
+        "--calibration",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("no calibration"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -7,11 +7,13 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use heisenbench_model::metrics::{Convention, Marks, Origin};
 use heisenbench_model::scenario::{Arrivals, Stop};
 use heisenbench_model::schedule::{Planned, Schedule, user_shapes};
+use memchr::memmem::Finder;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
@@ -384,13 +386,13 @@ fn on_event(data: &[u8], arrival: u64, cost_ns: u64, seen: &mut Seen, r: &mut Sh
         seen.malformed = true;
         return;
     }
-    if let Some(sent) = find_u64(data, b"\"heisenbench_sent_ns\":") {
+    if let Some(sent) = find_u64(data, &SENT) {
         r.recorders
             .observer_overhead
             .record(arrival.saturating_sub(sent));
     }
-    let is_token = has_text(data, b"\"text\":\"") || has_text(data, b"\"content\":\"");
-    if find(data, b"\"usage\":{").is_some() {
+    let is_token = has_text(data, &TEXT) || has_text(data, &CONTENT);
+    if USAGE.find(data).is_some() {
         match serde_json::from_slice::<serde_json::Value>(data) {
             Ok(v) => seen.usage = v["usage"]["completion_tokens"].as_u64().map(|t| t as u32),
             Err(_) => seen.malformed = true,
@@ -417,17 +419,21 @@ fn on_event(data: &[u8], arrival: u64, cost_ns: u64, seen: &mut Seen, r: &mut Sh
     }
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    memchr::memmem::find(hay, needle)
-}
+/// Searchers built once: building one costs more than using it on a 200-byte event.
+static SENT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"heisenbench_sent_ns\":"));
+static TEXT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"text\":\""));
+static CONTENT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"content\":\""));
+static USAGE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"usage\":{"));
 
 /// Whether `key` is followed by a non-empty string.
-fn has_text(data: &[u8], key: &[u8]) -> bool {
-    find(data, key).is_some_and(|i| data.get(i + key.len()).is_some_and(|b| *b != b'"'))
+fn has_text(data: &[u8], key: &Finder<'_>) -> bool {
+    let n = key.needle().len();
+    key.find(data)
+        .is_some_and(|i| data.get(i + n).is_some_and(|b| *b != b'"'))
 }
 
-fn find_u64(data: &[u8], key: &[u8]) -> Option<u64> {
-    let i = find(data, key)? + key.len();
+fn find_u64(data: &[u8], key: &Finder<'_>) -> Option<u64> {
+    let i = key.find(data)? + key.needle().len();
     let digits = data[i..].iter().take_while(|b| b.is_ascii_digit()).count();
     std::str::from_utf8(&data[i..i + digits]).ok()?.parse().ok()
 }
