@@ -1,3 +1,759 @@
-//! heisenbench-figures: the paper's figures, drawn from report files.
+//! heisenbench-figures: the paper's figures, drawn from prepared data.
 //!
-//! Not built yet: this crate reserves its place in the workspace.
+//! Every figure is one function over one plain serde struct ([`FigureData`] holds them
+//! all), so figures are redrawn from a data file alone. Each is written as PNG (the
+//! bundled DejaVu Sans renders its text, so no system fonts are needed) and as SVG.
+//! Style constants live in [`style`].
+
+use std::path::{Path, PathBuf};
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use serde::{Deserialize, Serialize};
+
+pub mod style {
+    //! Shared look of every figure.
+    use plotters::style::RGBColor;
+
+    /// Font family name under which the bundled font is registered.
+    pub const FONT: &str = "sans-serif";
+    /// Figure size in pixels.
+    pub const SIZE: (u32, u32) = (960, 600);
+    /// Caption size.
+    pub const CAPTION: u32 = 26;
+    /// Axis description and tick label size.
+    pub const LABEL: u32 = 17;
+    /// A palette that stays apart in print and for common colour blindness (Okabe-Ito).
+    pub const PALETTE: [RGBColor; 7] = [
+        RGBColor(0, 114, 178),
+        RGBColor(213, 94, 0),
+        RGBColor(0, 158, 115),
+        RGBColor(204, 121, 167),
+        RGBColor(230, 159, 0),
+        RGBColor(86, 180, 233),
+        RGBColor(0, 0, 0),
+    ];
+}
+
+use style::{CAPTION, FONT, LABEL, PALETTE, SIZE};
+
+/// Why a figure could not be drawn.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FigureError {
+    /// The bundled font did not load.
+    #[error("the bundled font could not be loaded")]
+    Font,
+    /// Drawing or writing failed.
+    #[error("{figure}: {reason}")]
+    Draw {
+        /// The figure's file stem.
+        figure: String,
+        /// Why.
+        reason: String,
+    },
+    /// Nothing to draw.
+    #[error("{0}: no data")]
+    Empty(String),
+}
+
+/// A named line of (x, y) points.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// Legend text.
+    pub label: String,
+    /// Points.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A measured point with a confidence half-width.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CiPoint {
+    /// x.
+    pub x: f64,
+    /// y.
+    pub y: f64,
+    /// Half-width of the 95 % interval.
+    pub ci: f64,
+}
+
+/// Figure 1: achieved vs offered rate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RateFailure {
+    /// One series per client (offered, achieved), requests per second.
+    pub series: Vec<Series>,
+}
+
+/// Figure 2: client-side wait vs utilisation, theory curves and simulated points.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WaitVsUtilization {
+    /// Theory curves (utilisation, wait in units of E[S]).
+    pub curves: Vec<Series>,
+    /// Simulated mean waits with their intervals.
+    pub mean_points: Vec<CiPoint>,
+    /// Simulated p99 waits with their intervals.
+    pub p99_points: Vec<CiPoint>,
+}
+
+/// Figure 3: TTFT distributions as CDFs (seconds, cumulative probability).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TtftCdfs {
+    /// One CDF per view (points: value in seconds, probability).
+    pub series: Vec<Series>,
+}
+
+/// Figure 4: NTPOT decomposition against input length.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NtpotDecomposition {
+    /// Input lengths, tokens.
+    pub input_tokens: Vec<u32>,
+    /// Mean queue part, seconds per output token.
+    pub queue_s: Vec<f64>,
+    /// Mean prefill part, seconds per output token.
+    pub prefill_s: Vec<f64>,
+    /// Mean decode part, seconds per output token.
+    pub decode_s: Vec<f64>,
+}
+
+/// Figure 5: a latency profile with its knee.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyProfile {
+    /// (offered rate, p99 latency seconds) per stage.
+    pub p99: Vec<(f64, f64)>,
+    /// (offered rate, achieved rate) per stage.
+    pub achieved: Vec<(f64, f64)>,
+    /// The knee: the highest offered rate meeting the criterion.
+    pub knee: Option<f64>,
+    /// The criterion in words.
+    pub criterion: String,
+}
+
+/// Figure 6: workers needed vs target rate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkersNeeded {
+    /// One series per (cost, burst): (requests per second, workers).
+    pub series: Vec<Series>,
+    /// The budget in words.
+    pub budget: String,
+}
+
+/// One run's predicted and observed client wait.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PredictedObserved {
+    /// Run label.
+    pub label: String,
+    /// `sim` or `live`.
+    pub source: String,
+    /// Predicted mean wait, seconds.
+    pub predicted_s: f64,
+    /// Observed mean wait, seconds.
+    pub observed_s: f64,
+}
+
+/// One chunk's passage through a loop (seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ChunkPassage {
+    /// Request number (for colour).
+    pub request: u32,
+    /// Network arrival.
+    pub arrival: f64,
+    /// Processing starts.
+    pub start: f64,
+    /// Processing ends (the timestamp of a stamp-after-processing client).
+    pub end: f64,
+}
+
+/// One loop's lane in the timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Lane {
+    /// Lane label.
+    pub label: String,
+    /// Its chunks.
+    pub chunks: Vec<ChunkPassage>,
+}
+
+/// Figure 8: a few requests through one loop vs through k loops.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timeline {
+    /// The single loop's lane(s).
+    pub single: Vec<Lane>,
+    /// The k loops' lanes.
+    pub sharded: Vec<Lane>,
+}
+
+/// Everything the figures need.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FigureData {
+    /// Figure 1.
+    pub rate_failure: RateFailure,
+    /// Figure 2.
+    pub wait_vs_utilization: WaitVsUtilization,
+    /// Figure 3.
+    pub ttft_cdfs: TtftCdfs,
+    /// Figure 4.
+    pub ntpot: NtpotDecomposition,
+    /// Figure 5.
+    pub profile: LatencyProfile,
+    /// Figure 6.
+    pub workers_needed: WorkersNeeded,
+    /// Figure 7.
+    pub predicted_observed: Vec<PredictedObserved>,
+    /// Figure 8.
+    pub timeline: Timeline,
+}
+
+/// The figures' file stems, in order.
+pub const FIGURES: [&str; 8] = [
+    "1-rate-failure",
+    "2-wait-vs-utilization",
+    "3-ttft-cdf",
+    "4-ntpot-decomposition",
+    "5-latency-profile",
+    "6-workers-needed",
+    "7-predicted-vs-observed",
+    "8-timeline",
+];
+
+fn font() -> Result<(), FigureError> {
+    static FONT_BYTES: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+    static ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let ok = *ONCE.get_or_init(|| {
+        [
+            FontStyle::Normal,
+            FontStyle::Bold,
+            FontStyle::Italic,
+            FontStyle::Oblique,
+        ]
+        .into_iter()
+        .all(|s| plotters::style::register_font(FONT, s, FONT_BYTES).is_ok())
+    });
+    if ok { Ok(()) } else { Err(FigureError::Font) }
+}
+
+/// Draws every figure into `dir` as `<stem>.png` and `<stem>.svg`; returns the paths.
+pub fn draw_all(data: &FigureData, dir: &Path) -> Result<Vec<PathBuf>, FigureError> {
+    font()?;
+    std::fs::create_dir_all(dir).map_err(|e| FigureError::Draw {
+        figure: dir.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let mut out = Vec::new();
+    for (i, stem) in FIGURES.iter().enumerate() {
+        let png = dir.join(format!("{stem}.png"));
+        let svg = dir.join(format!("{stem}.svg"));
+        let wrap = |r: Result<(), String>| {
+            r.map_err(|reason| FigureError::Draw {
+                figure: (*stem).to_string(),
+                reason,
+            })
+        };
+        wrap(draw_one(
+            i,
+            data,
+            BitMapBackend::new(&png, SIZE).into_drawing_area(),
+        ))?;
+        wrap(draw_one(
+            i,
+            data,
+            SVGBackend::new(&svg, SIZE).into_drawing_area(),
+        ))?;
+        out.push(png);
+        out.push(svg);
+    }
+    Ok(out)
+}
+
+fn draw_one<DB: DrawingBackend>(
+    i: usize,
+    d: &FigureData,
+    root: DrawingArea<DB, Shift>,
+) -> Result<(), String> {
+    root.fill(&WHITE).s()?;
+    match i {
+        0 => rate_failure(&root, &d.rate_failure),
+        1 => wait_vs_utilization(&root, &d.wait_vs_utilization),
+        2 => ttft_cdfs(&root, &d.ttft_cdfs),
+        3 => ntpot(&root, &d.ntpot),
+        4 => profile(&root, &d.profile),
+        5 => workers_needed(&root, &d.workers_needed),
+        6 => predicted_observed(&root, &d.predicted_observed),
+        _ => timeline(&root, &d.timeline),
+    }?;
+    root.present().s()
+}
+
+/// Errors of plotters calls as strings.
+trait S<T> {
+    fn s(self) -> Result<T, String>;
+}
+
+impl<T, E: std::fmt::Display> S<T> for Result<T, E> {
+    fn s(self) -> Result<T, String> {
+        self.map_err(|e| e.to_string())
+    }
+}
+
+fn bounds(points: impl Iterator<Item = (f64, f64)>) -> Option<((f64, f64), (f64, f64))> {
+    let mut b: Option<((f64, f64), (f64, f64))> = None;
+    for (x, y) in points.filter(|(x, y)| x.is_finite() && y.is_finite()) {
+        b = Some(match b {
+            None => ((x, x), (y, y)),
+            Some(((x0, x1), (y0, y1))) => ((x0.min(x), x1.max(x)), (y0.min(y), y1.max(y))),
+        });
+    }
+    b
+}
+
+fn positive_range(lo: f64, hi: f64) -> std::ops::Range<f64> {
+    let lo = if lo > 0.0 { lo } else { hi.max(1e-12) * 1e-3 };
+    (lo / 1.5)..(hi.max(lo * 10.0) * 1.5)
+}
+
+fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font((FONT, LABEL))
+        .draw()
+        .s()
+}
+
+fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+fn rate_failure<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    d: &RateFailure,
+) -> Result<(), String> {
+    let ((_, x1), (_, y1)) =
+        bounds(d.series.iter().flat_map(|s| s.points.iter().copied())).ok_or("no data")?;
+    let top = x1.max(y1) * 1.05;
+    let mut chart = ChartBuilder::on(root)
+        .caption("Achieved vs offered request rate", (FONT, CAPTION))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..top, 0f64..top)
+        .s()?;
+    chart
+        .configure_mesh()
+        .x_desc("offered rate (requests/s)")
+        .y_desc("achieved rate (requests/s)")
+        .label_style((FONT, LABEL))
+        .axis_desc_style((FONT, LABEL))
+        .draw()
+        .s()?;
+    chart
+        .draw_series(LineSeries::new(
+            [(0.0, 0.0), (top, top)],
+            BLACK.mix(0.3).stroke_width(1),
+        ))
+        .s()?
+        .label("achieved = offered")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.3)));
+    for (i, s) in d.series.iter().enumerate() {
+        let c = color(i);
+        chart
+            .draw_series(LineSeries::new(s.points.clone(), c.stroke_width(3)))
+            .s()?
+            .label(s.label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
+        chart
+            .draw_series(s.points.iter().map(|p| Circle::new(*p, 4, c.filled())))
+            .s()?;
+    }
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
+}
+
+fn wait_vs_utilization<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    d: &WaitVsUtilization,
+) -> Result<(), String> {
+    let all = d
+        .curves
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .chain(
+            d.mean_points
+                .iter()
+                .chain(&d.p99_points)
+                .map(|p| (p.x, p.y)),
+        );
+    let ((x0, x1), (y0, y1)) = bounds(all.filter(|(_, y)| *y > 0.0)).ok_or("no data")?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            "Client-side wait vs utilisation of one loop",
+            (FONT, CAPTION),
+        )
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(
+            (x0 * 0.95)..(x1 * 1.02).min(1.0),
+            positive_range(y0, y1).log_scale(),
+        )
+        .s()?;
+    chart
+        .configure_mesh()
+        .x_desc("utilisation rho")
+        .y_desc("wait (units of the mean service time)")
+        .label_style((FONT, LABEL))
+        .axis_desc_style((FONT, LABEL))
+        .draw()
+        .s()?;
+    for (i, s) in d.curves.iter().enumerate() {
+        let c = color(i);
+        let dashed = s.label.contains("p99");
+        let style = if dashed {
+            c.stroke_width(2)
+        } else {
+            c.stroke_width(3)
+        };
+        let pts: Vec<_> = s.points.iter().copied().filter(|p| p.1 > 0.0).collect();
+        chart
+            .draw_series(LineSeries::new(pts, style))
+            .s()?
+            .label(s.label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
+    }
+    for (points, label, marker) in [
+        (&d.mean_points, "simulated mean (95% CI)", 0),
+        (&d.p99_points, "simulated p99 (95% CI)", 1),
+    ] {
+        let c = color(6);
+        for p in points.iter().filter(|p| p.y > 0.0) {
+            let lo = (p.y - p.ci).max(p.y * 0.01);
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(p.x, lo), (p.x, p.y + p.ci)],
+                    c.stroke_width(2),
+                )))
+                .s()?;
+        }
+        let pts: Vec<(f64, f64)> = points
+            .iter()
+            .filter(|p| p.y > 0.0)
+            .map(|p| (p.x, p.y))
+            .collect();
+        if marker == 0 {
+            chart
+                .draw_series(pts.iter().map(|p| Circle::new(*p, 5, c.filled())))
+                .s()?
+                .label(label)
+                .legend(move |(x, y)| Circle::new((x + 10, y), 5, c.filled()));
+        } else {
+            chart
+                .draw_series(pts.iter().map(|p| TriangleMarker::new(*p, 7, c.filled())))
+                .s()?
+                .label(label)
+                .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, c.filled()));
+        }
+    }
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
+}
+
+fn ttft_cdfs<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    d: &TtftCdfs,
+) -> Result<(), String> {
+    let ((x0, x1), _) = bounds(
+        d.series
+            .iter()
+            .flat_map(|s| s.points.iter().copied())
+            .filter(|(x, _)| *x > 0.0),
+    )
+    .ok_or("no data")?;
+    let mut chart = ChartBuilder::on(root)
+        .caption("Measured vs true TTFT at 1,000 requests/s", (FONT, CAPTION))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(positive_range(x0, x1).log_scale(), 0f64..1.0)
+        .s()?;
+    chart
+        .configure_mesh()
+        .x_desc("TTFT (seconds, log scale)")
+        .y_desc("fraction of requests")
+        .label_style((FONT, LABEL))
+        .axis_desc_style((FONT, LABEL))
+        .draw()
+        .s()?;
+    for (i, s) in d.series.iter().enumerate() {
+        let c = color(i);
+        let pts: Vec<_> = s.points.iter().copied().filter(|p| p.0 > 0.0).collect();
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(3)))
+            .s()?
+            .label(s.label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
+    }
+    legend(&mut chart, SeriesLabelPosition::LowerRight)
+}
+
+fn ntpot<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    d: &NtpotDecomposition,
+) -> Result<(), String> {
+    let n = d.input_tokens.len();
+    if n == 0 {
+        return Err("no data".into());
+    }
+    let totals: Vec<f64> = (0..n)
+        .map(|i| (d.queue_s[i] + d.prefill_s[i] + d.decode_s[i]) * 1e3)
+        .collect();
+    let top = totals.iter().copied().fold(0.0, f64::max) * 1.15;
+    let mut chart = ChartBuilder::on(root)
+        .caption("NTPOT and its parts against prompt length", (FONT, CAPTION))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..top.max(1e-9))
+        .s()?;
+    let labels: Vec<String> = d.input_tokens.iter().map(|t| t.to_string()).collect();
+    chart
+        .configure_mesh()
+        .x_desc("prompt tokens")
+        .y_desc("NTPOT (milliseconds per output token)")
+        .x_labels(n)
+        .x_label_formatter(&|x| labels.get(x.round() as usize).cloned().unwrap_or_default())
+        .label_style((FONT, LABEL))
+        .axis_desc_style((FONT, LABEL))
+        .disable_x_mesh()
+        .draw()
+        .s()?;
+    let parts = [
+        ("decode", &d.decode_s, 2),
+        ("prefill (and server queue)", &d.prefill_s, 1),
+        ("client queue (send lag)", &d.queue_s, 0),
+    ];
+    let mut base = vec![0.0; n];
+    for (label, values, ci) in parts {
+        let c = color(ci);
+        let bars: Vec<_> = (0..n)
+            .map(|i| {
+                let (lo, hi) = (base[i], base[i] + values[i] * 1e3);
+                base[i] = hi;
+                Rectangle::new([(i as f64 - 0.3, lo), (i as f64 + 0.3, hi)], c.filled())
+            })
+            .collect();
+        chart
+            .draw_series(bars)
+            .s()?
+            .label(label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled()));
+    }
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
+}
+
+fn profile<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    d: &LatencyProfile,
+) -> Result<(), String> {
+    let ((x0, x1), (y0, y1)) =
+        bounds(d.p99.iter().copied().filter(|p| p.1 > 0.0)).ok_or("no data")?;
+    let mut chart = ChartBuilder::on(root)
+        .caption("Latency profile and its knee", (FONT, CAPTION))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d((x0 * 0.9)..(x1 * 1.05), positive_range(y0, y1).log_scale())
+        .s()?;
+    chart
+        .configure_mesh()
+        .x_desc("offered rate (requests/s)")
+        .y_desc("p99 TTFT from the intended send (seconds)")
+        .label_style((FONT, LABEL))
+        .axis_desc_style((FONT, LABEL))
+        .draw()
+        .s()?;
+    let c = color(0);
+    chart
+        .draw_series(LineSeries::new(
+            d.p99.iter().copied().filter(|p| p.1 > 0.0),
+            c.stroke_width(3),
+        ))
+        .s()?
+        .label("p99 TTFT")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
+    chart
+        .draw_series(
+            d.p99
+                .iter()
+                .filter(|p| p.1 > 0.0)
+                .map(|p| Circle::new(*p, 4, c.filled())),
+        )
+        .s()?;
+    if let Some(k) = d.knee {
+        let r = color(1);
+        let lo = positive_range(y0, y1).start;
+        let hi = positive_range(y0, y1).end;
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(k, lo), (k, hi)],
+                r.stroke_width(2),
+            )))
+            .s()?
+            .label(format!("knee: {k:.0} requests/s ({})", d.criterion))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], r.stroke_width(2)));
+    }
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
+}
+
+fn workers_needed<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    d: &WorkersNeeded,
+) -> Result<(), String> {
+    let ((x0, x1), (y0, y1)) =
+        bounds(d.series.iter().flat_map(|s| s.points.iter().copied())).ok_or("no data")?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            format!("Client loops needed ({})", d.budget),
+            (FONT, CAPTION),
+        )
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(
+            positive_range(x0, x1).log_scale(),
+            positive_range(y0.max(1.0), y1).log_scale(),
+        )
+        .s()?;
+    chart
+        .configure_mesh()
+        .x_desc("target rate (requests/s)")
+        .y_desc("loops (one core each)")
+        .label_style((FONT, LABEL))
+        .axis_desc_style((FONT, LABEL))
+        .draw()
+        .s()?;
+    for (i, s) in d.series.iter().enumerate() {
+        let c = color(i);
+        chart
+            .draw_series(LineSeries::new(s.points.clone(), c.stroke_width(3)))
+            .s()?
+            .label(s.label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
+    }
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
+}
+
+fn predicted_observed<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    d: &[PredictedObserved],
+) -> Result<(), String> {
+    let pts = d
+        .iter()
+        .map(|p| (p.predicted_s, p.observed_s))
+        .filter(|p| p.0 > 0.0 && p.1 > 0.0);
+    let ((x0, x1), (y0, y1)) = bounds(pts).ok_or("no data")?;
+    let r = positive_range(x0.min(y0), x1.max(y1));
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            "Predicted vs observed client wait, every run",
+            (FONT, CAPTION),
+        )
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(r.clone().log_scale(), r.clone().log_scale())
+        .s()?;
+    chart
+        .configure_mesh()
+        .x_desc("predicted mean wait (seconds)")
+        .y_desc("observed mean wait (seconds)")
+        .label_style((FONT, LABEL))
+        .axis_desc_style((FONT, LABEL))
+        .draw()
+        .s()?;
+    chart
+        .draw_series(LineSeries::new(
+            [(r.start, r.start), (r.end, r.end)],
+            BLACK.mix(0.4).stroke_width(1),
+        ))
+        .s()?
+        .label("y = x")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.4)));
+    for (i, source) in ["sim", "live"].iter().enumerate() {
+        let c = color(i);
+        let pts: Vec<(f64, f64)> = d
+            .iter()
+            .filter(|p| p.source == *source && p.predicted_s > 0.0 && p.observed_s > 0.0)
+            .map(|p| (p.predicted_s, p.observed_s))
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        chart
+            .draw_series(pts.iter().map(|p| Circle::new(*p, 6, c.filled())))
+            .s()?
+            .label(*source)
+            .legend(move |(x, y)| Circle::new((x + 10, y), 6, c.filled()));
+    }
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
+}
+
+fn timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &Timeline) -> Result<(), String> {
+    let lanes: Vec<&Lane> = d.single.iter().chain(&d.sharded).collect();
+    let all = lanes.iter().flat_map(|l| {
+        l.chunks
+            .iter()
+            .flat_map(|c| [(c.arrival, 0.0), (c.end, 0.0)])
+    });
+    let ((x0, x1), _) = bounds(all).ok_or("no data")?;
+    let ms = |s: f64| (s - x0) * 1e3;
+    let span = ms(x1) * 1.03;
+    let n = lanes.len() as f64;
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            "Chunks through one loop and through k loops",
+            (FONT, CAPTION),
+        )
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(150)
+        .build_cartesian_2d(0f64..span.max(1e-6), -0.5f64..(n - 0.5))
+        .s()?;
+    let names: Vec<String> = lanes.iter().map(|l| l.label.clone()).collect();
+    chart
+        .configure_mesh()
+        .x_desc("time (milliseconds)")
+        .y_labels(lanes.len())
+        .y_label_formatter(&|y| names.get(y.round() as usize).cloned().unwrap_or_default())
+        .label_style((FONT, LABEL))
+        .axis_desc_style((FONT, LABEL))
+        .disable_y_mesh()
+        .draw()
+        .s()?;
+    for (row, lane) in lanes.iter().enumerate() {
+        let y = row as f64;
+        for c in &lane.chunks {
+            let col = color(c.request as usize);
+            // Waiting for the loop: a faint bar; processing: a solid bar; arrival: a tick.
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(ms(c.arrival), y - 0.08), (ms(c.start), y + 0.08)],
+                    col.mix(0.25).filled(),
+                )))
+                .s()?;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(ms(c.start), y - 0.3), (ms(c.end), y + 0.3)],
+                    col.filled(),
+                )))
+                .s()?;
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(ms(c.arrival), y - 0.4), (ms(c.arrival), y - 0.3)],
+                    col.stroke_width(2),
+                )))
+                .s()?;
+        }
+    }
+    Ok(())
+}
