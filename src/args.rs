@@ -32,12 +32,19 @@ pub enum Command {
     Mock(Box<MockArgs>),
     /// Run the live sharded load generator against a server (or the embedded mock).
     Run(Box<RunArgs>),
+    /// Hold a report (sim, live, or a foreign client's measurements) against the model.
+    Compare(CompareArgs),
+    /// A latency profile: stages of rising rate until saturation, and the knee.
+    Sweep(Box<SweepArgs>),
+    /// Redraw the figures from a figure-data.json file.
+    Figures(FiguresArgs),
     /// Measure this machine's per-event cost of the generator, for `plan` and `run`.
     Calibrate(CalibrateArgs),
     /// A shard worker process (started by `run`; reads its task on stdin).
     #[command(name = "__shard", hide = true)]
     Shard,
-    /// Reproduce the paper's findings on this machine (theory and simulation so far).
+    /// Reproduce the paper's findings on this machine: theory, simulation, live runs,
+    /// comparison, figures and a summary.
     Reproduce(ReproduceArgs),
 }
 
@@ -258,7 +265,19 @@ pub struct PlanArgs {
 /// `heisenbench reproduce`.
 #[derive(Debug, Args)]
 pub struct ReproduceArgs {
-    /// Print one JSON object instead of tables.
+    /// A few minutes on two cores (the default).
+    #[arg(long, conflicts_with = "full")]
+    pub quick: bool,
+    /// Paper-scale durations (300 s simulations, 60 s live runs).
+    #[arg(long)]
+    pub full: bool,
+    /// A reduced scale for tests: seconds instead of minutes.
+    #[arg(long, hide = true)]
+    pub smoke: bool,
+    /// Where figures, reports and the summary go.
+    #[arg(long, default_value = "figures/out")]
+    pub out: std::path::PathBuf,
+    /// Print the summary data as one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,
 }
@@ -468,4 +487,76 @@ pub struct CalibrateArgs {
 
 fn parse_duration_zero_ok(s: &str) -> Result<Seconds, String> {
     Seconds::parse(s).map_err(|e| e.to_string())
+}
+
+/// `heisenbench compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// A report from `sim --json/--out` or `run --out`, or a foreign client's JSON:
+    /// {"arrival_rate_per_s", "event_cost_mean_s", "event_cost_scv", "burst",
+    /// "round_robin_k", "observed": {"mean_s", "p50_s", "p90_s", "p99_s"}}.
+    pub report: std::path::PathBuf,
+    /// Relative error within which the observation counts as explained by the model.
+    #[arg(long, default_value_t = 0.1)]
+    pub tolerance: f64,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `heisenbench sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// A simulator scenario file; without it and without --url, the built-in profile
+    /// scenario (8 slots, 69 ms per request: saturation at 116 req/s).
+    pub scenario: Option<std::path::PathBuf>,
+    /// Sweep a live server at this URL instead of the simulator.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Lowest rate.
+    #[arg(long, value_parser = parse_rate)]
+    pub from: Rate,
+    /// Highest rate.
+    #[arg(long, value_parser = parse_rate)]
+    pub to: Rate,
+    /// Stages.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(2..1000))]
+    pub steps: u32,
+    /// Space the rates geometrically instead of evenly.
+    #[arg(long)]
+    pub geometric: bool,
+    /// Length of each stage (simulated or live).
+    #[arg(long, default_value = "10s", value_parser = parse_positive_duration)]
+    pub stage_duration: Seconds,
+    /// Criterion: p99 TTFT from the intended send must stay under this.
+    #[arg(long, default_value = "100ms", value_parser = parse_positive_duration)]
+    pub max_p99: Seconds,
+    /// Criterion: achieved over offered must stay above this.
+    #[arg(long, default_value_t = 0.99)]
+    pub min_achieved: f64,
+    /// Live: shards.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    pub workers: u32,
+    /// Live: output tokens per request.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub output_tokens: u32,
+    /// Keep going after two failing stages in a row (by default the sweep stops there).
+    #[arg(long)]
+    pub no_early_stop: bool,
+    /// Write each stage's report and the profile into this directory.
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `heisenbench figures`.
+#[derive(Debug, Args)]
+pub struct FiguresArgs {
+    /// The figure-data.json that `reproduce` wrote.
+    pub data: std::path::PathBuf,
+    /// Where to draw.
+    #[arg(long, default_value = "figures/out")]
+    pub out: std::path::PathBuf,
 }

@@ -53,6 +53,7 @@ pub mod metrics;
 pub mod mg1;
 pub mod mmc;
 pub mod plan;
+pub mod profile;
 pub mod queue;
 pub mod sample;
 pub mod scenario;

@@ -89,6 +89,17 @@ impl Recorder {
         }
     }
 
+    /// The CDF as (value in seconds, cumulative probability) at `n` evenly spaced
+    /// probabilities plus the tail levels 0.99, 0.999 and 1 (empty when no samples).
+    pub fn cdf(&self, n: usize) -> Vec<(f64, f64)> {
+        if self.count == 0 {
+            return Vec::new();
+        }
+        let mut qs: Vec<f64> = (0..n).map(|i| i as f64 / n as f64).collect();
+        qs.extend([0.99, 0.999, 1.0]);
+        qs.into_iter().map(|q| (self.quantile_s(q), q)).collect()
+    }
+
     /// Adds another recorder's samples (exact for counts, sum and max).
     pub fn merge(&mut self, other: &Recorder) {
         let _ = self.hist.add(&other.hist);

@@ -99,6 +99,23 @@ struct Server {
     waiting: VecDeque<u32>,
 }
 
+/// One job's passage through a loop, for timelines (nanoseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct JobTrace {
+    /// The loop.
+    pub worker: u32,
+    /// The request's serial number.
+    pub request: u64,
+    /// `send`, `chunk` or `finish`.
+    pub kind: &'static str,
+    /// When the job reached the loop.
+    pub arrive_ns: u64,
+    /// When the loop started it.
+    pub start_ns: u64,
+    /// When it was done.
+    pub done_ns: u64,
+}
+
 /// A running simulation. Advance it with [`Simulation::step`] or [`Simulation::run`].
 pub struct Simulation {
     sc: SimScenario,
@@ -121,12 +138,17 @@ pub struct Simulation {
     last_intended_ns: u64,
     rr_next: u32,
     next_serial: u64,
+    /// The serial of the request whose event is being handled (for traces).
+    current_serial: u64,
     loops: Vec<Loop>,
     reqs: Vec<Req>,
     free: Vec<u32>,
     server: Server,
     counts: Counts,
     tally: Tally,
+    /// Jobs traced so far, up to `trace_limit`.
+    trace: Vec<JobTrace>,
+    trace_limit: usize,
 }
 
 impl Simulation {
@@ -160,16 +182,30 @@ impl Simulation {
             last_intended_ns: 0,
             rr_next: 0,
             next_serial: 0,
+            current_serial: 0,
             loops: vec![Loop::default(); sc.client.workers as usize],
             reqs: Vec::new(),
             free: Vec::new(),
             server: Server::default(),
             counts: Counts::default(),
             tally: Tally::default(),
+            trace: Vec::new(),
+            trace_limit: 0,
             sc,
         };
         sim.schedule_first();
         sim
+    }
+
+    /// Keeps the passage of the first `limit` jobs through the loops (for timelines).
+    pub fn with_trace(mut self, limit: usize) -> Self {
+        self.trace_limit = limit;
+        self
+    }
+
+    /// The traced jobs.
+    pub fn trace(&self) -> &[JobTrace] {
+        &self.trace
     }
 
     /// The scenario.
@@ -404,6 +440,21 @@ impl Simulation {
         l.wait_sum_ns += u128::from(start - arrive_ns);
         self.counts.client_events += 1;
         self.tally.client_wait.record(start - arrive_ns);
+        if self.trace.len() < self.trace_limit {
+            let kind = match kind {
+                JobKind::Send => "send",
+                JobKind::Chunk => "chunk",
+                JobKind::Finish => "finish",
+            };
+            self.trace.push(JobTrace {
+                worker: w,
+                request: self.current_serial,
+                kind,
+                arrive_ns,
+                start_ns: start,
+                done_ns: done,
+            });
+        }
         done
     }
 
@@ -415,6 +466,7 @@ impl Simulation {
     }
 
     fn send(&mut self, now: u64, r: u32) {
+        self.current_serial = self.reqs[r as usize].serial;
         let w = self.reqs[r as usize].worker;
         let actual = self.job(w, now, JobKind::Send);
         let l = &mut self.loops[w as usize];
@@ -456,6 +508,7 @@ impl Simulation {
     }
 
     fn on_at_server(&mut self, now: u64, r: u32) {
+        self.current_serial = self.reqs[r as usize].serial;
         let req = &mut self.reqs[r as usize];
         if req.state != State::Sent {
             return;
@@ -512,6 +565,7 @@ impl Simulation {
     }
 
     fn on_emit(&mut self, now: u64, r: u32) {
+        self.current_serial = self.reqs[r as usize].serial;
         if self.reqs[r as usize].state != State::Running {
             return;
         }

@@ -157,6 +157,10 @@ pub struct SimReport {
     pub first_chunk_delay: Dist,
     /// Wait for a server slot.
     pub server_queue: Dist,
+    /// TTFT CDF as the server saw it: (seconds, probability).
+    pub ttft_cdf_server: Vec<(f64, f64)>,
+    /// TTFT CDF measured from the intended send.
+    pub ttft_cdf_from_intended: Vec<(f64, f64)>,
     /// Per loop.
     pub workers: Vec<WorkerReport>,
     /// The model's prediction of the client queue (absent for closed loops and free clients).
@@ -229,6 +233,8 @@ impl SimReport {
             client_wait: t.client_wait.summary(),
             first_chunk_delay: t.first_chunk_delay.summary(),
             server_queue: t.server_queue.summary(),
+            ttft_cdf_server: t.ttft_true.cdf(50),
+            ttft_cdf_from_intended: t.ttft_intended.cdf(50),
             prediction: predict(sc, &t.client_wait),
             workers,
         }

@@ -6,12 +6,14 @@ use crate::Failure;
 use crate::args::{Cli, Command};
 
 mod calibrate;
+mod compare;
 mod mock;
 mod model;
 mod plan;
 mod reproduce;
 mod run;
 mod sim;
+mod sweep;
 
 /// Runs the parsed command.
 pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<(), Failure> {
@@ -22,6 +24,18 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<(), Failure> {
         Command::Mock(m) => mock::run(*m, out),
         Command::Run(r) => run::run(*r, out),
         Command::Calibrate(c) => calibrate::run(c, out),
+        Command::Compare(c) => compare::run(c, out),
+        Command::Sweep(s) => sweep::run(*s, out),
+        Command::Figures(f) => {
+            let text = std::fs::read(&f.data)
+                .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", f.data.display())))?;
+            let data: heisenbench_figures::FigureData = serde_json::from_slice(&text)
+                .map_err(|e| Failure::Usage(format!("{}: {e}", f.data.display())))?;
+            let files = heisenbench_figures::draw_all(&data, &f.out)
+                .map_err(|e| Failure::Runtime(e.into()))?;
+            writeln!(out, "drew {} files into {}", files.len(), f.out.display())?;
+            Ok(())
+        }
         Command::Shard => heisenbench_live::run::shard_process_main()
             .map_err(|e| Failure::Runtime(anyhow::anyhow!(e))),
         Command::Reproduce(r) => reproduce::run(r, out),

@@ -259,11 +259,6 @@ fn tables_are_readable() {
         t.contains("M/D/1") && t.contains("wait p99") && t.contains("21.90s"),
         "{t}"
     );
-    let r = ok(&["reproduce"]);
-    assert!(
-        r.contains("one loop saturates at 192 req/s") && r.contains("paper-5000 27 loops"),
-        "{r}"
-    );
 }
 
 #[test]
@@ -599,4 +594,161 @@ fn calibrate_then_plan_uses_the_measurement() {
     assert_eq!(e.exit_code(), 2);
     assert!(e.to_string().contains("no calibration"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn tmpdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("heisenbench-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn compare_explains_a_textbook_client_and_flags_bursts() {
+    let dir = tmpdir("compare");
+    // One chunk per request at Poisson times, 20 us each, no send or finish work: M/G/1.
+    let scenario = |tokens: u32, rate: f64| {
+        serde_json::json!({
+            "name": format!("{tokens} tokens"), "seed": 4,
+            "workload": {
+                "arrivals": {"kind": "poisson", "rate_per_s": rate},
+                "stop": {"kind": "count", "requests": 200000 / tokens},
+                "input_tokens": {"kind": "fixed", "tokens": 10},
+                "output_tokens": {"kind": "fixed", "tokens": tokens}
+            },
+            "client": {"workers": 1, "policy": "random", "send_shares_loop": false,
+                       "costs": {"chunk": {"kind": "gamma", "mean_s": 20e-6, "scv": 0.5}}},
+            "server": {"max_num_seqs": 100000}
+        })
+    };
+    for (tokens, rate, verdict) in [(1u32, 35_000.0, "client_bias"), (50, 500.0, "client_bias")] {
+        let sc = dir.join(format!("s{tokens}.json"));
+        std::fs::write(&sc, scenario(tokens, rate).to_string()).unwrap();
+        let rep = dir.join(format!("r{tokens}.json"));
+        ok(&["sim", sc.to_str().unwrap(), "--out", rep.to_str().unwrap()]);
+        let v = json(&["compare", rep.to_str().unwrap(), "--json"]);
+        let c = &v[0]["comparison"];
+        assert_eq!(c["verdict"], verdict, "{c}");
+        let err = c["rows"][0]["relative_error"].as_f64().unwrap();
+        assert!(err.abs() <= 0.1, "{tokens} tokens: {err}");
+        if tokens > 1 {
+            // Bursts of 50: the batch model explains it, plain M/G/1 misses most of it.
+            assert_eq!(c["model"], "M^X/G/1");
+            let plain = c["plain_mg1"]["wq_mean_s"].as_f64().unwrap();
+            let observed = c["rows"][0]["observed_s"].as_f64().unwrap();
+            assert!(plain < observed / 5.0, "{plain} vs {observed}");
+        } else {
+            assert_eq!(c["model"], "M/G/1");
+        }
+    }
+    // A foreign client's measurements.
+    let foreign = dir.join("foreign.json");
+    std::fs::write(&foreign, r#"{"arrival_rate_per_s": 40000, "event_cost_mean_s": 20e-6, "event_cost_scv": 1, "observed": {"mean_s": 0.0003}}"#).unwrap();
+    let v = json(&["compare", foreign.to_str().unwrap(), "--json"]);
+    assert_eq!(v[0]["comparison"]["verdict"], "beyond_client", "{v}");
+    std::fs::write(&foreign, "{}").unwrap();
+    assert_eq!(
+        fails(&["compare", foreign.to_str().unwrap()]).exit_code(),
+        2
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sweep_finds_the_knee_of_the_builtin_server() {
+    // 8 slots x 69 ms per request: the server saturates at 116 req/s. With a p99 budget of
+    // 100 ms the knee sits below saturation; it must not be above it, nor far below.
+    let v = json(&[
+        "sweep",
+        "--from",
+        "40",
+        "--to",
+        "160",
+        "--steps",
+        "7",
+        "--stage-duration",
+        "10s",
+        "--json",
+    ]);
+    let knee = v["knee_qps"].as_f64().expect("a knee");
+    assert!((60.0..116.0).contains(&knee), "{knee}");
+    assert!(v["stages"].as_array().unwrap().len() >= 4);
+}
+
+#[test]
+fn live_sweep_against_a_configured_mock() {
+    use heisenbench_live::mock::{MockServer, config::MockConfig};
+    // 2 slots, 50 ms per one-token request: saturation at 40 req/s.
+    let m = MockServer::start(MockConfig {
+        port: 0,
+        max_num_seqs: 2,
+        time_to_first_token: std::time::Duration::from_millis(50),
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let v = json(&[
+        "sweep",
+        "--url",
+        &m.url(),
+        "--from",
+        "10",
+        "--to",
+        "70",
+        "--steps",
+        "3",
+        "--stage-duration",
+        "1500ms",
+        "--output-tokens",
+        "1",
+        "--max-p99",
+        "400ms",
+        "--workers",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(v["knee_qps"].as_f64(), Some(10.0), "{v}");
+}
+
+#[test]
+fn reproduce_smoke_writes_every_file() {
+    let dir = tmpdir("reproduce");
+    let text = ok(&["reproduce", "--smoke", "--out", dir.to_str().unwrap()]);
+    assert!(text.contains("single-process clients collapse"), "{text}");
+    for stem in heisenbench_figures::FIGURES {
+        for ext in ["png", "svg"] {
+            let f = dir.join(format!("{stem}.{ext}"));
+            assert!(
+                std::fs::metadata(&f)
+                    .map(|m| m.len() > 1000)
+                    .unwrap_or(false),
+                "{} missing or empty",
+                f.display()
+            );
+        }
+    }
+    for f in [
+        "figure-data.json",
+        "reports.json",
+        "summary.md",
+        "summary.html",
+    ] {
+        assert!(
+            std::fs::metadata(dir.join(f))
+                .map(|m| m.len() > 100)
+                .unwrap_or(false),
+            "{f}"
+        );
+    }
+    let html = std::fs::read_to_string(dir.join("summary.html")).unwrap();
+    assert_eq!(html.matches("data:image/png;base64,").count(), 8);
+    // The figures redraw from the data file alone.
+    let again = tmpdir("redraw");
+    ok(&[
+        "figures",
+        dir.join("figure-data.json").to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert!(again.join("8-timeline.svg").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&again).unwrap();
 }
