@@ -105,7 +105,7 @@ pub fn markdown(s: &Story) -> String {
     if !s.agreement.is_empty() {
         let _ = writeln!(
             m,
-            "Live single loop with emulated cost, model vs measurement (relative error of the mean processing delay):\n"
+            "Live single loop with emulated cost, M^X/D/1 vs measurement (relative error of the mean time an event spends in the client):\n"
         );
         for (name, e) in &s.agreement {
             let _ = writeln!(m, "- {name}: {:+.1}%", e * 100.0);
