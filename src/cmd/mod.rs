@@ -73,3 +73,26 @@ pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<(), F
         .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
     Ok(())
 }
+
+/// Send times from a trace file: one per line, seconds from the start; blank lines and
+/// `#` comments are skipped.
+pub(crate) fn read_trace(path: &std::path::Path) -> Result<Vec<f64>, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Usage(format!("cannot read trace {}: {e}", path.display())))?;
+    let mut times = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let v: f64 = t.parse().map_err(|_| {
+            Failure::Usage(format!(
+                "{}:{}: '{t}' is not a time in seconds",
+                path.display(),
+                i + 1
+            ))
+        })?;
+        times.push(v);
+    }
+    Ok(times)
+}

@@ -235,22 +235,7 @@ fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
         };
     }
     if let Some(path) = &a.trace {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure::Usage(format!("cannot read trace {}: {e}", path.display())))?;
-        let mut times = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let t = line.trim();
-            if t.is_empty() || t.starts_with('#') {
-                continue;
-            }
-            times.push(t.parse::<f64>().map_err(|_| {
-                Failure::Usage(format!(
-                    "{}:{}: '{t}' is not a time in seconds",
-                    path.display(),
-                    i + 1
-                ))
-            })?);
-        }
+        let times = super::read_trace(path)?;
         workload.stop = Stop::Count {
             requests: times.len() as u64,
         };

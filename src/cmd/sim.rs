@@ -90,7 +90,7 @@ fn scenarios(a: &SimArgs) -> Result<Vec<SimScenario>, Failure> {
         }
     };
     let trace = match &a.trace {
-        Some(path) => Some(read_trace(path)?),
+        Some(path) => Some(super::read_trace(path)?),
         None => None,
     };
     for sc in &mut list {
@@ -133,27 +133,6 @@ fn scenarios(a: &SimArgs) -> Result<Vec<SimScenario>, Failure> {
         sc.validate()?;
     }
     Ok(list)
-}
-
-fn read_trace(path: &std::path::Path) -> Result<Vec<f64>, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::Usage(format!("cannot read trace {}: {e}", path.display())))?;
-    let mut times = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim();
-        if t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        let v: f64 = t.parse().map_err(|_| {
-            Failure::Usage(format!(
-                "{}:{}: '{t}' is not a time in seconds",
-                path.display(),
-                i + 1
-            ))
-        })?;
-        times.push(v);
-    }
-    Ok(times)
 }
 
 /// Runs one scenario, with a progress line on a terminal once it takes over a second.
