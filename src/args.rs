@@ -32,6 +32,10 @@ pub enum Command {
     Mock(Box<MockArgs>),
     /// Run the live sharded load generator against a server (or the embedded mock).
     Run(Box<RunArgs>),
+    /// Merge shard results (files or pod logs) of one plan into one report.
+    Merge(MergeArgs),
+    /// Print Kubernetes manifests (a ConfigMap and an Indexed Job) for a sharded run.
+    K8s(Box<K8sArgs>),
     /// Hold a report (sim, live, or a foreign client's measurements) against the model.
     Compare(CompareArgs),
     /// A latency profile: stages of rising rate until saturation, and the knee.
@@ -397,6 +401,17 @@ fn parse_failure(s: &str) -> Result<heisenbench_live::mock::config::FailureType,
 pub struct RunArgs {
     /// A scenario file (the same JSON `heisenbench sim` reads; its workload and client parts).
     pub scenario: Option<std::path::PathBuf>,
+    /// A resolved run config (as `heisenbench k8s` puts in its ConfigMap); flags still override.
+    #[arg(long, conflicts_with = "scenario")]
+    pub config: Option<std::path::PathBuf>,
+    /// Run only shard I of N (I from 0): the plan is the N-shard plan, the result is this
+    /// shard's, printed between marker lines (or written to --out DIR/shard-I.json) for
+    /// `heisenbench merge`.
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// With --shard: the common start, UTC (2026-11-30T10:00:00Z or seconds since the epoch).
+    #[arg(long, requires = "shard")]
+    pub start_at: Option<String>,
     /// Base URL of the server; without it, the embedded mock is started in this process.
     #[arg(long)]
     pub url: Option<String>,
@@ -559,4 +574,44 @@ pub struct FiguresArgs {
     /// Where to draw.
     #[arg(long, default_value = "figures/out")]
     pub out: std::path::PathBuf,
+}
+
+/// `heisenbench merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard result files, or logs holding them between marker lines.
+    #[arg(required = true)]
+    pub files: Vec<std::path::PathBuf>,
+    /// Write the merged report here (atomically).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Print the merged report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `heisenbench k8s`.
+#[derive(Debug, Args)]
+pub struct K8sArgs {
+    /// The run, as for `heisenbench run` (needs --url).
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Shards, one pod each.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..10000))]
+    pub shards: u32,
+    /// Container image holding the heisenbench binary.
+    #[arg(long, default_value = "heisenbench:latest")]
+    pub image: String,
+    /// Namespace.
+    #[arg(long, default_value = "default")]
+    pub namespace: String,
+    /// How far ahead of now the common start is, for pods to be scheduled and pull images.
+    #[arg(long, default_value = "2m", value_parser = parse_positive_duration)]
+    pub start_delay: Seconds,
+    /// The API key's Secret as NAME/KEY (the pod gets it in --api-key-env's variable).
+    #[arg(long)]
+    pub api_key_secret: Option<String>,
+    /// CPU cores each shard's pod requests (default: what `plan` gives per shard, at least 1).
+    #[arg(long)]
+    pub cpu_per_shard: Option<f64>,
 }

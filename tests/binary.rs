@@ -150,3 +150,242 @@ fn the_api_key_is_sent_but_never_written() {
     assert!(!out.contains("sk-very-secret-value") && !err.contains("sk-very-secret-value"));
     assert!(out.contains("HB_TEST_KEY"));
 }
+
+mod distributed {
+    use super::*;
+    use heisenbench_live::mock::MockServer;
+    use heisenbench_live::mock::config::MockConfig;
+
+    fn mock() -> MockServer {
+        MockServer::start(MockConfig {
+            port: 0,
+            max_num_seqs: 1000,
+            ..MockConfig::default()
+        })
+        .unwrap()
+    }
+
+    fn plan_args(url: &str, seed: &str) -> Vec<String> {
+        [
+            "run",
+            "--url",
+            url,
+            "--qps",
+            "300",
+            "--requests",
+            "150",
+            "--output-tokens",
+            "uniform:1,30",
+            "--prompt-tokens",
+            "16",
+            "--seed",
+            seed,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    }
+
+    fn shard_files(url: &str, seed: &str, shards: &[u32], of: u32, dir: &std::path::Path) {
+        let start = format!(
+            "{:.3}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs_f64()
+                + 1.0
+        );
+        let children: Vec<_> = shards
+            .iter()
+            .map(|i| {
+                let mut args = plan_args(url, seed);
+                args.extend([
+                    "--shard".into(),
+                    format!("{i}/{of}"),
+                    "--start-at".into(),
+                    start.clone(),
+                    "--out".into(),
+                    dir.display().to_string(),
+                ]);
+                Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+                    .args(&args)
+                    .output()
+                    .map(|o| (o, args))
+            })
+            .collect();
+        for c in children {
+            let (o, args) = c.unwrap();
+            assert!(
+                o.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    }
+
+    #[test]
+    fn shards_run_separately_then_merged_equal_one_sharded_run() {
+        let m = mock();
+        let dir = std::env::temp_dir().join(format!("heisenbench-shards-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        shard_files(&m.url(), "3", &[0, 1, 2], 3, &dir);
+        let files: Vec<String> = (0..3)
+            .map(|i| dir.join(format!("shard-{i}.json")).display().to_string())
+            .collect();
+        let mut margs = vec!["merge".to_string()];
+        margs.extend(files.clone());
+        margs.push("--json".into());
+        let margs: Vec<&str> = margs.iter().map(String::as_str).collect();
+        let merged = run_json(&margs, &[]);
+        let mut rargs = plan_args(&m.url(), "3");
+        rargs.extend([
+            "--workers".into(),
+            "3".into(),
+            "--shard-mode".into(),
+            "process".into(),
+            "--json".into(),
+        ]);
+        let rargs: Vec<&str> = rargs.iter().map(String::as_str).collect();
+        let local = run_json(&rargs, &[]);
+        assert_eq!(merged["plan_hash"], local["plan_hash"]);
+        for key in ["scheduled", "completed", "lost", "balanced"] {
+            assert_eq!(merged["accounting"][key], local["accounting"][key], "{key}");
+        }
+        assert_eq!(merged["accounting"]["completed"], 150);
+        assert_eq!(merged["tokens_stream"], local["tokens_stream"]);
+        assert_eq!(merged["events"], local["events"]);
+        // Every histogram holds every request exactly once.
+        assert_eq!(merged["ttft"]["from_intended"]["count"], 150);
+        assert_eq!(merged["merged"]["recorders"]["send_lag"]["count"], 150);
+        for s in merged["shards"].as_array().unwrap() {
+            assert_eq!(s["ok"], true);
+            assert!(s["start_slip_s"].as_f64().unwrap().abs() < 0.5, "{s}");
+            assert!(
+                s["clock_offset_estimate_s"].as_f64().unwrap().abs() <= 1.5,
+                "same host: {s}"
+            );
+        }
+
+        // A missing shard is named and its slice counted as lost.
+        let partial = run_json(&["merge", &files[0], &files[2], "--json"], &[]);
+        assert_eq!(partial["merge_notes"]["missing"], serde_json::json!([1]));
+        assert_eq!(partial["accounting"]["lost"], 50);
+        assert_eq!(partial["accounting"]["balanced"], true);
+        // A duplicate is named, not counted twice.
+        let dup = run_json(
+            &[
+                "merge", &files[0], &files[0], &files[1], &files[2], "--json",
+            ],
+            &[],
+        );
+        assert_eq!(dup["merge_notes"]["duplicated"], serde_json::json!([0]));
+        assert_eq!(dup["accounting"]["completed"], 150);
+
+        // Results of another plan are refused.
+        let other = dir.join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        shard_files(&m.url(), "4", &[1], 3, &other);
+        let (code, _, err) = heisenbench(
+            &[
+                "merge",
+                &files[0],
+                other.join("shard-1.json").to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert_eq!(code, 2);
+        assert!(err.contains("different plans"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn pod_logs_with_markers_merge() {
+        let m = mock();
+        let dir = std::env::temp_dir().join(format!("heisenbench-logs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut logs = String::from("some pod noise\n");
+        for i in 0..2 {
+            let mut args = plan_args(&m.url(), "5");
+            args.extend(["--shard".into(), format!("{i}/2")]);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (code, out, err) = heisenbench(&args, &[]);
+            assert_eq!(code, 0, "{err}");
+            logs += &out;
+        }
+        let log = dir.join("pods.log");
+        std::fs::write(&log, logs).unwrap();
+        let merged = run_json(&["merge", log.to_str().unwrap(), "--json"], &[]);
+        assert_eq!(merged["accounting"]["completed"], 150);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn manifests_are_typed_kubernetes_objects() {
+        use k8s_openapi::api::batch::v1::Job;
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let (code, out, err) = heisenbench(
+            &[
+                "k8s",
+                "--shards",
+                "4",
+                "--url",
+                "http://vllm:8000",
+                "--qps",
+                "5000",
+                "--duration",
+                "60s",
+                "--api-key-env",
+                "OPENAI_API_KEY",
+                "--api-key-secret",
+                "llm/api-key",
+                "--image",
+                "registry/heisenbench:1",
+            ],
+            &[("OPENAI_API_KEY", "sk-must-not-leak")],
+        );
+        assert_eq!(code, 0, "{err}");
+        assert!(!out.contains("sk-must-not-leak"));
+        let list: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(list["kind"], "List");
+        let cm: ConfigMap = serde_json::from_value(list["items"][0].clone()).expect("a ConfigMap");
+        let job: Job = serde_json::from_value(list["items"][1].clone()).expect("a Job");
+        // Round trip: the typed objects serialise back to what was printed.
+        assert_eq!(serde_json::to_value(&job).unwrap(), list["items"][1]);
+        let run: serde_json::Value =
+            serde_json::from_str(&cm.data.as_ref().unwrap()["run.json"]).unwrap();
+        assert_eq!(run["workers"], 4);
+        assert_eq!(run["url"], "http://vllm:8000");
+        let spec = job.spec.unwrap();
+        assert_eq!(spec.completion_mode.as_deref(), Some("Indexed"));
+        assert_eq!((spec.completions, spec.parallelism), (Some(4), Some(4)));
+        let pod = spec.template.spec.unwrap();
+        let c = &pod.containers[0];
+        let args = c.args.as_ref().unwrap();
+        assert!(
+            args.windows(2)
+                .any(|w| w[0] == "--shard" && w[1] == "$(JOB_COMPLETION_INDEX)/4"),
+            "{args:?}"
+        );
+        assert!(args.iter().any(|a| a == "--start-at"));
+        let env = &c.env.as_ref().unwrap()[0];
+        assert_eq!(env.name, "OPENAI_API_KEY");
+        assert!(env.value.is_none());
+        let secret = env
+            .value_from
+            .as_ref()
+            .unwrap()
+            .secret_key_ref
+            .as_ref()
+            .unwrap();
+        assert_eq!(
+            (secret.name.as_str(), secret.key.as_str()),
+            ("llm", "api-key")
+        );
+        let requests = c.resources.as_ref().unwrap().requests.as_ref().unwrap();
+        assert_eq!(requests["cpu"].0, "1");
+        assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
+        // Without a URL there is nothing a pod could reach.
+        let (code, _, _) = heisenbench(&["k8s", "--shards", "2"], &[]);
+        assert_eq!(code, 2);
+    }
+}

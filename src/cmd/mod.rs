@@ -7,6 +7,8 @@ use crate::args::{Cli, Command};
 
 mod calibrate;
 mod compare;
+mod k8s;
+mod merge;
 mod mock;
 mod model;
 mod plan;
@@ -25,6 +27,8 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<(), Failure> {
         Command::Run(r) => run::run(*r, out),
         Command::Calibrate(c) => calibrate::run(c, out),
         Command::Compare(c) => compare::run(c, out),
+        Command::Merge(m) => merge::run(m, out),
+        Command::K8s(k) => k8s::run(*k, out),
         Command::Sweep(s) => sweep::run(*s, out),
         Command::Figures(f) => {
             let text = std::fs::read(&f.data)

@@ -38,6 +38,35 @@ struct ScenarioFile {
 
 pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let (mut cfg, workers_given) = config(&a)?;
+    if let Some(spec) = &a.shard {
+        let (shard, shards) = parse_shard(spec)?;
+        cfg.workers = shards;
+        cfg.validate()?;
+        if a.url.is_none() && a.config.is_none() {
+            return Err(Failure::Usage(
+                "--shard needs the server's --url (or a --config that has it)".into(),
+            ));
+        }
+        let start = a.start_at.as_deref().map(parse_utc).transpose()?;
+        let report = heisenbench_live::run::distributed::run_one_shard(&cfg, shard, start)
+            .map_err(|e| Failure::Runtime(e.into()))?;
+        let json = serde_json::to_vec(&report).map_err(|e| Failure::Runtime(e.into()))?;
+        match &a.out {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    Failure::Runtime(anyhow::anyhow!("cannot create {}: {e}", dir.display()))
+                })?;
+                write_atomic(&dir.join(format!("shard-{shard}.json")), &json)?;
+            }
+            None => {
+                use heisenbench_live::run::distributed::{RESULT_BEGIN, RESULT_END};
+                writeln!(out, "{RESULT_BEGIN}")?;
+                out.write_all(&json)?;
+                writeln!(out, "\n{RESULT_END}")?;
+            }
+        }
+        return Ok(());
+    }
     let mut reasoning = Vec::new();
     if !workers_given {
         let (k, why) = default_workers(&cfg, a.calibration.as_deref())?;
@@ -169,8 +198,84 @@ fn parse_lengths(s: &str) -> Result<Lengths, Failure> {
     Ok(l)
 }
 
-/// The run the flags (and the scenario file) describe, and whether --workers was given.
-fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
+/// `I/N` with I < N.
+fn parse_shard(spec: &str) -> Result<(u32, u32), Failure> {
+    let bad = || Failure::Usage(format!("--shard {spec}: expected I/N with 0 <= I < N"));
+    let (i, n) = spec.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u32, u32) = (
+        i.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if n == 0 || i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+/// UTC as seconds since the epoch, or `YYYY-MM-DDTHH:MM:SS[.fff]Z`.
+pub(crate) fn parse_utc(s: &str) -> Result<f64, Failure> {
+    let bad = || {
+        Failure::Usage(format!(
+            "'{s}' is not a UTC time: use 2026-11-30T10:00:00Z or seconds since the epoch"
+        ))
+    };
+    if let Ok(v) = s.trim().parse::<f64>() {
+        return if v.is_finite() && v >= 0.0 {
+            Ok(v)
+        } else {
+            Err(bad())
+        };
+    }
+    let t = s.trim().strip_suffix('Z').ok_or_else(bad)?;
+    let (date, time) = t.split_once('T').ok_or_else(bad)?;
+    let d: Vec<i64> = date
+        .split('-')
+        .map(|x| x.parse().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    let (hms, frac) = time.split_once('.').map_or((time, "0"), |(a, b)| (a, b));
+    let h: Vec<i64> = hms
+        .split(':')
+        .map(|x| x.parse().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    if d.len() != 3
+        || h.len() != 3
+        || !(1..=12).contains(&d[1])
+        || !(1..=31).contains(&d[2])
+        || h[0] > 23
+        || h[1] > 59
+        || h[2] > 60
+    {
+        return Err(bad());
+    }
+    // Days from the civil date (Howard Hinnant's algorithm), proleptic Gregorian.
+    let (y, m) = if d[1] <= 2 {
+        (d[0] - 1, d[1] + 9)
+    } else {
+        (d[0], d[1] - 3)
+    };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d[2] - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let frac: f64 = format!("0.{frac}").parse().map_err(|_| bad())?;
+    Ok((days * 86_400 + h[0] * 3600 + h[1] * 60 + h[2]) as f64 + frac)
+}
+
+/// The run the flags (and the scenario or config file) describe, and whether the worker
+/// count was given.
+pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
+    if let Some(p) = &a.config {
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| Failure::Usage(format!("cannot read config {}: {e}", p.display())))?;
+        let mut cfg: RunConfig = serde_json::from_str(&text)
+            .map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
+        if let Some(u) = &a.url {
+            cfg.url = u.clone();
+        }
+        cfg.validate()?;
+        return Ok((cfg, true));
+    }
     let file = match &a.scenario {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| {
@@ -504,4 +609,32 @@ fn summary(out: &mut dyn Write, r: &RunReport) -> Result<(), Failure> {
         utils.join(" ")
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_times_parse() {
+        assert_eq!(parse_utc("1970-01-01T00:00:00Z").unwrap(), 0.0);
+        assert_eq!(parse_utc("2000-03-01T00:00:00Z").unwrap(), 951_868_800.0);
+        assert_eq!(
+            parse_utc("2026-11-30T10:00:00.5Z").unwrap(),
+            1_796_032_800.5
+        );
+        assert_eq!(parse_utc("12.5").unwrap(), 12.5);
+        for bad in [
+            "2026-13-01T00:00:00Z",
+            "2026-11-30 10:00:00",
+            "yesterday",
+            "-5",
+        ] {
+            assert!(parse_utc(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_shard("2/5").unwrap(), (2, 5));
+        assert!(
+            parse_shard("5/5").is_err() && parse_shard("1/0").is_err() && parse_shard("x").is_err()
+        );
+    }
 }

@@ -8,6 +8,7 @@
 //! report and its requests are counted as lost, so the accounting always balances.
 
 pub mod config;
+pub mod distributed;
 pub mod result;
 pub mod shard;
 
@@ -93,7 +94,7 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
                 .collect()
         }
     };
-    Ok(report(cfg, opts, outcomes, start))
+    Ok(report(cfg, opts, outcomes))
 }
 
 fn spawn_process(exe: &PathBuf, task: &ShardTask) -> Result<std::process::Child, String> {
@@ -175,9 +176,7 @@ pub fn report(
     cfg: &RunConfig,
     opts: &RunOptions,
     outcomes: Vec<Result<ShardResult, String>>,
-    start: u64,
 ) -> RunReport {
-    let _ = start;
     let mut merged = ShardResult::default();
     let mut shards = Vec::new();
     let mut lost = 0;
@@ -196,6 +195,11 @@ pub fn report(
                     } else {
                         r.cpu_ns as f64 / r.wall_ns as f64
                     },
+                    start_slip_s: match (r.first_send_ns, r.first_planned_ns) {
+                        (Some(s), Some(p)) => Some((s as f64 - p as f64) * 1e-9),
+                        _ => None,
+                    },
+                    clock_offset_estimate_s: r.clock_offset_estimate_s,
                 });
                 merged.merge(&r);
             }
@@ -208,6 +212,8 @@ pub fn report(
                     error: Some(e),
                     scheduled: n,
                     utilization: 0.0,
+                    start_slip_s: None,
+                    clock_offset_estimate_s: None,
                 });
             }
         }

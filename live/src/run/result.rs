@@ -185,6 +185,13 @@ pub struct ShardResult {
     pub wall_ns: u64,
     /// Earliest actual send, ns after the start.
     pub first_send_ns: Option<u64>,
+    /// Intended time of the shard's first request, ns after the start.
+    #[serde(default)]
+    pub first_planned_ns: Option<u64>,
+    /// Server clock minus this host's clock, from the first response's `Date` header
+    /// (whole seconds, so good to about half a second), seconds.
+    #[serde(default)]
+    pub clock_offset_estimate_s: Option<f64>,
     /// Latest end of a response, ns after the start.
     pub last_end_ns: Option<u64>,
     /// Per-request rows, when asked for.
@@ -211,6 +218,8 @@ impl ShardResult {
         self.cpu_ns += o.cpu_ns;
         self.wall_ns = self.wall_ns.max(o.wall_ns);
         self.first_send_ns = min_opt(self.first_send_ns, o.first_send_ns);
+        self.first_planned_ns = min_opt(self.first_planned_ns, o.first_planned_ns);
+        self.clock_offset_estimate_s = self.clock_offset_estimate_s.or(o.clock_offset_estimate_s);
         self.last_end_ns = self.last_end_ns.max(o.last_end_ns);
         self.rows.extend(o.rows.iter().cloned());
     }
@@ -247,6 +256,12 @@ pub struct ShardStatus {
     pub scheduled: u64,
     /// Its thread's busy fraction (CPU time over wall time).
     pub utilization: f64,
+    /// How late its first request went out after its intended time, seconds.
+    #[serde(default)]
+    pub start_slip_s: Option<f64>,
+    /// Server clock minus the shard host's clock, seconds (from an HTTP `Date` header).
+    #[serde(default)]
+    pub clock_offset_estimate_s: Option<f64>,
 }
 
 /// Request accounting. Balanced: scheduled = completed + failed + timed_out + not_sent +

@@ -115,7 +115,11 @@ async fn shard_main(task: ShardTask) -> std::io::Result<ShardResult> {
     match Schedule::new(&ctx.cfg.workload, ctx.cfg.seed) {
         Some(schedule) => {
             for p in schedule.stripe(u64::from(ctx.shard), u64::from(ctx.cfg.workers)) {
-                ctx.result.borrow_mut().scheduled += 1;
+                {
+                    let mut r = ctx.result.borrow_mut();
+                    r.scheduled += 1;
+                    r.first_planned_ns.get_or_insert(p.at_ns);
+                }
                 ctx.timer
                     .sleep_until(ctx.instant_of(ctx.start_ns + p.at_ns))
                     .await;
@@ -320,6 +324,21 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
         Err(e) => return classify(&e),
     };
     seen.headers = Some(mono_ns());
+    if ctx.result.borrow().clock_offset_estimate_s.is_none()
+        && let Some(date) = resp
+            .headers()
+            .get("date")
+            .and_then(|d| d.to_str().ok())
+            .and_then(|d| httpdate::parse_http_date(d).ok())
+    {
+        // The header holds whole seconds, truncated: add half a second for its mean.
+        let local = std::time::SystemTime::now();
+        let offset = match date.duration_since(local) {
+            Ok(ahead) => ahead.as_secs_f64(),
+            Err(behind) => -behind.duration().as_secs_f64(),
+        } + 0.5;
+        ctx.result.borrow_mut().clock_offset_estimate_s = Some(offset);
+    }
     let status = resp.status();
     if !status.is_success() {
         // Read (and drop) the error body so the connection can be reused.

@@ -1,0 +1,178 @@
+//! Runs beyond one machine: one shard per process anywhere (a Kubernetes Indexed Job's
+//! pod, say), each writing its result, and an exact merge of the results.
+//!
+//! Every shard of an N-shard run replays its stripe of the same seeded schedule. Their
+//! clocks are aligned by an absolute UTC start time: each shard converts it to its own
+//! monotonic clock and waits. On NTP-synchronised nodes that aligns the shards' schedules
+//! to within the nodes' offset (typically well under a millisecond, at worst a few ms);
+//! it moves when each shard's requests are offered, not the latencies it measures, which
+//! are intervals on one host's monotonic clock.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::config::RunConfig;
+use super::result::{RunReport, ShardResult};
+use super::shard::{ShardTask, run_shard};
+use super::{RunOptions, report};
+use crate::clock::mono_ns;
+
+/// The line before a shard's result in a log (a pod's log, say).
+pub const RESULT_BEGIN: &str = "=== heisenbench shard result begin ===";
+/// The line after it.
+pub const RESULT_END: &str = "=== heisenbench shard result end ===";
+
+/// One shard's result, self-describing so results from many machines can be merged.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShardReport {
+    /// Always "shard".
+    pub kind: String,
+    /// Fingerprint of the plan: results merge only within one plan.
+    pub plan_hash: String,
+    /// This shard's index.
+    pub shard: u32,
+    /// Shards in the plan.
+    pub shards: u32,
+    /// The run (the API key's variable name, never the key).
+    pub config: RunConfig,
+    /// The planned start, UTC seconds since the epoch.
+    pub planned_start_utc_s: f64,
+    /// When this shard's host thought the start was, by its own UTC clock, at the start.
+    pub local_start_utc_s: f64,
+    /// The measurements.
+    pub result: ShardResult,
+}
+
+/// Runs shard `shard` of `cfg` (whose `workers` is the shard count) in this process,
+/// starting at `start_utc_s` (seconds since the epoch, this host's clock) or now.
+pub fn run_one_shard(
+    cfg: &RunConfig,
+    shard: u32,
+    start_utc_s: Option<f64>,
+) -> std::io::Result<ShardReport> {
+    let now_utc = utc_now_s();
+    let start = start_utc_s.unwrap_or(now_utc + 0.05);
+    // The host's UTC start expressed on its monotonic clock.
+    let ahead_ns = ((start - now_utc).max(0.0) * 1e9) as u64;
+    let task = ShardTask {
+        config: cfg.clone(),
+        shard,
+        start_mono_ns: mono_ns() + ahead_ns,
+    };
+    let result = run_shard(&task)?;
+    Ok(ShardReport {
+        kind: "shard".into(),
+        plan_hash: cfg.plan_hash(),
+        shard,
+        shards: cfg.workers,
+        config: cfg.clone(),
+        planned_start_utc_s: start,
+        local_start_utc_s: now_utc + ahead_ns as f64 * 1e-9,
+        result,
+    })
+}
+
+/// This host's UTC clock, seconds since the epoch.
+pub fn utc_now_s() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs_f64()
+}
+
+/// The shard results in `text`: a whole JSON document, or one or more documents between
+/// [`RESULT_BEGIN`] and [`RESULT_END`] lines (as in a pod's log).
+pub fn parse_results(text: &str) -> Result<Vec<ShardReport>, String> {
+    if !text.contains(RESULT_BEGIN) {
+        return serde_json::from_str(text)
+            .map(|r| vec![r])
+            .map_err(|e| format!("not a shard result: {e}"));
+    }
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(b) = rest.find(RESULT_BEGIN) {
+        let after = &rest[b + RESULT_BEGIN.len()..];
+        let e = after
+            .find(RESULT_END)
+            .ok_or("a result begins but never ends")?;
+        out.push(
+            serde_json::from_str(after[..e].trim())
+                .map_err(|e| format!("unreadable shard result: {e}"))?,
+        );
+        rest = &after[e + RESULT_END.len()..];
+    }
+    Ok(out)
+}
+
+/// Why results cannot be merged.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MergeError {
+    /// Nothing to merge.
+    #[error("no shard results")]
+    Empty,
+    /// Results of different plans.
+    #[error(
+        "results come from different plans: {first} (shard {first_shard}) and {other} (shard {other_shard})"
+    )]
+    PlanMismatch {
+        /// The first plan hash.
+        first: String,
+        /// A shard of it.
+        first_shard: u32,
+        /// Another plan hash.
+        other: String,
+        /// A shard of that.
+        other_shard: u32,
+    },
+}
+
+/// What the merge noticed besides the numbers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeNotes {
+    /// Shards with no result (their slices are counted as lost).
+    pub missing: Vec<u32>,
+    /// Shards with more than one result (the first is kept).
+    pub duplicated: Vec<u32>,
+}
+
+/// Merges shard results of one plan exactly, with the same code a local run uses.
+pub fn merge(results: Vec<ShardReport>) -> Result<(RunReport, MergeNotes), MergeError> {
+    let first = results.first().ok_or(MergeError::Empty)?;
+    if let Some(other) = results.iter().find(|r| r.plan_hash != first.plan_hash) {
+        return Err(MergeError::PlanMismatch {
+            first: first.plan_hash.clone(),
+            first_shard: first.shard,
+            other: other.plan_hash.clone(),
+            other_shard: other.shard,
+        });
+    }
+    let cfg = first.config.clone();
+    let mut by_shard: BTreeMap<u32, ShardReport> = BTreeMap::new();
+    let mut notes = MergeNotes::default();
+    for r in results {
+        match by_shard.entry(r.shard) {
+            std::collections::btree_map::Entry::Occupied(_) => notes.duplicated.push(r.shard),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(r);
+            }
+        }
+    }
+    let outcomes = (0..cfg.workers)
+        .map(|i| match by_shard.remove(&i) {
+            Some(r) => Ok(r.result),
+            None => {
+                notes.missing.push(i);
+                Err("no result for this shard".to_string())
+            }
+        })
+        .collect();
+    let mut opts = RunOptions::default();
+    opts.workers_reasoning.push(format!(
+        "merged from shard results of plan {}",
+        cfg.plan_hash()
+    ));
+    Ok((report(&cfg, &opts, outcomes), notes))
+}
