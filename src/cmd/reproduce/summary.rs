@@ -64,7 +64,9 @@ fn captions(s: &Story) -> [(&'static str, String); 8] {
             "Predicted vs observed client wait",
             "Each dot is one run: the model's mean client wait (M/G/1, M^X/G/1 or E_k/G/1, chosen by the run's \
              arrival pattern) against the simulated or measured one. Points on y = x are explained by queueing alone; \
-             the simulated sharded runs sit below it because a response cannot queue behind its own request's send."
+             the simulated sharded runs sit below it because their loops also send: a zero-latency response \
+             arrives only when its send is done, so the wait behind earlier requests falls on the send alone, \
+             not on each chunk as M^X/G/1 charges it."
                 .into(),
         ),
         (
