@@ -598,7 +598,7 @@ fn summary(out: &mut dyn Write, r: &RunReport) -> Result<(), Failure> {
     let utils: Vec<String> = r
         .shards
         .iter()
-        .map(|s| format!("{:.2}", s.utilization))
+        .map(|s| format!("{:.2} (max {} in flight)", s.utilization, s.max_in_flight))
         .collect();
     writeln!(
         out,

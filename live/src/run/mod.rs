@@ -200,6 +200,7 @@ pub fn report(
                         _ => None,
                     },
                     clock_offset_estimate_s: r.clock_offset_estimate_s,
+                    max_in_flight: r.max_in_flight,
                 });
                 merged.merge(&r);
             }
@@ -214,6 +215,7 @@ pub fn report(
                     utilization: 0.0,
                     start_slip_s: None,
                     clock_offset_estimate_s: None,
+                    max_in_flight: 0,
                 });
             }
         }

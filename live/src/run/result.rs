@@ -256,6 +256,9 @@ pub struct ShardStatus {
     pub scheduled: u64,
     /// Its thread's busy fraction (CPU time over wall time).
     pub utilization: f64,
+    /// Most requests it had in flight at once.
+    #[serde(default)]
+    pub max_in_flight: u32,
     /// How late its first request went out after its intended time, seconds.
     #[serde(default)]
     pub start_slip_s: Option<f64>,
