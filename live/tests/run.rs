@@ -255,9 +255,11 @@ fn emulated_client_cost_shows_up_as_bias() {
     c.client_cost_s = 50e-6;
     let r = go(&c);
     // 50 chunks at 50 us each on one loop: stamping after parsing adds at least the first
-    // chunk's 50 us to TTFT; the arrival stamps do not carry it.
+    // chunk's 50 us to TTFT; the arrival stamps do not carry it. Means, because they are
+    // exact: on a loaded machine TTFTs reach 100 ms, where the histogram's 0.1 % buckets are
+    // wider than 50 us.
     assert!(
-        r.ttft_after_processing.p50_s >= r.ttft.from_intended.p50_s + 45e-6,
+        r.ttft_after_processing.mean_s >= r.ttft.from_intended.mean_s + 45e-6,
         "{:?} vs {:?}",
         r.ttft_after_processing,
         r.ttft.from_intended
