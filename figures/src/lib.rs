@@ -293,6 +293,20 @@ impl<T, E: std::fmt::Display> S<T> for Result<T, E> {
     }
 }
 
+/// A chart frame in the shared style: caption, margins, label areas.
+fn frame<'a, 'b, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
+    caption: impl AsRef<str>,
+    y_area: u32,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(caption, (FONT, CAPTION))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(y_area);
+    b
+}
+
 fn bounds(points: impl Iterator<Item = (f64, f64)>) -> Option<((f64, f64), (f64, f64))> {
     let mut b: Option<((f64, f64), (f64, f64))> = None;
     for (x, y) in points.filter(|(x, y)| x.is_finite() && y.is_finite()) {
@@ -334,11 +348,7 @@ fn rate_failure<DB: DrawingBackend>(
     let ((_, x1), (_, y1)) =
         bounds(d.series.iter().flat_map(|s| s.points.iter().copied())).ok_or("no data")?;
     let top = x1.max(y1) * 1.05;
-    let mut chart = ChartBuilder::on(root)
-        .caption("Achieved vs offered request rate", (FONT, CAPTION))
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
+    let mut chart = frame(root, "Achieved vs offered request rate", 80)
         .build_cartesian_2d(0f64..top, 0f64..top)
         .s()?;
     chart
@@ -386,14 +396,7 @@ fn wait_vs_utilization<DB: DrawingBackend>(
                 .map(|p| (p.x, p.y)),
         );
     let ((x0, x1), (y0, y1)) = bounds(all.filter(|(_, y)| *y > 0.0)).ok_or("no data")?;
-    let mut chart = ChartBuilder::on(root)
-        .caption(
-            "Client-side wait vs utilisation of one loop",
-            (FONT, CAPTION),
-        )
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
+    let mut chart = frame(root, "Client-side wait vs utilisation of one loop", 80)
         .build_cartesian_2d(
             (x0 * 0.95)..(x1 * 1.02).min(1.0),
             positive_range(y0, y1).log_scale(),
@@ -469,11 +472,7 @@ fn ttft_cdfs<DB: DrawingBackend>(
             .filter(|(x, _)| *x > 0.0),
     )
     .ok_or("no data")?;
-    let mut chart = ChartBuilder::on(root)
-        .caption("Measured vs true TTFT at 1,000 requests/s", (FONT, CAPTION))
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
+    let mut chart = frame(root, "Measured vs true TTFT at 1,000 requests/s", 80)
         .build_cartesian_2d(positive_range(x0, x1).log_scale(), 0f64..1.0)
         .s()?;
     chart
@@ -508,11 +507,7 @@ fn ntpot<DB: DrawingBackend>(
         .map(|i| (d.queue_s[i] + d.prefill_s[i] + d.decode_s[i]) * 1e3)
         .collect();
     let top = totals.iter().copied().fold(0.0, f64::max) * 1.15;
-    let mut chart = ChartBuilder::on(root)
-        .caption("NTPOT and its parts against prompt length", (FONT, CAPTION))
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
+    let mut chart = frame(root, "NTPOT and its parts against prompt length", 80)
         .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..top.max(1e-9))
         .s()?;
     let labels: Vec<String> = d.input_tokens.iter().map(|t| t.to_string()).collect();
@@ -557,11 +552,7 @@ fn profile<DB: DrawingBackend>(
 ) -> Result<(), String> {
     let ((x0, x1), (y0, y1)) =
         bounds(d.p99.iter().copied().filter(|p| p.1 > 0.0)).ok_or("no data")?;
-    let mut chart = ChartBuilder::on(root)
-        .caption("Latency profile and its knee", (FONT, CAPTION))
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
+    let mut chart = frame(root, "Latency profile and its knee", 80)
         .build_cartesian_2d((x0 * 0.9)..(x1 * 1.05), positive_range(y0, y1).log_scale())
         .s()?;
     chart
@@ -611,14 +602,7 @@ fn workers_needed<DB: DrawingBackend>(
 ) -> Result<(), String> {
     let ((x0, x1), (y0, y1)) =
         bounds(d.series.iter().flat_map(|s| s.points.iter().copied())).ok_or("no data")?;
-    let mut chart = ChartBuilder::on(root)
-        .caption(
-            format!("Client loops needed ({})", d.budget),
-            (FONT, CAPTION),
-        )
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
+    let mut chart = frame(root, format!("Client loops needed ({})", d.budget), 80)
         .build_cartesian_2d(
             positive_range(x0, x1).log_scale(),
             positive_range(y0.max(1.0), y1).log_scale(),
@@ -653,14 +637,7 @@ fn predicted_observed<DB: DrawingBackend>(
         .filter(|p| p.0 > 0.0 && p.1 > 0.0);
     let ((x0, x1), (y0, y1)) = bounds(pts).ok_or("no data")?;
     let r = positive_range(x0.min(y0), x1.max(y1));
-    let mut chart = ChartBuilder::on(root)
-        .caption(
-            "Predicted vs observed client wait, every run",
-            (FONT, CAPTION),
-        )
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
+    let mut chart = frame(root, "Predicted vs observed client wait, every run", 80)
         .build_cartesian_2d(r.clone().log_scale(), r.clone().log_scale())
         .s()?;
     chart
@@ -709,14 +686,7 @@ fn timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &Timeline) -> 
     let ms = |s: f64| (s - x0) * 1e3;
     let span = ms(x1) * 1.03;
     let n = lanes.len() as f64;
-    let mut chart = ChartBuilder::on(root)
-        .caption(
-            "Chunks through one loop and through k loops",
-            (FONT, CAPTION),
-        )
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(150)
+    let mut chart = frame(root, "Chunks through one loop and through k loops", 150)
         .build_cartesian_2d(0f64..span.max(1e-6), -0.5f64..(n - 0.5))
         .s()?;
     let names: Vec<String> = lanes.iter().map(|l| l.label.clone()).collect();

@@ -6,7 +6,7 @@
 //! average, dominates: plain M/G/1 misses it entirely.
 
 use crate::burst::Within;
-use crate::error::{ModelError, Result};
+use crate::error::Result;
 use crate::mg1::Mg1;
 use crate::queue::{TailMethod, WaitModel};
 use crate::service::Service;
@@ -37,24 +37,7 @@ pub struct BatchMg1 {
 impl BatchMg1 {
     /// Bursts of `burst` events arriving at `burst_rate_per_s`, each event costing `service`.
     pub fn new(burst_rate_per_s: f64, burst: u32, service: Service) -> Result<Self> {
-        if burst == 0 {
-            return Err(ModelError::invalid(
-                "burst",
-                0,
-                "a burst holds at least one event",
-            ));
-        }
-        if !(burst_rate_per_s.is_finite() && burst_rate_per_s > 0.0) {
-            return Err(ModelError::invalid(
-                "burst rate",
-                burst_rate_per_s,
-                "must be > 0 per second",
-            ));
-        }
-        let load = burst_rate_per_s * f64::from(burst) * service.mean_s();
-        if load >= 1.0 {
-            return Err(ModelError::unstable(load, 1));
-        }
+        crate::burst::check_single_server(burst_rate_per_s, burst, &service)?;
         let (within, exact_family) = Within::of(&service);
         let burst_service = if burst == 1 {
             service.clone()

@@ -5,7 +5,36 @@
 //! and U_j = S_1 + ... + S_j the service of the j events ahead of it in the burst.
 //! So P(W > t) = (1/N) sum_j E[P(W_b > t - U_j)].
 
+use crate::error::{ModelError, Result};
 use crate::service::{Service, gamma_p};
+
+/// The checks every one-server burst queue makes: a burst holds an event, the burst rate
+/// is positive, and the load lambda_b N E[S] is below one.
+pub(crate) fn check_single_server(
+    burst_rate_per_s: f64,
+    burst: u32,
+    service: &Service,
+) -> Result<()> {
+    if burst == 0 {
+        return Err(ModelError::invalid(
+            "burst",
+            0,
+            "a burst holds at least one event",
+        ));
+    }
+    if !(burst_rate_per_s.is_finite() && burst_rate_per_s > 0.0) {
+        return Err(ModelError::invalid(
+            "burst rate",
+            burst_rate_per_s,
+            "must be > 0 per second",
+        ));
+    }
+    let load = burst_rate_per_s * f64::from(burst) * service.mean_s();
+    if load >= 1.0 {
+        return Err(ModelError::unstable(load, 1));
+    }
+    Ok(())
+}
 
 /// Within-burst service sums in closed form: U_j = j m (deterministic) or
 /// Gamma(j k, sigma) (gamma with shape k and scale sigma, exponential with k = 1).

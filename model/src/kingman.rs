@@ -41,24 +41,7 @@ impl Kingman {
                 "must be a finite number >= 0",
             ));
         }
-        if burst == 0 {
-            return Err(ModelError::invalid(
-                "burst",
-                0,
-                "a burst holds at least one event",
-            ));
-        }
-        if !(burst_rate_per_s.is_finite() && burst_rate_per_s > 0.0) {
-            return Err(ModelError::invalid(
-                "burst rate",
-                burst_rate_per_s,
-                "must be > 0 per second",
-            ));
-        }
-        let load = burst_rate_per_s * f64::from(burst) * service.mean_s();
-        if load >= 1.0 {
-            return Err(ModelError::unstable(load, 1));
-        }
+        crate::burst::check_single_server(burst_rate_per_s, burst, &service)?;
         Ok(Self {
             burst_rate: burst_rate_per_s,
             ca2,
