@@ -140,6 +140,9 @@ pub struct Simulation {
     next_serial: u64,
     /// The serial of the request whose event is being handled (for traces).
     current_serial: u64,
+    /// When the event being handled was due: its arrival, or for an instant server the
+    /// request's intended time (the moment the whole response would be there).
+    current_due_ns: u64,
     loops: Vec<Loop>,
     reqs: Vec<Req>,
     free: Vec<u32>,
@@ -183,6 +186,7 @@ impl Simulation {
             rr_next: 0,
             next_serial: 0,
             current_serial: 0,
+            current_due_ns: 0,
             loops: vec![Loop::default(); sc.client.workers as usize],
             reqs: Vec::new(),
             free: Vec::new(),
@@ -440,6 +444,9 @@ impl Simulation {
         l.wait_sum_ns += u128::from(start - arrive_ns);
         self.counts.client_events += 1;
         self.tally.client_wait.record(start - arrive_ns);
+        self.tally
+            .due_wait
+            .record(start.saturating_sub(self.current_due_ns.min(arrive_ns)));
         if self.trace.len() < self.trace_limit {
             let kind = match kind {
                 JobKind::Send => "send",
@@ -467,6 +474,7 @@ impl Simulation {
 
     fn send(&mut self, now: u64, r: u32) {
         self.current_serial = self.reqs[r as usize].serial;
+        self.current_due_ns = self.reqs[r as usize].intended_ns;
         let w = self.reqs[r as usize].worker;
         let actual = self.job(w, now, JobKind::Send);
         let l = &mut self.loops[w as usize];
@@ -509,6 +517,7 @@ impl Simulation {
 
     fn on_at_server(&mut self, now: u64, r: u32) {
         self.current_serial = self.reqs[r as usize].serial;
+        self.current_due_ns = now;
         let req = &mut self.reqs[r as usize];
         if req.state != State::Sent {
             return;
@@ -566,6 +575,11 @@ impl Simulation {
 
     fn on_emit(&mut self, now: u64, r: u32) {
         self.current_serial = self.reqs[r as usize].serial;
+        self.current_due_ns = if self.sc.server.is_instant() {
+            self.reqs[r as usize].intended_ns
+        } else {
+            now
+        };
         if self.reqs[r as usize].state != State::Running {
             return;
         }

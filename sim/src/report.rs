@@ -38,6 +38,7 @@ pub struct Counts {
 pub(crate) struct Tally {
     pub send_lag: Recorder,
     pub client_wait: Recorder,
+    pub due_wait: Recorder,
     pub first_chunk_delay: Recorder,
     pub server_queue: Recorder,
     pub itl_true: Recorder,
@@ -153,6 +154,11 @@ pub struct SimReport {
     pub itl_measured: Dist,
     /// Wait of every job for its loop (the client queue).
     pub client_wait: Dist,
+    /// Wait of every job from when it was due: its arrival, or for an instant server its
+    /// request's intended time, when the whole response would have been there. This is
+    /// the wait M^X/G/1 describes when a response's events come as one burst: a loop that
+    /// also sends holds the response back until the send is done, and this counts that.
+    pub client_wait_from_due: Dist,
     /// A response's first chunk: stamp minus network arrival (the client's share of TTFT).
     pub first_chunk_delay: Dist,
     /// Wait for a server slot.
@@ -231,11 +237,12 @@ impl SimReport {
             itl_server: t.itl_true.summary(),
             itl_measured: t.itl_measured.summary(),
             client_wait: t.client_wait.summary(),
+            client_wait_from_due: t.due_wait.summary(),
             first_chunk_delay: t.first_chunk_delay.summary(),
             server_queue: t.server_queue.summary(),
             ttft_cdf_server: t.ttft_true.cdf(50),
             ttft_cdf_from_intended: t.ttft_intended.cdf(50),
-            prediction: predict(sc, &t.client_wait),
+            prediction: predict(sc, &t.due_wait),
             workers,
         }
     }

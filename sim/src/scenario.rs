@@ -103,6 +103,20 @@ impl ServerModel {
         Ok(())
     }
 
+    /// Whether every latency is zero: a response is there the moment its request is.
+    pub fn is_instant(&self) -> bool {
+        [
+            self.time_to_first_token_s,
+            self.time_to_first_token_std_dev_s,
+            self.prefill_overhead_s,
+            self.prefill_time_per_token_s,
+            self.inter_token_latency_s,
+            self.inter_token_latency_std_dev_s,
+        ]
+        .iter()
+        .all(|v| *v == 0.0)
+    }
+
     /// Whether a response's tokens all leave at once (zero inter-token latency): the
     /// client then sees bursts.
     pub fn streams_in_bursts(&self) -> bool {

@@ -250,6 +250,14 @@ fn summary(out: &mut dyn Write, r: &SimReport) -> Result<(), Failure> {
         ),
     ));
     rows.push((
+        "client wait from due mean / p99".into(),
+        format!(
+            "{} / {}",
+            format_seconds(r.client_wait_from_due.mean_s),
+            format_seconds(r.client_wait_from_due.p99_s)
+        ),
+    ));
+    rows.push((
         "client share of TTFT p99".into(),
         format_seconds(r.first_chunk_delay.p99_s),
     ));

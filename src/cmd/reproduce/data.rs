@@ -511,7 +511,7 @@ fn predicted_observed(
                 label: r.scenario.name.clone(),
                 source: "sim".into(),
                 predicted_s: q.wq_mean_s,
-                observed_s: r.client_wait.mean_s,
+                observed_s: r.client_wait_from_due.mean_s,
             });
         }
     }

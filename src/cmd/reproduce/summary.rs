@@ -63,10 +63,9 @@ fn captions(s: &Story) -> [(&'static str, String); 8] {
         (
             "Predicted vs observed client wait",
             "Each dot is one run: the model's mean client wait (M/G/1, M^X/G/1 or E_k/G/1, chosen by the run's \
-             arrival pattern) against the simulated or measured one. Points on y = x are explained by queueing alone; \
-             the simulated sharded runs sit below it because their loops also send: a zero-latency response \
-             arrives only when its send is done, so the wait behind earlier requests falls on the send alone, \
-             not on each chunk as M^X/G/1 charges it."
+             arrival pattern) against the simulated or measured one, both counted from when each event was due \
+             (with a zero-latency server: its request's intended time). Points on y = x are explained by \
+             queueing alone; the E_k runs carry the Kingman approximation's own error (10-20 %)."
                 .into(),
         ),
         (
