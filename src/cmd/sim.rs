@@ -184,6 +184,14 @@ fn views_row(name: &str, v: &Views) -> Vec<(String, String)> {
     ]
 }
 
+/// A row of two durations, `a / b`.
+fn pair(label: &str, a: f64, b: f64) -> (String, String) {
+    (
+        label.to_string(),
+        format!("{} / {}", format_seconds(a), format_seconds(b)),
+    )
+}
+
 fn summary(out: &mut dyn Write, r: &SimReport) -> Result<(), Failure> {
     let c = &r.counts;
     writeln!(
@@ -233,29 +241,20 @@ fn summary(out: &mut dyn Write, r: &SimReport) -> Result<(), Failure> {
             format_seconds(r.itl_measured.p99_s)
         ),
     ));
-    rows.push((
-        "send lag p50 / p99".into(),
-        format!(
-            "{} / {}",
-            format_seconds(r.send_lag.p50_s),
-            format_seconds(r.send_lag.p99_s)
-        ),
+    rows.push(pair(
+        "send lag p50 / p99",
+        r.send_lag.p50_s,
+        r.send_lag.p99_s,
     ));
-    rows.push((
-        "client wait mean / p99".into(),
-        format!(
-            "{} / {}",
-            format_seconds(r.client_wait.mean_s),
-            format_seconds(r.client_wait.p99_s)
-        ),
+    rows.push(pair(
+        "client wait mean / p99",
+        r.client_wait.mean_s,
+        r.client_wait.p99_s,
     ));
-    rows.push((
-        "client wait from due mean / p99".into(),
-        format!(
-            "{} / {}",
-            format_seconds(r.client_wait_from_due.mean_s),
-            format_seconds(r.client_wait_from_due.p99_s)
-        ),
+    rows.push(pair(
+        "client wait from due mean / p99",
+        r.client_wait_from_due.mean_s,
+        r.client_wait_from_due.p99_s,
     ));
     rows.push((
         "client share of TTFT p99".into(),
