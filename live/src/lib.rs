@@ -8,7 +8,8 @@
 //! * [`run`]: the sharded live load generator (`heisenbench run`): one seeded schedule,
 //!   striped over shards (threads or processes), each stamping every read as it
 //!   returns and measuring from the intended send time; exact merge of their results.
-//! * [`sse`]: the sans-IO server-sent-events framer.
+//! * [`sse`]: the sans-IO server-sent-events parser.
+//! * [`stream`]: what each event of an OpenAI-compatible stream says, and how a stream ended.
 //! * [`calibrate`]: the generator's measured per-event cost on this machine.
 
 pub mod calibrate;
@@ -16,4 +17,5 @@ pub mod clock;
 pub mod mock;
 pub mod run;
 pub mod sse;
+pub mod stream;
 pub mod timer;

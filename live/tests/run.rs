@@ -247,6 +247,63 @@ fn broken_streams_are_classified() {
     );
 }
 
+/// A server that streams `body` (one chunk of a chunked response) to every request.
+fn streaming_server(body: &[u8]) -> String {
+    let mut reply = format!("{SSE_HEAD}{:x}\r\n", body.len()).into_bytes();
+    reply.extend_from_slice(body);
+    reply.extend_from_slice(b"\r\n0\r\n\r\n");
+    broken_server(Box::leak(reply.into_boxed_slice()), false)
+}
+
+#[test]
+fn real_servers_dialects_are_read_and_classed() {
+    let fixture = |name: &str| {
+        std::fs::read(format!(
+            "{}/tests/fixtures/sse/{name}.sse",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    };
+    // (fixture, outcome key, tokens counted per completed request)
+    for (name, key, tokens) in [
+        ("llamacpp-python", "completed", 3),
+        ("starlette-crlf", "completed", 5),
+        ("vllm-chat-reasoning", "completed", 4),
+        ("llamacpp-python-interrupted", "truncated", 0),
+        ("tgi-chat-error", "server_error", 0),
+        ("garbage", "malformed", 0),
+        ("cut-mid-event", "truncated", 0),
+    ] {
+        let r = go(&cfg(&streaming_server(&fixture(name)), 1, 4));
+        let got = if key == "completed" {
+            r.accounting.completed
+        } else {
+            r.accounting.failed.get(key).copied().unwrap_or(0)
+        };
+        assert_eq!(got, 4, "{name}: {:?}", r.accounting);
+        assert_eq!(r.tokens_stream, 4 * tokens, "{name}");
+        if key == "completed" {
+            assert!(r.ttft.from_intended.p50_s > 0.0, "{name}");
+        }
+    }
+    // The server's own message is kept, once per distinct text.
+    let r = go(&cfg(&streaming_server(&fixture("tgi-chat-error")), 1, 3));
+    assert_eq!(
+        r.merged.server_messages.get(
+            "Request failed during generation: Server error: CUDA out of memory"
+        ),
+        Some(&3)
+    );
+    // Only [DONE]: nothing was generated and nothing said it finished.
+    let r = go(&cfg(&streaming_server(b"data: [DONE]\n\n"), 1, 3));
+    assert_eq!(r.accounting.failed.get("truncated"), Some(&3));
+    // A finish reason on the first chunk: completed, zero tokens, no TTFT of 0 s.
+    let r = go(&cfg(&streaming_server(&fixture("zero-tokens")), 1, 3));
+    assert_eq!(r.accounting.completed, 3);
+    assert_eq!(r.merged.zero_token_completions, 3);
+    assert_eq!(r.merged.recorders.ttft_intended.count(), 0);
+}
+
 #[test]
 fn emulated_client_cost_shows_up_as_bias() {
     let m = mock();

@@ -546,6 +546,16 @@ fn summary(out: &mut dyn Write, r: &RunReport) -> Result<(), Failure> {
             "NOT BALANCED"
         }
     )?;
+    for (message, n) in &r.merged.server_messages {
+        writeln!(out, "  server said ({n}x): {message}")?;
+    }
+    if r.merged.zero_token_completions > 0 {
+        writeln!(
+            out,
+            "  {} completed request(s) carried no token (finish reason first): no TTFT for them",
+            r.merged.zero_token_completions
+        )?;
+    }
     for s in r.shards.iter().filter(|s| !s.ok) {
         writeln!(
             out,

@@ -21,8 +21,13 @@ pub enum Outcome {
     HttpStatus(u16),
     /// The per-request timeout fired.
     TimedOut,
-    /// The stream ended or broke before `[DONE]`.
+    /// The connection broke while the response was being read.
     StreamBroken,
+    /// The stream ended without a finish reason (with or without `[DONE]`), or in the
+    /// middle of an event: the server stopped the generation early.
+    Truncated,
+    /// The server sent an error object inside a stream or a successful body.
+    ServerError,
     /// An event that is not an OpenAI stream event, or an unreadable JSON body.
     Malformed,
     /// Any other client error (request building, TLS).
@@ -38,6 +43,8 @@ impl Outcome {
             Self::HttpStatus(s) => format!("http_{s}"),
             Self::TimedOut => "timed_out".into(),
             Self::StreamBroken => "stream_broken".into(),
+            Self::Truncated => "truncated".into(),
+            Self::ServerError => "server_error".into(),
             Self::Malformed => "malformed".into(),
             Self::OtherError => "other_error".into(),
         }
@@ -175,6 +182,14 @@ pub struct ShardResult {
     pub token_mismatches: u64,
     /// SSE events received.
     pub events: u64,
+    /// Completed requests that carried no token (a finish reason on the first chunk): no
+    /// TTFT is recorded for them.
+    #[serde(default)]
+    pub zero_token_completions: u64,
+    /// The servers' own error messages (`http_404: ...`, mid-stream errors), by count; at
+    /// most [`MAX_MESSAGES`] distinct ones, the rest under [`OTHER_MESSAGES`].
+    #[serde(default)]
+    pub server_messages: BTreeMap<String, u64>,
     /// NTPOT parts summed over completed requests (queue, prefill, decode), seconds.
     pub ntpot_parts_sum: [f64; 3],
     /// Most requests in flight at once (the maximum over shards when merged).
@@ -198,7 +213,25 @@ pub struct ShardResult {
     pub rows: Vec<Row>,
 }
 
+/// Distinct server messages a result keeps.
+pub const MAX_MESSAGES: usize = 16;
+/// The key that counts the messages past [`MAX_MESSAGES`].
+pub const OTHER_MESSAGES: &str = "(other messages)";
+
 impl ShardResult {
+    /// Counts one server message, keeping at most [`MAX_MESSAGES`] distinct ones.
+    pub fn note_message(&mut self, message: String, count: u64) {
+        let key = if self.server_messages.contains_key(&message)
+            || self.server_messages.len() < MAX_MESSAGES
+        {
+            message
+        } else {
+            OTHER_MESSAGES.to_string()
+        };
+        let n = self.server_messages.entry(key).or_default();
+        *n = n.saturating_add(count);
+    }
+
     /// Adds `o` into `self`.
     pub fn merge(&mut self, o: &ShardResult) {
         self.scheduled += o.scheduled;
@@ -211,6 +244,10 @@ impl ShardResult {
         self.tokens_usage += o.tokens_usage;
         self.token_mismatches += o.token_mismatches;
         self.events += o.events;
+        self.zero_token_completions += o.zero_token_completions;
+        for (m, n) in &o.server_messages {
+            self.note_message(m.clone(), *n);
+        }
         for i in 0..3 {
             self.ntpot_parts_sum[i] += o.ntpot_parts_sum[i];
         }

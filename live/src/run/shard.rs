@@ -7,20 +7,19 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use heisenbench_model::metrics::{Convention, Marks, Origin};
 use heisenbench_model::scenario::{Arrivals, Stop};
 use heisenbench_model::schedule::{Planned, Schedule, user_shapes};
-use memchr::memmem::Finder;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 use super::config::{ApiKind, RunConfig};
 use super::result::{Outcome, Row, ShardResult};
 use crate::clock::mono_ns;
-use crate::sse::SseFramer;
+use crate::sse::{SseEvent, SseParser};
+use crate::stream::{Ending, StreamEvent, StreamState, clip, interpret};
 use crate::timer::PreciseTimer;
 
 /// What a shard is told: the run, its index, and the common start (CLOCK_MONOTONIC ns).
@@ -213,10 +212,7 @@ struct Seen {
     first_processed: Option<u64>,
     last_arrival: u64,
     end: Option<u64>,
-    tokens: u32,
-    usage: Option<u32>,
-    done: bool,
-    malformed: bool,
+    stream: StreamState,
 }
 
 async fn request(ctx: &Rc<Ctx>, p: Planned) {
@@ -248,10 +244,17 @@ async fn request(ctx: &Rc<Ctx>, p: Planned) {
     r.recorders.send_lag.record(actual.saturating_sub(intended));
     let rel = |t: u64| t.saturating_sub(ctx.start_ns);
     r.first_send_ns = Some(r.first_send_ns.map_or(rel(actual), |f| f.min(rel(actual))));
+    if let Some(m) = seen.stream.error.take() {
+        r.note_message(m, 1);
+    }
+    let usage = seen.stream.usage.map(|u| u32::try_from(u).unwrap_or(u32::MAX));
+    if outcome == Outcome::Completed && seen.first_arrival.is_none() {
+        r.zero_token_completions += 1;
+    }
     if outcome == Outcome::Completed
         && let (Some(first), Some(end)) = (seen.first_arrival, seen.end)
     {
-        let tokens = seen.tokens.max(seen.usage.unwrap_or(0)).max(1);
+        let tokens = seen.stream.tokens.max(usage.unwrap_or(0)).max(1);
         let marks = Marks {
             intended_send_ns: intended,
             actual_send_ns: actual,
@@ -273,10 +276,10 @@ async fn request(ctx: &Rc<Ctx>, p: Planned) {
         r.ntpot_parts_sum[0] += parts.queue_s;
         r.ntpot_parts_sum[1] += parts.prefill_s;
         r.ntpot_parts_sum[2] += parts.decode_s;
-        r.tokens_stream += u64::from(seen.tokens);
-        if let Some(u) = seen.usage {
+        r.tokens_stream += u64::from(seen.stream.tokens);
+        if let Some(u) = usage {
             r.tokens_usage += u64::from(u);
-            if ctx.cfg.stream && u != seen.tokens {
+            if ctx.cfg.stream && u != seen.stream.tokens {
                 r.token_mismatches += 1;
             }
         }
@@ -292,8 +295,8 @@ async fn request(ctx: &Rc<Ctx>, p: Planned) {
             headers_ns: seen.headers.map(rel),
             first_token_ns: seen.first_arrival.map(rel),
             end_ns: seen.end.map(rel),
-            tokens_stream: seen.tokens,
-            tokens_usage: seen.usage,
+            tokens_stream: seen.stream.tokens,
+            tokens_usage: usage,
         });
     }
 }
@@ -341,8 +344,17 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
     }
     let status = resp.status();
     if !status.is_success() {
-        // Read (and drop) the error body so the connection can be reused.
-        let _ = resp.bytes().await;
+        // Read the error body (so the connection can be reused) for the server's message.
+        let body = resp.bytes().await.unwrap_or_default();
+        let message = match interpret(SseEvent {
+            event: b"",
+            data: &body,
+        }) {
+            StreamEvent::Error(m) => m,
+            _ => clip(&String::from_utf8_lossy(&body)),
+        };
+        let reason = status.canonical_reason().unwrap_or("");
+        seen.stream.error = Some(format!("http_{}: {}", status.as_u16(), if message.is_empty() { reason } else { &message }));
         return Outcome::HttpStatus(status.as_u16());
     }
     if !ctx.cfg.stream {
@@ -351,19 +363,30 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
             Err(e) => return classify(&e),
         };
         let arrival = mono_ns();
-        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
-            return Outcome::Malformed;
+        let body = interpret(SseEvent {
+            event: b"",
+            data: &bytes,
+        });
+        let chunk = match body {
+            StreamEvent::Chunk(c) => c,
+            StreamEvent::Error(m) => {
+                seen.stream.error = Some(m);
+                return Outcome::ServerError;
+            }
+            _ => return Outcome::Malformed,
         };
-        let tokens = v["usage"]["completion_tokens"].as_u64().map(|t| t as u32);
-        seen.usage = tokens;
-        seen.tokens = tokens.unwrap_or(1);
+        seen.stream.usage = chunk.usage;
+        // Without usage, a non-streamed answer counts as one token.
+        seen.stream.tokens = chunk
+            .usage
+            .map_or(1, |u| u32::try_from(u).unwrap_or(u32::MAX));
         seen.first_arrival = Some(arrival);
         seen.first_processed = Some(mono_ns());
         seen.last_arrival = arrival;
         seen.end = Some(arrival);
         return Outcome::Completed;
     }
-    let mut framer = SseFramer::new();
+    let mut parser = SseParser::new();
     let cost_ns = (ctx.cfg.client_cost_s * 1e9) as u64;
     loop {
         match resp.chunk().await {
@@ -371,9 +394,7 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
                 // The stamp is taken as the read returns, before any parsing.
                 let arrival = mono_ns();
                 let mut r = ctx.result.borrow_mut();
-                framer.feed(&bytes, |data| {
-                    on_event(data, arrival, cost_ns, seen, &mut r)
-                });
+                parser.feed(&bytes, |ev| on_event(ev, arrival, cost_ns, seen, &mut r));
             }
             Ok(None) => break,
             Err(e) => {
@@ -384,38 +405,30 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
             }
         }
     }
-    if seen.malformed {
-        Outcome::Malformed
-    } else if !seen.done || framer.pending() > 0 {
-        Outcome::StreamBroken
-    } else {
-        Outcome::Completed
+    if seen.end.is_none() {
+        seen.end = Some(mono_ns());
+    }
+    match seen.stream.ending(parser.incomplete()) {
+        Ending::Completed => Outcome::Completed,
+        Ending::ServerError(_) => Outcome::ServerError,
+        Ending::Malformed => Outcome::Malformed,
+        Ending::Truncated => Outcome::Truncated,
     }
 }
 
-/// Handles one SSE event's data.
-fn on_event(data: &[u8], arrival: u64, cost_ns: u64, seen: &mut Seen, r: &mut ShardResult) {
+/// Handles one SSE event.
+fn on_event(ev: SseEvent<'_>, arrival: u64, cost_ns: u64, seen: &mut Seen, r: &mut ShardResult) {
     r.events += 1;
-    if data == b"[DONE]" {
-        seen.done = true;
-        seen.end = Some(arrival);
+    let Some(chunk) = seen.stream.apply(interpret(ev)) else {
+        if seen.stream.done {
+            seen.end = Some(arrival);
+        }
         return;
-    }
-    if !(data.first() == Some(&b'{') && data.last() == Some(&b'}')) {
-        seen.malformed = true;
-        return;
-    }
-    if let Some(sent) = find_u64(data, &SENT) {
+    };
+    if let Some(sent) = chunk.sent_ns {
         r.recorders
             .observer_overhead
             .record(arrival.saturating_sub(sent));
-    }
-    let is_token = has_text(data, &TEXT) || has_text(data, &CONTENT);
-    if USAGE.find(data).is_some() {
-        match serde_json::from_slice::<serde_json::Value>(data) {
-            Ok(v) => seen.usage = v["usage"]["completion_tokens"].as_u64().map(|t| t as u32),
-            Err(_) => seen.malformed = true,
-        }
     }
     // The emulated client cost: busy work on this loop, as a slow client's parsing would be.
     if cost_ns > 0 {
@@ -426,8 +439,7 @@ fn on_event(data: &[u8], arrival: u64, cost_ns: u64, seen: &mut Seen, r: &mut Sh
     }
     let processed = mono_ns();
     r.recorders.processing.record(processed - arrival);
-    if is_token {
-        seen.tokens += 1;
+    if chunk.token {
         if seen.first_arrival.is_none() {
             seen.first_arrival = Some(arrival);
             seen.first_processed = Some(processed);
@@ -436,23 +448,4 @@ fn on_event(data: &[u8], arrival: u64, cost_ns: u64, seen: &mut Seen, r: &mut Sh
         }
         seen.last_arrival = arrival;
     }
-}
-
-/// Searchers built once: building one costs more than using it on a 200-byte event.
-static SENT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"heisenbench_sent_ns\":"));
-static TEXT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"text\":\""));
-static CONTENT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"content\":\""));
-static USAGE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"usage\":{"));
-
-/// Whether `key` is followed by a non-empty string.
-fn has_text(data: &[u8], key: &Finder<'_>) -> bool {
-    let n = key.needle().len();
-    key.find(data)
-        .is_some_and(|i| data.get(i + n).is_some_and(|b| *b != b'"'))
-}
-
-fn find_u64(data: &[u8], key: &Finder<'_>) -> Option<u64> {
-    let i = key.find(data)? + key.needle().len();
-    let digits = data[i..].iter().take_while(|b| b.is_ascii_digit()).count();
-    std::str::from_utf8(&data[i..i + digits]).ok()?.parse().ok()
 }

@@ -1,0 +1,438 @@
+//! What one event of an OpenAI-compatible stream says, and how a whole stream ended.
+//!
+//! The data of each event is parsed as the JSON it is (any spacing, any key order, escapes),
+//! never matched as a byte pattern of one server's formatting. What is read:
+//!
+//! * `choices[].text` (completions), `choices[].delta.content`, `delta.reasoning_content`
+//!   or `delta.reasoning` (chat; reasoning fields as vLLM, SGLang and Ollama name them):
+//!   a non-empty string makes the event a token event. A chat stream's first event with
+//!   only `delta.role`, or a final event with empty text, carries no token.
+//! * `choices[].finish_reason`: any non-null value ends the generation.
+//! * `usage.completion_tokens`: the server's own count (the last one seen wins; vLLM's
+//!   continuous usage repeats it on every event).
+//! * an `error` member (an object with a `message`, or a string, as TGI writes it), an
+//!   object whose `object` is `"error"` (vLLM), or an event of type `error`: the server
+//!   failed in mid-stream, with its message.
+//! * `heisenbench_sent_ns`: the embedded mock's send stamp.
+//!
+//! `[DONE]` ends the stream. Anything else (not JSON, not an object) is malformed.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+
+use crate::sse::SseEvent;
+
+/// One event's meaning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// `data: [DONE]`.
+    Done,
+    /// A chunk of the response.
+    Chunk(Chunk),
+    /// The server reported an error inside the stream.
+    Error(String),
+    /// Data that is not an OpenAI stream event.
+    Malformed,
+    /// An event of a type a completion stream does not use (`event: ping`, ...).
+    Ignored,
+}
+
+/// What a chunk carries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Chunk {
+    /// It carries generated text (or reasoning text).
+    pub token: bool,
+    /// It carries a finish reason.
+    pub finished: bool,
+    /// The server's count of completion tokens, when it sends usage.
+    pub usage: Option<u64>,
+    /// The mock's send stamp (CLOCK_MONOTONIC ns).
+    pub sent_ns: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct RawChunk<'a> {
+    #[serde(default, borrow)]
+    choices: Option<Vec<RawChoice<'a>>>,
+    #[serde(default)]
+    usage: Option<RawUsage>,
+    #[serde(default, borrow)]
+    error: Option<RawError<'a>>,
+    #[serde(default, borrow)]
+    object: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    message: Option<Cow<'a, str>>,
+    #[serde(default)]
+    heisenbench_sent_ns: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct RawChoice<'a> {
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    delta: Option<RawDelta<'a>>,
+    #[serde(default)]
+    finish_reason: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct RawDelta<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct RawUsage {
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawError<'a> {
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Object {
+        #[serde(default, borrow)]
+        message: Option<Cow<'a, str>>,
+    },
+    Other(IgnoredAny),
+}
+
+/// The longest server message kept, in characters.
+pub const MESSAGE_CHARS: usize = 200;
+
+/// Reads one event.
+pub fn interpret(ev: SseEvent<'_>) -> StreamEvent {
+    match ev.event {
+        b"" | b"message" => {}
+        b"error" => return StreamEvent::Error(error_text(ev.data)),
+        _ => return StreamEvent::Ignored,
+    }
+    if ev.data == b"[DONE]" {
+        return StreamEvent::Done;
+    }
+    // serde would also read a struct from a JSON array: only an object is an event.
+    if ev.data.trim_ascii_start().first() != Some(&b'{') {
+        return StreamEvent::Malformed;
+    }
+    let Ok(raw) = serde_json::from_slice::<RawChunk<'_>>(ev.data) else {
+        return StreamEvent::Malformed;
+    };
+    if let Some(e) = raw.error {
+        let text = match e {
+            RawError::Text(t) => t.into_owned(),
+            RawError::Object { message: Some(m) } => m.into_owned(),
+            _ => String::from_utf8_lossy(ev.data).into_owned(),
+        };
+        return StreamEvent::Error(clip(&text));
+    }
+    if raw.object.as_deref() == Some("error") {
+        let text = raw.message.map_or_else(
+            || String::from_utf8_lossy(ev.data).into_owned(),
+            Cow::into_owned,
+        );
+        return StreamEvent::Error(clip(&text));
+    }
+    let mut chunk = Chunk {
+        usage: raw.usage.and_then(|u| u.completion_tokens),
+        sent_ns: raw.heisenbench_sent_ns,
+        ..Chunk::default()
+    };
+    for c in raw.choices.iter().flatten() {
+        let nonempty = |s: &Option<Cow<'_, str>>| s.as_deref().is_some_and(|s| !s.is_empty());
+        chunk.token |= nonempty(&c.text)
+            || c.delta.as_ref().is_some_and(|d| {
+                nonempty(&d.content) || nonempty(&d.reasoning_content) || nonempty(&d.reasoning)
+            });
+        chunk.finished |= c.finish_reason.is_some();
+    }
+    StreamEvent::Chunk(chunk)
+}
+
+/// The message of an `event: error` (its data may be JSON or plain text).
+fn error_text(data: &[u8]) -> String {
+    match interpret(SseEvent { event: b"", data }) {
+        StreamEvent::Error(m) => m,
+        _ => clip(&String::from_utf8_lossy(data)),
+    }
+}
+
+/// Cuts a server's message to [`MESSAGE_CHARS`] characters, on one line.
+pub fn clip(text: &str) -> String {
+    let one_line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let trimmed = one_line.trim();
+    match trimmed.char_indices().nth(MESSAGE_CHARS) {
+        Some((i, _)) => format!("{}...", &trimmed[..i]),
+        None => trimmed.to_string(),
+    }
+}
+
+/// How a stream ended, from what it carried; the failure classes are
+/// [`crate::run::result::Outcome`]'s.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StreamState {
+    /// Token events.
+    pub tokens: u32,
+    /// The server's count, when sent.
+    pub usage: Option<u64>,
+    /// A finish reason arrived.
+    pub finished: bool,
+    /// `[DONE]` arrived.
+    pub done: bool,
+    /// Some event was not an OpenAI stream event.
+    pub malformed: bool,
+    /// The server's error message, if it sent one.
+    pub error: Option<String>,
+}
+
+/// The class of a stream that ended without a transport error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// A finish reason arrived and nothing went wrong (tokens may be zero).
+    Completed,
+    /// The server sent an error object.
+    ServerError(String),
+    /// Some event was not an OpenAI stream event.
+    Malformed,
+    /// The stream ended (cleanly, or with `[DONE]`) without a finish reason, or in the
+    /// middle of an event.
+    Truncated,
+}
+
+impl StreamState {
+    /// Folds one event in. Returns the event's chunk, if it was one.
+    pub fn apply(&mut self, ev: StreamEvent) -> Option<Chunk> {
+        match ev {
+            StreamEvent::Done => self.done = true,
+            StreamEvent::Chunk(c) => {
+                if c.token {
+                    self.tokens = self.tokens.saturating_add(1);
+                }
+                self.finished |= c.finished;
+                if c.usage.is_some() {
+                    self.usage = c.usage;
+                }
+                return Some(c);
+            }
+            StreamEvent::Error(m) => {
+                self.error.get_or_insert(m);
+            }
+            StreamEvent::Malformed => self.malformed = true,
+            StreamEvent::Ignored => {}
+        }
+        None
+    }
+
+    /// The class of the stream, once it has ended; `incomplete` says the last event was
+    /// cut off.
+    pub fn ending(&self, incomplete: bool) -> Ending {
+        if let Some(m) = &self.error {
+            Ending::ServerError(m.clone())
+        } else if self.malformed {
+            Ending::Malformed
+        } else if self.finished && !incomplete {
+            Ending::Completed
+        } else {
+            Ending::Truncated
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(data: &str) -> StreamEvent {
+        interpret(SseEvent {
+            event: b"",
+            data: data.as_bytes(),
+        })
+    }
+
+    #[test]
+    fn spacing_and_order_do_not_matter() {
+        let compact = one(r#"{"choices":[{"text":"hi","finish_reason":null}]}"#);
+        let spaced = one(r#"{ "choices" : [ { "finish_reason" : null , "text" : "hi" } ] }"#);
+        assert_eq!(compact, spaced);
+        assert_eq!(
+            compact,
+            StreamEvent::Chunk(Chunk {
+                token: true,
+                ..Chunk::default()
+            })
+        );
+    }
+
+    #[test]
+    fn chunks_that_carry_no_token() {
+        for d in [
+            r#"{"choices":[{"delta":{"role":"assistant"}}]}"#,
+            r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#,
+            r#"{"choices":[{"delta":{"content":null}}]}"#,
+            r#"{"choices":[]}"#,
+            r#"{}"#,
+        ] {
+            let StreamEvent::Chunk(c) = one(d) else {
+                panic!("{d}")
+            };
+            assert!(!c.token && !c.finished, "{d}");
+        }
+    }
+
+    #[test]
+    fn reasoning_usage_finish_and_stamp() {
+        let StreamEvent::Chunk(c) = one(
+            r#"{"choices":[{"delta":{"reasoning_content":"so"},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":7},"heisenbench_sent_ns":42}"#,
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            c,
+            Chunk {
+                token: true,
+                finished: true,
+                usage: Some(7),
+                sent_ns: Some(42)
+            }
+        );
+    }
+
+    #[test]
+    fn errors_in_every_shape() {
+        for (d, m) in [
+            (
+                r#"{"error":{"message":"boom","type":"x","code":500}}"#,
+                "boom",
+            ),
+            (r#"{"error":"Input validation error","error_type":"validation"}"#, "Input validation error"),
+            (r#"{"object":"error","message":"too long","code":400}"#, "too long"),
+        ] {
+            assert_eq!(one(d), StreamEvent::Error(m.into()), "{d}");
+        }
+        let typed = interpret(SseEvent {
+            event: b"error",
+            data: b"overloaded",
+        });
+        assert_eq!(typed, StreamEvent::Error("overloaded".into()));
+    }
+
+    #[test]
+    fn not_json_is_malformed() {
+        for d in ["{not json}", "[1,2]", "hello", "", "\"text\""] {
+            assert_eq!(one(d), StreamEvent::Malformed, "{d:?}");
+        }
+    }
+
+    #[test]
+    fn endings() {
+        let mut s = StreamState::default();
+        assert_eq!(s.ending(false), Ending::Truncated);
+        s.apply(one(r#"{"choices":[{"text":"","finish_reason":"stop"}]}"#));
+        assert_eq!(s.ending(false), Ending::Completed);
+        assert_eq!(s.tokens, 0);
+        assert_eq!(s.ending(true), Ending::Truncated);
+        s.apply(StreamEvent::Malformed);
+        assert_eq!(s.ending(false), Ending::Malformed);
+        s.apply(StreamEvent::Error("x".into()));
+        assert_eq!(s.ending(false), Ending::ServerError("x".into()));
+    }
+
+    #[test]
+    fn clip_keeps_one_short_line() {
+        assert_eq!(clip(" a\nb "), "a b");
+        let long = "é".repeat(500);
+        assert_eq!(clip(&long).chars().count(), MESSAGE_CHARS + 3);
+    }
+
+    /// Streams every dialect the fixtures hold, split at `cuts`: (tokens, usage, ending).
+    fn read_stream(stream: &[u8], cuts: &[usize]) -> (u32, Option<u64>, Ending) {
+        let mut parser = crate::sse::SseParser::new();
+        let mut state = StreamState::default();
+        let mut last = 0;
+        for &c in cuts.iter().chain(std::iter::once(&stream.len())) {
+            let c = c.clamp(last, stream.len());
+            parser.feed(&stream[last..c], |ev| {
+                state.apply(interpret(ev));
+            });
+            last = c;
+        }
+        (state.tokens, state.usage, state.ending(parser.incomplete()))
+    }
+
+    macro_rules! fixture {
+        ($name:literal) => {
+            (
+                $name,
+                &include_bytes!(concat!("../tests/fixtures/sse/", $name, ".sse"))[..],
+            )
+        };
+    }
+
+    /// Each fixture with what it must give.
+    fn fixtures() -> Vec<(&'static str, &'static [u8], u32, Option<u64>, Ending)> {
+        use Ending::*;
+        let err = |m: &str| ServerError(m.to_string());
+        let table = [
+            (fixture!("vllm-completions"), 4, Some(4), Completed),
+            (fixture!("vllm-chat-reasoning"), 4, Some(4), Completed),
+            (fixture!("sglang-chat"), 3, Some(3), Completed),
+            (fixture!("tgi-chat"), 3, None, Completed),
+            (
+                fixture!("tgi-chat-error"),
+                2,
+                None,
+                err("Request failed during generation: Server error: CUDA out of memory"),
+            ),
+            (fixture!("llamacpp-python"), 3, None, Completed),
+            (fixture!("llamacpp-python-chat"), 2, None, Completed),
+            (fixture!("llamacpp-python-interrupted"), 2, None, Truncated),
+            (fixture!("starlette-crlf"), 5, None, Completed),
+            (fixture!("ollama-chat"), 3, Some(3), Completed),
+            (fixture!("openai-chat"), 2, Some(2), Completed),
+            (
+                fixture!("openai-event-error"),
+                1,
+                None,
+                err("The server had an error while processing your request."),
+            ),
+            (fixture!("garbage"), 1, None, Malformed),
+            (fixture!("zero-tokens"), 0, None, Completed),
+            (fixture!("cut-mid-event"), 1, None, Truncated),
+        ];
+        table
+            .into_iter()
+            .map(|((name, bytes), t, u, e)| (name, bytes, t, u, e))
+            .collect()
+    }
+
+    #[test]
+    fn every_dialect_reads_as_expected() {
+        for (name, bytes, tokens, usage, ending) in fixtures() {
+            assert_eq!(read_stream(bytes, &[]), (tokens, usage, ending), "{name}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_dialect_reads_the_same_under_any_split(
+            cuts in proptest::collection::vec(0usize..3000, 0..40),
+        ) {
+            let mut cuts = cuts;
+            cuts.sort();
+            for (name, bytes, tokens, usage, ending) in fixtures() {
+                let got = read_stream(bytes, &cuts);
+                proptest::prop_assert_eq!(got, (tokens, usage, ending), "{}", name);
+            }
+        }
+    }
+}
