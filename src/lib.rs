@@ -1,8 +1,10 @@
 //! The heisenbench command line as a library: `main` parses nothing itself and calls
 //! [`run`], which tests call in process.
 //!
-//! Exit status: 0 on success, 2 for bad input (a malformed flag, an impossible or unstable
-//! configuration), 1 for anything that went wrong while running.
+//! Exit status (the README's table): 0 on success; 1 for anything that went wrong while
+//! running; 2 for bad input (a malformed flag, an impossible or unstable configuration);
+//! 3 when a run or merge finished but its accounting shows requests lost or unbalanced;
+//! 130 when interrupted (Ctrl-C, SIGTERM), after writing what was measured.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -23,14 +25,20 @@ pub enum Failure {
     Usage(String),
     /// Something failed while running: exit 1.
     Runtime(anyhow::Error),
+    /// The work finished, but requests are lost or the accounting does not balance: exit 3.
+    Accounting(String),
+    /// Stopped by a signal after reporting what it had: exit 130.
+    Interrupted,
 }
 
 impl Failure {
-    /// 2 for bad input, 1 otherwise.
+    /// The process's exit status.
     pub fn exit_code(&self) -> u8 {
         match self {
             Self::Usage(_) => 2,
             Self::Runtime(_) => 1,
+            Self::Accounting(_) => 3,
+            Self::Interrupted => 130,
         }
     }
 
@@ -41,7 +49,7 @@ impl Failure {
                 c.downcast_ref::<std::io::Error>()
                     .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
             }),
-            Self::Usage(_) => false,
+            _ => false,
         }
     }
 }
@@ -49,7 +57,8 @@ impl Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Usage(m) => f.write_str(m),
+            Self::Usage(m) | Self::Accounting(m) => f.write_str(m),
+            Self::Interrupted => f.write_str("interrupted; the report holds what was measured"),
             // One line: the chain joined by ": ".
             Self::Runtime(e) => write!(f, "{e:#}"),
         }

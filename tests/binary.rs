@@ -20,8 +20,13 @@ fn heisenbench(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
 }
 
 fn run_json(args: &[&str], env: &[(&str, &str)]) -> Value {
+    run_json_exit(args, env, 0)
+}
+
+/// The JSON report of a command that must exit with `status`.
+fn run_json_exit(args: &[&str], env: &[(&str, &str)], status: i32) -> Value {
     let (code, out, err) = heisenbench(args, env);
-    assert_eq!(code, 0, "{args:?}: {err}");
+    assert_eq!(code, status, "{args:?}: {err}");
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
@@ -61,7 +66,8 @@ fn process_shards_match_thread_shards_and_one_shard() {
 
 #[test]
 fn a_killed_shard_is_reported_and_its_requests_lost() {
-    let r = run_json(
+    // Exit 3: the run finished, but requests were lost with the shard.
+    let r = run_json_exit(
         &[
             "run",
             "--qps",
@@ -77,6 +83,7 @@ fn a_killed_shard_is_reported_and_its_requests_lost() {
             "--json",
         ],
         &[("HEISENBENCH_TEST_CRASH_SHARD", "1")],
+        3,
     );
     let shards = r["shards"].as_array().unwrap();
     assert_eq!(shards[0]["ok"], true);
@@ -267,7 +274,7 @@ mod distributed {
         }
 
         // A missing shard is named and its slice counted as lost.
-        let partial = run_json(&["merge", &files[0], &files[2], "--json"], &[]);
+        let partial = run_json_exit(&["merge", &files[0], &files[2], "--json"], &[], 3);
         assert_eq!(partial["merge_notes"]["missing"], serde_json::json!([1]));
         assert_eq!(partial["accounting"]["lost"], 50);
         assert_eq!(partial["accounting"]["balanced"], true);
@@ -387,5 +394,202 @@ mod distributed {
         // Without a URL there is nothing a pod could reach.
         let (code, _, _) = heisenbench(&["k8s", "--shards", "2"], &[]);
         assert_eq!(code, 2);
+    }
+}
+
+mod signals {
+    //! Ctrl-C, SIGTERM, a killed parent and a stopped shard: nothing measured is lost,
+    //! nothing keeps sending, nothing waits forever. Guards are generous (seconds): they
+    //! catch a hang, they do not measure speed.
+
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    fn start(args: &[&str]) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the binary starts")
+    }
+
+    fn signal(pid: u32, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig} {pid}");
+    }
+
+    /// The shard processes of `parent` (its children running `__shard`).
+    fn shard_pids(parent: u32) -> Vec<u32> {
+        let mut pids = Vec::new();
+        for task in std::fs::read_dir(format!("/proc/{parent}/task")).unwrap() {
+            let children =
+                std::fs::read_to_string(task.unwrap().path().join("children")).unwrap_or_default();
+            pids.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+        pids
+    }
+
+    /// Whether `pid` still runs (a zombie waiting for its reaper does not).
+    fn alive(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit(')').next().map(|r| r.trim().to_string()))
+            .is_some_and(|r| !r.starts_with('Z') && !r.starts_with('X'))
+    }
+
+    fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
+        let t0 = Instant::now();
+        while t0.elapsed() < limit {
+            if ok() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        ok()
+    }
+
+    /// Waits for the shards to be up (and the run to be sending).
+    fn shards_up(parent: u32, n: usize) -> Vec<u32> {
+        let mut pids = Vec::new();
+        assert!(
+            wait_until(Duration::from_secs(20), || {
+                pids = shard_pids(parent);
+                pids.len() >= n
+            }),
+            "no shards"
+        );
+        std::thread::sleep(Duration::from_millis(700));
+        pids
+    }
+
+    #[test]
+    fn ctrl_c_mid_run_writes_an_interrupted_balanced_report() {
+        let dir = std::env::temp_dir().join(format!("heisenbench-sigint-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for sig in ["-INT", "-TERM"] {
+            let child = start(&[
+                "run",
+                "--qps",
+                "200",
+                "--duration",
+                "30s",
+                "--workers",
+                "2",
+                "--shard-mode",
+                "process",
+                "--output-tokens",
+                "5",
+                "--out",
+                dir.to_str().unwrap(),
+                "--csv",
+            ]);
+            shards_up(child.id(), 2);
+            // To the parent alone: it must stop its shards itself.
+            signal(child.id(), sig);
+            let out = child.wait_with_output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(130),
+                "{sig}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("INTERRUPTED"), "{text}");
+            let report: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
+            assert_eq!(report["interrupted"], true);
+            let a = &report["accounting"];
+            assert_eq!(a["balanced"], true, "{a}");
+            assert_eq!(a["lost"], 0, "{a}");
+            // 30 s at 200 req/s: about 6,000 planned, most never sent.
+            assert!(a["not_sent"].as_u64().unwrap() > 3_000, "{a}");
+            assert!(a["completed"].as_u64().unwrap() > 50, "{a}");
+            let rows = std::fs::read_to_string(dir.join("requests.csv")).unwrap();
+            assert!(rows.lines().count() > 50);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_killed_parent_takes_its_shards_with_it() {
+        let child = start(&[
+            "run",
+            "--qps",
+            "200",
+            "--duration",
+            "60s",
+            "--workers",
+            "2",
+            "--shard-mode",
+            "process",
+            "--output-tokens",
+            "5",
+        ]);
+        let shards = shards_up(child.id(), 2);
+        signal(child.id(), "-KILL");
+        // The shards get SIGTERM from the kernel, stop sending and end within the grace.
+        assert!(
+            wait_until(Duration::from_secs(15), || shards
+                .iter()
+                .all(|p| !alive(*p))),
+            "shards still running: {shards:?}"
+        );
+        let mut child = child;
+        let _ = child.wait();
+    }
+
+    #[test]
+    fn a_stopped_shard_is_declared_lost_at_the_deadline() {
+        let child = start(&[
+            "run",
+            "--qps",
+            "100",
+            "--duration",
+            "1s",
+            "--timeout",
+            "1s",
+            "--workers",
+            "2",
+            "--shard-mode",
+            "process",
+            "--output-tokens",
+            "5",
+            "--json",
+        ]);
+        let shards = shards_up(child.id(), 2);
+        signal(shards[1], "-STOP");
+        let t0 = Instant::now();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "waited {:?}",
+            t0.elapsed()
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let lost: Vec<_> = r["shards"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["ok"] == false)
+            .collect();
+        assert_eq!(lost.len(), 1, "{}", r["shards"]);
+        assert!(lost[0]["error"].as_str().unwrap().contains("deadline"));
+        assert_eq!(r["accounting"]["balanced"], true);
+        assert!(!alive(shards[1]), "the stopped shard was killed");
     }
 }

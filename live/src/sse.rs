@@ -160,8 +160,12 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// (event type, data) of every event, feeding `stream` cut at `cuts`.
-    fn events(stream: &[u8], cuts: &[usize]) -> (Vec<(Vec<u8>, Vec<u8>)>, bool) {
+    /// An event's type and data, owned.
+    type Owned = (Vec<u8>, Vec<u8>);
+
+    /// (event type, data) of every event, feeding `stream` cut at `cuts`, and whether an
+    /// event was left unfinished.
+    fn events(stream: &[u8], cuts: &[usize]) -> (Vec<Owned>, bool) {
         let mut p = SseParser::new();
         let mut out = Vec::new();
         let mut last = 0;

@@ -314,8 +314,14 @@ mod tests {
                 r#"{"error":{"message":"boom","type":"x","code":500}}"#,
                 "boom",
             ),
-            (r#"{"error":"Input validation error","error_type":"validation"}"#, "Input validation error"),
-            (r#"{"object":"error","message":"too long","code":400}"#, "too long"),
+            (
+                r#"{"error":"Input validation error","error_type":"validation"}"#,
+                "Input validation error",
+            ),
+            (
+                r#"{"object":"error","message":"too long","code":400}"#,
+                "too long",
+            ),
         ] {
             assert_eq!(one(d), StreamEvent::Error(m.into()), "{d}");
         }
@@ -378,8 +384,11 @@ mod tests {
         };
     }
 
+    /// A fixture's name and bytes, and the tokens, usage and ending it must give.
+    type Fixture = (&'static str, &'static [u8], u32, Option<u64>, Ending);
+
     /// Each fixture with what it must give.
-    fn fixtures() -> Vec<(&'static str, &'static [u8], u32, Option<u64>, Ending)> {
+    fn fixtures() -> Vec<Fixture> {
         use Ending::*;
         let err = |m: &str| ServerError(m.to_string());
         let table = [

@@ -247,9 +247,11 @@ fn broken_streams_are_classified() {
     );
 }
 
-/// A server that streams `body` (one chunk of a chunked response) to every request.
+/// A server that streams `body` (one chunk of a chunked response) to every request, then
+/// closes (and says so, so the client never reuses a connection it is closing).
 fn streaming_server(body: &[u8]) -> String {
-    let mut reply = format!("{SSE_HEAD}{:x}\r\n", body.len()).into_bytes();
+    let head = SSE_HEAD.replace("\r\n\r\n", "\r\nconnection: close\r\n\r\n");
+    let mut reply = format!("{head}{:x}\r\n", body.len()).into_bytes();
     reply.extend_from_slice(body);
     reply.extend_from_slice(b"\r\n0\r\n\r\n");
     broken_server(Box::leak(reply.into_boxed_slice()), false)
@@ -289,9 +291,9 @@ fn real_servers_dialects_are_read_and_classed() {
     // The server's own message is kept, once per distinct text.
     let r = go(&cfg(&streaming_server(&fixture("tgi-chat-error")), 1, 3));
     assert_eq!(
-        r.merged.server_messages.get(
-            "Request failed during generation: Server error: CUDA out of memory"
-        ),
+        r.merged
+            .server_messages
+            .get("Request failed during generation: Server error: CUDA out of memory"),
         Some(&3)
     );
     // Only [DONE]: nothing was generated and nothing said it finished.

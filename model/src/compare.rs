@@ -17,6 +17,7 @@ use crate::units::Quantile;
 /// How events reached the observed loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(deny_unknown_fields)]
 pub enum LoopArrivals {
     /// Poisson bursts (random assignment, or a single loop fed by a Poisson schedule).
     #[default]
@@ -33,6 +34,7 @@ pub const APPROXIMATION_ALLOWANCE: f64 = 0.2;
 
 /// What one client loop did and saw.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Observation {
     /// Events per second processed by the loop.
     pub event_rate_per_s: f64,

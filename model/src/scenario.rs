@@ -11,6 +11,7 @@ use crate::service::Service;
 /// When requests are sent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(deny_unknown_fields)]
 pub enum Arrivals {
     /// Exponential gaps at `rate_per_s`.
     Poisson {
@@ -123,6 +124,7 @@ impl Arrivals {
 /// When the schedule stops.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(deny_unknown_fields)]
 pub enum Stop {
     /// After this many requests.
     Count {
@@ -139,6 +141,7 @@ pub enum Stop {
 /// A distribution of token counts.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(deny_unknown_fields)]
 pub enum Lengths {
     /// Always `tokens`.
     Fixed {
@@ -213,6 +216,7 @@ impl Lengths {
 
 /// What is sent and when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Workload {
     /// The arrival schedule.
     pub arrivals: Arrivals,
@@ -270,6 +274,7 @@ pub enum Stamp {
 
 /// Per-event costs on a client loop; `None` is free.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EventCosts {
     /// Building and writing one request.
     #[serde(default)]
@@ -284,6 +289,7 @@ pub struct EventCosts {
 
 /// The benchmark client: k single-threaded loops.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ClientModel {
     /// Loops (processes or threads, one event loop each).
     pub workers: u32,

@@ -80,12 +80,14 @@ impl Recorder {
         }
     }
 
-    /// The q-quantile, seconds.
+    /// The q-quantile, seconds. The histogram answers with the top of a bucket, which can
+    /// lie above the largest sample; the exact maximum caps it, so no quantile is ever
+    /// reported above the max (and, the cap being one number, quantiles stay monotone).
     pub fn quantile_s(&self, q: f64) -> f64 {
         if self.count == 0 {
             0.0
         } else {
-            self.hist.value_at_quantile(q) as f64 * 1e-9
+            self.hist.value_at_quantile(q).min(self.max_ns) as f64 * 1e-9
         }
     }
 
@@ -103,8 +105,9 @@ impl Recorder {
     /// Adds another recorder's samples (exact for counts, sum and max).
     pub fn merge(&mut self, other: &Recorder) {
         let _ = self.hist.add(&other.hist);
-        self.count += other.count;
-        self.sum_ns += other.sum_ns;
+        // Saturating: counts read from files may be anything; a wrapped sum would lie.
+        self.count = self.count.saturating_add(other.count);
+        self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
     }
 

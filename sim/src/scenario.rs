@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 /// f = 1 + (F - 1)(running - 1)/(max_num_seqs - 1), F = `time_factor_under_load`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[serde(deny_unknown_fields)]
 pub struct ServerModel {
     /// Time to first token, seconds.
     pub time_to_first_token_s: f64,
@@ -126,6 +127,7 @@ impl ServerModel {
 
 /// One simulated experiment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SimScenario {
     /// A label for reports.
     #[serde(default)]

@@ -18,7 +18,9 @@ pub fn run(a: MergeArgs, out: &mut dyn Write) -> Result<(), Failure> {
         );
     }
     let (report, notes) = merge(results).map_err(|e| match e {
-        MergeError::PlanMismatch { .. } | MergeError::Empty => Failure::Usage(e.to_string()),
+        MergeError::PlanMismatch { .. } | MergeError::Empty | MergeError::Bad(_) => {
+            Failure::Usage(e.to_string())
+        }
         other => Failure::Runtime(other.into()),
     })?;
     if let Some(path) = &a.out {
@@ -35,7 +37,8 @@ pub fn run(a: MergeArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 serde_json::to_value(&notes).map_err(|e| Failure::Runtime(e.into()))?,
             );
         }
-        return write_json(out, &v);
+        write_json(out, &v)?;
+        return super::run::verdict(&report);
     }
     let acc = &report.accounting;
     writeln!(
@@ -88,5 +91,5 @@ pub fn run(a: MergeArgs, out: &mut dyn Write) -> Result<(), Failure> {
         report.achieved_qps,
         report.offered_qps
     )?;
-    Ok(())
+    super::run::verdict(&report)
 }

@@ -9,6 +9,7 @@ use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
 use heisenbench_live::run::config::{ApiKind, RunConfig, ShardMode};
 use heisenbench_live::run::result::RunReport;
+use heisenbench_live::run::stop::{StopSignal, listen_for_signals};
 use heisenbench_live::run::{RunOptions, run as run_live};
 use heisenbench_model::plan::{Assignment, Budget, Hardware, Load, plan_workers};
 use heisenbench_model::scenario::{Arrivals, ClientModel, Lengths, Stop, Workload};
@@ -27,9 +28,13 @@ const WORKER_BUDGET_S: f64 = 100e-6;
 
 /// The parts of a scenario file a live run reads (the server part is the simulator's).
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ScenarioFile {
     #[serde(default)]
     name: String,
+    /// The simulator's server model: not a live run's business, but part of the file.
+    #[serde(default, rename = "server")]
+    _server: Option<serde::de::IgnoredAny>,
     #[serde(default)]
     seed: u64,
     workload: Workload,
@@ -48,7 +53,9 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
             ));
         }
         let start = a.start_at.as_deref().map(parse_utc).transpose()?;
-        let report = heisenbench_live::run::distributed::run_one_shard(&cfg, shard, start)
+        let stop = StopSignal::new();
+        listen_for_signals(stop.clone(), true)?;
+        let report = heisenbench_live::run::distributed::run_one_shard(&cfg, shard, start, &stop)
             .map_err(|e| Failure::Runtime(e.into()))?;
         let json = serde_json::to_vec(&report).map_err(|e| Failure::Runtime(e.into()))?;
         match &a.out {
@@ -101,12 +108,15 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
         }
         out.flush()?;
     }
+    let stop = StopSignal::new();
+    listen_for_signals(stop.clone(), true)?;
     let report = with_progress(&cfg, || {
         run_live(
             &cfg,
             &RunOptions {
                 exe: None,
                 workers_reasoning: reasoning.clone(),
+                stop: stop.clone(),
             },
         )
     })
@@ -122,9 +132,32 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
         let mut v = serde_json::to_value(&report).map_err(|e| Failure::Runtime(e.into()))?;
         // The merged histograms are for `merge`; the printed report stays readable.
         v.as_object_mut().map(|o| o.remove("merged"));
-        return write_json(out, &v);
+        write_json(out, &v)?;
+    } else {
+        summary(out, &report)?;
     }
-    summary(out, &report)
+    verdict(&report)
+}
+
+/// The exit status a finished run earns: interrupted, or requests unaccounted for.
+pub(crate) fn verdict(report: &RunReport) -> Result<(), Failure> {
+    let a = &report.accounting;
+    if report.interrupted {
+        return Err(Failure::Interrupted);
+    }
+    if !a.balanced || a.lost > 0 {
+        return Err(Failure::Accounting(format!(
+            "{} of {} scheduled request(s) lost with their shards{}",
+            a.lost,
+            a.scheduled,
+            if a.balanced {
+                ""
+            } else {
+                "; the accounting does not balance"
+            }
+        )));
+    }
+    Ok(())
 }
 
 fn with_progress<T>(cfg: &RunConfig, f: impl FnOnce() -> T) -> T {
@@ -516,6 +549,12 @@ fn write_outputs(dir: &Path, report: &RunReport, csv: bool) -> Result<(), Failur
 
 fn summary(out: &mut dyn Write, r: &RunReport) -> Result<(), Failure> {
     let a = &r.accounting;
+    if r.interrupted {
+        writeln!(
+            out,
+            "INTERRUPTED: stopped before the end of the schedule; what follows is what was measured until then"
+        )?;
+    }
     writeln!(
         out,
         "{}: {} shard(s) ({:?}), offered {:.1} req/s, achieved {:.1} req/s over {:.2} s",

@@ -28,6 +28,10 @@ pub enum ShardMode {
     Thread,
 }
 
+/// The per-request timeout when none is given: long enough for any sane generation, short
+/// enough that a server which accepts and never answers cannot hold a run forever.
+pub const DEFAULT_TIMEOUT_S: f64 = 300.0;
+
 /// A resolved, validated live run. Holds the name of the API key's environment
 /// variable, never the key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,7 +52,7 @@ pub struct RunConfig {
     pub model: String,
     /// Environment variable holding the API key (sent as a bearer token).
     pub api_key_env: Option<String>,
-    /// Per-request timeout from the actual send, seconds.
+    /// Per-request timeout from the actual send, seconds (None: [`DEFAULT_TIMEOUT_S`]).
     pub timeout_s: Option<f64>,
     /// Requests one shard keeps in flight at most.
     pub max_in_flight_per_shard: Option<u32>,
@@ -105,6 +109,19 @@ impl RunConfig {
         Ok(())
     }
 
+    /// This config as reports show it: credentials in the URL replaced by `***`.
+    pub fn redacted(&self) -> RunConfig {
+        RunConfig {
+            url: redact_url(&self.url),
+            ..self.clone()
+        }
+    }
+
+    /// The per-request timeout in force, seconds.
+    pub fn timeout(&self) -> f64 {
+        self.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S)
+    }
+
     /// The endpoint URL.
     pub fn endpoint(&self) -> String {
         let base = self.url.trim_end_matches('/');
@@ -128,6 +145,19 @@ impl RunConfig {
     }
 }
 
+/// `url` with any `user:password@` replaced by `***@`, for reports and logs.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_string();
+    };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}***{}", &url[..scheme_end], &rest[at..]),
+        None => url.to_string(),
+    }
+}
+
 /// FNV-1a, 64 bits: stable across builds and platforms (unlike std's SipHash keys).
 struct Fnv64(u64);
 
@@ -145,6 +175,27 @@ impl Hasher for Fnv64 {
         for b in bytes {
             self.0 ^= u64::from(*b);
             self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_never_reach_a_report() {
+        for (url, shown) in [
+            (
+                "http://user:password@host:8000/v1",
+                "http://***@host:8000/v1",
+            ),
+            ("https://tok@h", "https://***@h"),
+            ("http://a:b@c@h/x@y", "http://***@h/x@y"),
+            ("http://h:1/v1?q=a@b", "http://h:1/v1?q=a@b"),
+            ("http://127.0.0.1:9", "http://127.0.0.1:9"),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
         }
     }
 }

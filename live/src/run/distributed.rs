@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use super::config::RunConfig;
 use super::result::{RunReport, ShardResult};
-use super::shard::{ShardTask, run_shard};
+use super::shard::{ShardTask, run_shard, slice_len};
+use super::stop::StopSignal;
 use super::{RunOptions, report};
 use crate::clock::mono_ns;
 
@@ -46,11 +47,13 @@ pub struct ShardReport {
 }
 
 /// Runs shard `shard` of `cfg` (whose `workers` is the shard count) in this process,
-/// starting at `start_utc_s` (seconds since the epoch, this host's clock) or now.
+/// starting at `start_utc_s` (seconds since the epoch, this host's clock) or now, until
+/// its slice is done or `stop` is thrown.
 pub fn run_one_shard(
     cfg: &RunConfig,
     shard: u32,
     start_utc_s: Option<f64>,
+    stop: &StopSignal,
 ) -> std::io::Result<ShardReport> {
     let now_utc = utc_now_s();
     let start = start_utc_s.unwrap_or(now_utc + 0.05);
@@ -61,13 +64,13 @@ pub fn run_one_shard(
         shard,
         start_mono_ns: mono_ns() + ahead_ns,
     };
-    let result = run_shard(&task)?;
+    let result = run_shard(&task, stop)?;
     Ok(ShardReport {
         kind: "shard".into(),
         plan_hash: cfg.plan_hash(),
         shard,
         shards: cfg.workers,
-        config: cfg.clone(),
+        config: cfg.redacted(),
         planned_start_utc_s: start,
         local_start_utc_s: now_utc + ahead_ns as f64 * 1e-9,
         result,
@@ -127,6 +130,21 @@ pub enum MergeError {
         /// A shard of that.
         other_shard: u32,
     },
+    /// A result that cannot belong to its plan.
+    #[error(transparent)]
+    Bad(#[from] BadShard),
+}
+
+/// A shard result that cannot belong to the plan it names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("shard result {shard} of {shards}: {reason}")]
+pub struct BadShard {
+    /// The shard index it claims.
+    pub shard: u32,
+    /// The shard count it claims.
+    pub shards: u32,
+    /// What is wrong.
+    pub reason: String,
 }
 
 /// What the merge noticed besides the numbers.
@@ -150,6 +168,42 @@ pub fn merge(results: Vec<ShardReport>) -> Result<(RunReport, MergeNotes), Merge
         });
     }
     let cfg = first.config.clone();
+    for r in &results {
+        let bad = |reason: String| {
+            Err(MergeError::Bad(BadShard {
+                shard: r.shard,
+                shards: r.shards,
+                reason,
+            }))
+        };
+        if r.shards == 0 || r.shards != r.config.workers {
+            return bad(format!(
+                "the shard count must be at least 1 and match the config's {} workers",
+                r.config.workers
+            ));
+        }
+        if r.shard >= r.shards {
+            return bad("the index must be below the shard count".into());
+        }
+        if r.config.plan_hash() != r.plan_hash {
+            return bad(format!(
+                "its plan hash {} is not its config's {}: the file was edited or is damaged",
+                r.plan_hash,
+                r.config.plan_hash()
+            ));
+        }
+        if let Err(e) = r.config.validate() {
+            return bad(format!("its config is invalid: {e}"));
+        }
+        if let Some(n) = slice_len(&r.config, r.shard)
+            && r.result.scheduled != n
+        {
+            return bad(format!(
+                "it scheduled {} request(s), but its slice of the plan holds {n}",
+                r.result.scheduled
+            ));
+        }
+    }
     let mut by_shard: BTreeMap<u32, ShardReport> = BTreeMap::new();
     let mut notes = MergeNotes::default();
     for r in results {

@@ -11,14 +11,21 @@ pub mod config;
 pub mod distributed;
 pub mod result;
 pub mod shard;
+pub mod stop;
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, getppid, kill_process, set_parent_process_death_signal};
 
 use heisenbench_model::metrics::NtpotParts;
+use heisenbench_model::scenario::{Arrivals, Stop};
 use result::{Accounting, Origins, Outcome, RunReport, ShardResult, ShardStatus};
 use shard::{ShardTask, run_shard, slice_len};
+use stop::{GRACE, StopSignal, listen_for_signals};
 
 use crate::clock::mono_ns;
 use config::{RunConfig, ShardMode};
@@ -45,9 +52,17 @@ pub struct RunOptions {
     pub exe: Option<PathBuf>,
     /// Why this many workers (goes into the report).
     pub workers_reasoning: Vec<String>,
+    /// Stops the run early; the report is still made, marked interrupted.
+    pub stop: StopSignal,
 }
 
-/// Runs `cfg` and reports. Blocks until every shard has finished or failed.
+/// Slack past a run's expected end (its schedule, the per-request timeout, the grace
+/// period) before a shard that has not reported is declared lost.
+const DEADLINE_SLACK: Duration = Duration::from_secs(5);
+
+/// Runs `cfg` and reports. Returns when every shard has reported, failed, or missed the
+/// run's deadline (its schedule plus the per-request timeout plus slack; a shard process
+/// past it is killed and its slice counted as lost).
 pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
     cfg.validate()?;
     let exe = match (cfg.shard_mode, &opts.exe) {
@@ -66,35 +81,97 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
             start_mono_ns: start,
         })
         .collect();
-    let outcomes: Vec<Result<ShardResult, String>> = match &exe {
-        None => {
-            let handles: Vec<_> = tasks
-                .into_iter()
-                .map(|t| {
-                    std::thread::Builder::new()
-                        .name(format!("heisenbench-shard-{}", t.shard))
-                        .spawn(move || run_shard(&t).map_err(|e| e.to_string()))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| match h {
-                    Ok(h) => h
-                        .join()
-                        .unwrap_or_else(|_| Err("the shard thread panicked".into())),
-                    Err(e) => Err(format!("cannot start the shard thread: {e}")),
-                })
-                .collect()
+    let (tx, rx) = mpsc::channel::<(usize, Result<ShardResult, String>)>();
+    let mut outcomes: Vec<Option<Result<ShardResult, String>>> = vec![None; tasks.len()];
+    let mut children: Vec<Option<Pid>> = vec![None; tasks.len()];
+    for (i, t) in tasks.into_iter().enumerate() {
+        let tx = tx.clone();
+        match &exe {
+            None => {
+                let stop = opts.stop.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("heisenbench-shard-{}", t.shard))
+                    .spawn(move || {
+                        let r = std::panic::catch_unwind(|| run_shard(&t, &stop))
+                            .map_err(|_| "the shard thread panicked".to_string())
+                            .and_then(|r| r.map_err(|e| e.to_string()));
+                        let _ = tx.send((i, r));
+                    });
+                if let Err(e) = spawned {
+                    outcomes[i] = Some(Err(format!("cannot start the shard thread: {e}")));
+                }
+            }
+            Some(exe) => match spawn_process(exe, &t) {
+                Ok(child) => {
+                    children[i] = Some(Pid::from_child(&child));
+                    // Read its output on a thread of its own, so a large result never
+                    // blocks the shard on a full pipe.
+                    std::thread::spawn(move || {
+                        let _ = tx.send((i, wait_process(child)));
+                    });
+                }
+                Err(e) => outcomes[i] = Some(Err(e)),
+            },
         }
-        Some(exe) => {
-            let children: Vec<_> = tasks.iter().map(|t| spawn_process(exe, t)).collect();
-            children
-                .into_iter()
-                .map(|c| c.and_then(wait_process))
-                .collect()
-        }
+    }
+    drop(tx);
+    let expected = Duration::from_nanos(lead_ns + slice_duration_ns(cfg))
+        + Duration::from_secs_f64(cfg.timeout())
+        + GRACE
+        + DEADLINE_SLACK;
+    // A closed loop bounded by a count has no schedule length: only its timeouts bound it.
+    let closed_count = matches!(
+        (&cfg.workload.arrivals, &cfg.workload.stop),
+        (Arrivals::Closed { .. }, Stop::Count { .. })
+    );
+    let far = Instant::now() + Duration::from_secs(365 * 86_400);
+    let mut deadline = if closed_count {
+        far
+    } else {
+        Instant::now().checked_add(expected).unwrap_or(far).min(far)
     };
-    Ok(report(cfg, opts, outcomes))
+    let mut forwarded = false;
+    while outcomes.iter().any(Option::is_none) {
+        if opts.stop.is_stopped() && !forwarded {
+            // Shard processes stop as the parent does (a terminal's Ctrl-C reaches them
+            // anyway; a SIGTERM to the parent alone does not).
+            forwarded = true;
+            for (pid, o) in children.iter().zip(&outcomes) {
+                if let (Some(pid), None) = (pid, o) {
+                    let _ = kill_process(*pid, Signal::TERM);
+                }
+            }
+            deadline = deadline.min(Instant::now() + GRACE + DEADLINE_SLACK);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            for (i, o) in outcomes.iter_mut().enumerate() {
+                if o.is_none() {
+                    if let Some(pid) = children[i] {
+                        let _ = kill_process(pid, Signal::KILL);
+                    }
+                    *o = Some(Err(format!(
+                        "no result by the run's deadline ({:.1} s after the start): killed and counted as lost",
+                        expected.as_secs_f64()
+                    )));
+                }
+            }
+            break;
+        }
+        let wait = (deadline - now).min(Duration::from_millis(50));
+        match rx.recv_timeout(wait) {
+            Ok((i, r)) => outcomes[i] = Some(r),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let outcomes = outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| Err("the shard never reported".into())))
+        .collect();
+    let mut rep = report(cfg, opts, outcomes);
+    rep.interrupted |= opts.stop.is_stopped();
+    Ok(rep)
 }
 
 fn spawn_process(exe: &PathBuf, task: &ShardTask) -> Result<std::process::Child, String> {
@@ -133,8 +210,17 @@ fn wait_process(child: std::process::Child) -> Result<ShardResult, String> {
     serde_json::from_slice(&out.stdout).map_err(|e| format!("unreadable shard result: {e}"))
 }
 
-/// The hidden worker's main: a task on stdin, the result on stdout.
+/// The hidden worker's main: a task on stdin, the result on stdout. The worker dies with
+/// its parent (SIGTERM, so it stops like a Ctrl-C: nothing more is sent) and stops on
+/// SIGINT or SIGTERM with a result.
 pub fn shard_process_main() -> Result<(), String> {
+    let parent = getppid();
+    set_parent_process_death_signal(Some(Signal::TERM)).map_err(|e| e.to_string())?;
+    if getppid() != parent {
+        return Err("the parent exited before the shard started".into());
+    }
+    let stop = StopSignal::new();
+    listen_for_signals(stop.clone(), false).map_err(|e| e.to_string())?;
     let mut input = Vec::new();
     std::io::stdin()
         .read_to_end(&mut input)
@@ -153,7 +239,7 @@ pub fn shard_process_main() -> Result<(), String> {
         ));
         std::process::abort();
     }
-    let result = run_shard(&task).map_err(|e| e.to_string())?;
+    let result = run_shard(&task, &stop).map_err(|e| e.to_string())?;
     let json = serde_json::to_vec(&result).map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();
     out.write_all(&json)
@@ -163,8 +249,8 @@ pub fn shard_process_main() -> Result<(), String> {
 
 fn slice_duration_ns(cfg: &RunConfig) -> u64 {
     match cfg.workload.stop {
-        heisenbench_model::scenario::Stop::Duration { seconds } => (seconds * 1e9) as u64,
-        heisenbench_model::scenario::Stop::Count { requests } => {
+        Stop::Duration { seconds } => (seconds * 1e9) as u64,
+        Stop::Count { requests } => {
             let rate = cfg.workload.arrivals.rate_per_s().unwrap_or(1.0);
             (requests as f64 / rate * 1e9) as u64
         }
@@ -228,11 +314,29 @@ pub fn report(
         .filter(|(k, _)| k.as_str() != "completed" && k.as_str() != "timed_out")
         .map(|(k, v)| (k.clone(), *v))
         .collect();
-    let scheduled = merged.scheduled + lost;
-    let ended = merged.ended();
-    let not_sent = merged.scheduled.saturating_sub(ended) + merged.not_sent;
-    let balanced =
-        scheduled == completed + failed.values().sum::<u64>() + timed_out + not_sent + lost;
+    // Checked sums: counters from files may be anything, and a wrapped sum must not read
+    // as balanced.
+    let ended = merged
+        .outcomes
+        .values()
+        .try_fold(0u64, |a, b| a.checked_add(*b));
+    let scheduled = merged.scheduled.checked_add(lost);
+    let not_sent = ended
+        .and_then(|e| merged.scheduled.checked_sub(e))
+        .and_then(|n| n.checked_add(merged.not_sent));
+    let failed_sum = failed.values().try_fold(0u64, |a, b| a.checked_add(*b));
+    let accounted = [
+        Some(completed),
+        failed_sum,
+        Some(timed_out),
+        not_sent,
+        Some(lost),
+    ]
+    .into_iter()
+    .try_fold(0u64, |a, b| b.and_then(|b| a.checked_add(b)));
+    let balanced = scheduled.is_some() && scheduled == accounted;
+    let scheduled = scheduled.unwrap_or(u64::MAX);
+    let not_sent = not_sent.unwrap_or(0);
     let duration_s = match (merged.first_send_ns, merged.last_end_ns) {
         (Some(a), Some(b)) if b > a => (b - a) as f64 * 1e-9,
         _ => 0.0,
@@ -251,7 +355,7 @@ pub fn report(
     RunReport {
         version: REPORT_VERSION,
         kind: "live".into(),
-        config: cfg.clone(),
+        config: cfg.redacted(),
         plan_hash: cfg.plan_hash(),
         workers_reasoning: opts.workers_reasoning.clone(),
         shards,
@@ -298,6 +402,7 @@ pub fn report(
         tokens_usage: merged.tokens_usage,
         token_mismatches: merged.token_mismatches,
         events: merged.events,
+        interrupted: merged.interrupted,
         merged,
     }
 }

@@ -26,6 +26,8 @@ pub enum Outcome {
     /// The stream ended without a finish reason (with or without `[DONE]`), or in the
     /// middle of an event: the server stopped the generation early.
     Truncated,
+    /// Sent, but still in flight when the run was stopped and its grace period ran out.
+    Cancelled,
     /// The server sent an error object inside a stream or a successful body.
     ServerError,
     /// An event that is not an OpenAI stream event, or an unreadable JSON body.
@@ -45,6 +47,7 @@ impl Outcome {
             Self::StreamBroken => "stream_broken".into(),
             Self::Truncated => "truncated".into(),
             Self::ServerError => "server_error".into(),
+            Self::Cancelled => "cancelled".into(),
             Self::Malformed => "malformed".into(),
             Self::OtherError => "other_error".into(),
         }
@@ -172,6 +175,9 @@ pub struct ShardResult {
     pub outcomes: BTreeMap<String, u64>,
     /// Scheduled but never sent (the run was stopped first).
     pub not_sent: u64,
+    /// The shard was stopped before the end of its slice (Ctrl-C, SIGTERM).
+    #[serde(default)]
+    pub interrupted: bool,
     /// Latency recorders.
     pub recorders: Recorders,
     /// Output tokens counted in streams.
@@ -232,19 +238,23 @@ impl ShardResult {
         *n = n.saturating_add(count);
     }
 
-    /// Adds `o` into `self`.
+    /// Adds `o` into `self`. Counters saturate instead of wrapping (shard files may hold
+    /// anything), so a sum too large to hold shows as unbalanced accounting, never as a
+    /// small, plausible number.
     pub fn merge(&mut self, o: &ShardResult) {
-        self.scheduled += o.scheduled;
+        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        add(&mut self.scheduled, o.scheduled);
         for (k, v) in &o.outcomes {
-            *self.outcomes.entry(k.clone()).or_default() += v;
+            add(self.outcomes.entry(k.clone()).or_default(), *v);
         }
-        self.not_sent += o.not_sent;
+        add(&mut self.not_sent, o.not_sent);
+        self.interrupted |= o.interrupted;
         self.recorders.merge(&o.recorders);
-        self.tokens_stream += o.tokens_stream;
-        self.tokens_usage += o.tokens_usage;
-        self.token_mismatches += o.token_mismatches;
-        self.events += o.events;
-        self.zero_token_completions += o.zero_token_completions;
+        add(&mut self.tokens_stream, o.tokens_stream);
+        add(&mut self.tokens_usage, o.tokens_usage);
+        add(&mut self.token_mismatches, o.token_mismatches);
+        add(&mut self.events, o.events);
+        add(&mut self.zero_token_completions, o.zero_token_completions);
         for (m, n) in &o.server_messages {
             self.note_message(m.clone(), *n);
         }
@@ -252,7 +262,7 @@ impl ShardResult {
             self.ntpot_parts_sum[i] += o.ntpot_parts_sum[i];
         }
         self.max_in_flight = self.max_in_flight.max(o.max_in_flight);
-        self.cpu_ns += o.cpu_ns;
+        add(&mut self.cpu_ns, o.cpu_ns);
         self.wall_ns = self.wall_ns.max(o.wall_ns);
         self.first_send_ns = min_opt(self.first_send_ns, o.first_send_ns);
         self.first_planned_ns = min_opt(self.first_planned_ns, o.first_planned_ns);
@@ -261,9 +271,11 @@ impl ShardResult {
         self.rows.extend(o.rows.iter().cloned());
     }
 
-    /// Requests that ended, in any way.
+    /// Requests that ended, in any way (saturating).
     pub fn ended(&self) -> u64 {
-        self.outcomes.values().sum()
+        self.outcomes
+            .values()
+            .fold(0u64, |a, b| a.saturating_add(*b))
     }
 
     /// Requests by outcome.
@@ -384,6 +396,9 @@ pub struct RunReport {
     pub token_mismatches: u64,
     /// SSE events received.
     pub events: u64,
+    /// The run was stopped early (Ctrl-C, SIGTERM): what was measured until then.
+    #[serde(default)]
+    pub interrupted: bool,
     /// The merged raw result (histograms included), so reports can be merged again.
     pub merged: ShardResult,
 }

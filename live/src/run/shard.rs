@@ -17,6 +17,7 @@ use tokio::sync::Semaphore;
 
 use super::config::{ApiKind, RunConfig};
 use super::result::{Outcome, Row, ShardResult};
+use super::stop::{GRACE, StopSignal};
 use crate::clock::mono_ns;
 use crate::sse::{SseEvent, SseParser};
 use crate::stream::{Ending, StreamEvent, StreamState, clip, interpret};
@@ -39,15 +40,16 @@ pub fn slice_len(cfg: &RunConfig, shard: u32) -> Option<u64> {
         .map(|s| s.stripe(u64::from(shard), u64::from(cfg.workers)).count() as u64)
 }
 
-/// Runs the shard to completion on the calling thread.
-pub fn run_shard(task: &ShardTask) -> std::io::Result<ShardResult> {
+/// Runs the shard to completion on the calling thread, or until `stop` (then it sends
+/// nothing more, gives requests in flight [`GRACE`] and reports).
+pub fn run_shard(task: &ShardTask, stop: &StopSignal) -> std::io::Result<ShardResult> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let local = tokio::task::LocalSet::new();
     let cpu0 = thread_cpu_ns();
     let wall0 = mono_ns();
-    let mut result = local.block_on(&rt, shard_main(task.clone()))?;
+    let mut result = local.block_on(&rt, shard_main(task.clone(), stop.clone()))?;
     result.cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
     result.wall_ns = mono_ns().saturating_sub(wall0);
     Ok(result)
@@ -71,6 +73,9 @@ struct Ctx {
     timer: PreciseTimer,
     result: RefCell<ShardResult>,
     in_flight: Cell<u32>,
+    timeout: Duration,
+    /// Thrown [`GRACE`] after a stop: requests still in flight are cut off.
+    cancel: StopSignal,
 }
 
 impl Ctx {
@@ -80,7 +85,7 @@ impl Ctx {
     }
 }
 
-async fn shard_main(task: ShardTask) -> std::io::Result<ShardResult> {
+async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardResult> {
     // rustls needs one process-wide crypto provider; a second install is a no-op.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
@@ -104,8 +109,18 @@ async fn shard_main(task: ShardTask) -> std::io::Result<ShardResult> {
         timer: PreciseTimer::new(),
         result: RefCell::new(ShardResult::default()),
         in_flight: Cell::new(0),
+        timeout: Duration::from_secs_f64(task.config.timeout()),
+        cancel: StopSignal::new(),
         cfg: task.config,
     });
+    let cutoff = {
+        let (stop, cancel) = (stop.clone(), ctx.cancel.clone());
+        tokio::task::spawn_local(async move {
+            stop.stopped().await;
+            tokio::time::sleep(GRACE).await;
+            cancel.stop();
+        })
+    };
     let cap = ctx
         .cfg
         .max_in_flight_per_shard
@@ -113,18 +128,34 @@ async fn shard_main(task: ShardTask) -> std::io::Result<ShardResult> {
     let mut tasks = Vec::new();
     match Schedule::new(&ctx.cfg.workload, ctx.cfg.seed) {
         Some(schedule) => {
-            for p in schedule.stripe(u64::from(ctx.shard), u64::from(ctx.cfg.workers)) {
+            let mut planned = schedule.stripe(u64::from(ctx.shard), u64::from(ctx.cfg.workers));
+            while let Some(p) = planned.next() {
                 {
                     let mut r = ctx.result.borrow_mut();
                     r.scheduled += 1;
                     r.first_planned_ns.get_or_insert(p.at_ns);
                 }
-                ctx.timer
-                    .sleep_until(ctx.instant_of(ctx.start_ns + p.at_ns))
-                    .await;
-                let permit = match &cap {
-                    Some(s) => Some(s.clone().acquire_owned().await.expect("never closed")),
-                    None => None,
+                let due = ctx
+                    .timer
+                    .sleep_until(ctx.instant_of(ctx.start_ns + p.at_ns));
+                let permit = async {
+                    due.await;
+                    match &cap {
+                        Some(s) => s.clone().acquire_owned().await.ok(),
+                        None => None,
+                    }
+                };
+                let permit = tokio::select! {
+                    permit = permit => permit,
+                    () = stop.stopped() => {
+                        // This request and the rest of the slice are never sent: they stay
+                        // scheduled and unended, which the report counts as not sent.
+                        let rest = planned.count() as u64;
+                        let mut r = ctx.result.borrow_mut();
+                        r.scheduled += rest;
+                        r.interrupted = true;
+                        break;
+                    }
                 };
                 let c = ctx.clone();
                 tasks.push(tokio::task::spawn_local(async move {
@@ -138,9 +169,12 @@ async fn shard_main(task: ShardTask) -> std::io::Result<ShardResult> {
                 unreachable!("only closed loops lack a schedule")
             };
             for user in (ctx.shard..users).step_by(ctx.cfg.workers as usize) {
-                let c = ctx.clone();
+                let (c, stop) = (ctx.clone(), stop.clone());
                 tasks.push(tokio::task::spawn_local(async move {
-                    closed_user(&c, user, users, think_s).await
+                    tokio::select! {
+                        () = closed_user(&c, user, users, think_s) => {}
+                        () = stop.stopped() => c.result.borrow_mut().interrupted = true,
+                    }
                 }));
             }
         }
@@ -148,6 +182,8 @@ async fn shard_main(task: ShardTask) -> std::io::Result<ShardResult> {
     for t in tasks {
         let _ = t.await;
     }
+    cutoff.abort();
+    let _ = cutoff.await;
     let ctx = Rc::try_unwrap(ctx).map_err(|_| std::io::Error::other("requests still running"))?;
     Ok(ctx.result.into_inner())
 }
@@ -226,17 +262,11 @@ async fn request(ctx: &Rc<Ctx>, p: Planned) {
     }
     let actual = mono_ns();
     let mut seen = Seen::default();
-    let outcome = match ctx.cfg.timeout_s {
-        Some(t) => match tokio::time::timeout(
-            Duration::from_secs_f64(t),
-            exchange(ctx, payload, &mut seen),
-        )
-        .await
-        {
-            Ok(o) => o,
-            Err(_) => Outcome::TimedOut,
-        },
-        None => exchange(ctx, payload, &mut seen).await,
+    let outcome = tokio::select! {
+        o = tokio::time::timeout(ctx.timeout, exchange(ctx, payload, &mut seen)) => {
+            o.unwrap_or(Outcome::TimedOut)
+        }
+        () = ctx.cancel.stopped() => Outcome::Cancelled,
     };
     ctx.in_flight.set(ctx.in_flight.get() - 1);
     let mut r = ctx.result.borrow_mut();
@@ -247,7 +277,10 @@ async fn request(ctx: &Rc<Ctx>, p: Planned) {
     if let Some(m) = seen.stream.error.take() {
         r.note_message(m, 1);
     }
-    let usage = seen.stream.usage.map(|u| u32::try_from(u).unwrap_or(u32::MAX));
+    let usage = seen
+        .stream
+        .usage
+        .map(|u| u32::try_from(u).unwrap_or(u32::MAX));
     if outcome == Outcome::Completed && seen.first_arrival.is_none() {
         r.zero_token_completions += 1;
     }
@@ -354,7 +387,11 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
             _ => clip(&String::from_utf8_lossy(&body)),
         };
         let reason = status.canonical_reason().unwrap_or("");
-        seen.stream.error = Some(format!("http_{}: {}", status.as_u16(), if message.is_empty() { reason } else { &message }));
+        seen.stream.error = Some(format!(
+            "http_{}: {}",
+            status.as_u16(),
+            if message.is_empty() { reason } else { &message }
+        ));
         return Outcome::HttpStatus(status.as_u16());
     }
     if !ctx.cfg.stream {
