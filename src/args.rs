@@ -380,6 +380,10 @@ pub struct MockArgs {
     /// Runtime threads (1: the mock stays on one core).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Close a connection that sends no whole request head for this long (idle keep-alive
+    /// included).
+    #[arg(long, default_value = "60s", value_parser = parse_latency)]
+    pub header_timeout: std::time::Duration,
 }
 
 fn parse_latency(s: &str) -> Result<std::time::Duration, String> {

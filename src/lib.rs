@@ -10,8 +10,6 @@ use std::ffi::OsString;
 use std::fmt;
 use std::io::Write;
 
-use clap::Parser;
-
 mod args;
 mod cmd;
 mod table;
@@ -90,7 +88,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match parse(args) {
         Ok(cli) => cli,
         Err(e)
             if matches!(
@@ -102,22 +100,56 @@ where
             return Ok(());
         }
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            return Err(Failure::Usage(
-                format!("a command is needed; try --help\n{}", e.render())
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .to_string(),
-            ));
+            return Err(Failure::Usage("a command is needed; try --help".into()));
         }
-        Err(e) => {
-            // clap's message spans several lines; keep the first, drop its "error: " tag.
-            let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            return Err(Failure::Usage(
-                first.trim_start_matches("error: ").to_string(),
-            ));
-        }
+        Err(e) => return Err(Failure::Usage(one_line(&e))),
     };
     cmd::dispatch(cli, out)
+}
+
+/// Parses the command line. Negative numbers are taken as values (so `--seed -1` is refused
+/// for its sign, not read as an unknown flag `-1`).
+fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    use clap::{CommandFactory, FromArgMatches};
+    let cmd = Cli::command().mut_subcommands(|c| {
+        c.allow_negative_numbers(true)
+            .mut_subcommands(|c| c.allow_negative_numbers(true))
+    });
+    let matches = cmd.try_get_matches_from(args)?;
+    Cli::from_arg_matches(&matches)
+}
+
+/// clap's message on one line: without its "error: " tag, with the names of missing
+/// arguments (which clap lists on the lines below), and with the reason a negative value
+/// was refused said plainly.
+fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let first = lines
+        .next()
+        .unwrap_or("invalid arguments")
+        .trim_start_matches("error: ")
+        .to_string();
+    if first.ends_with(':') {
+        // "the following required arguments were not provided:" then one per line.
+        let names: Vec<&str> = lines
+            .take_while(|l| l.starts_with(' '))
+            .map(str::trim)
+            .collect();
+        return format!("{} {}", first, names.join(", "));
+    }
+    if e.kind() == clap::error::ErrorKind::ValueValidation
+        && first.contains("invalid value '-")
+        && first.contains("invalid digit")
+    {
+        return match first.rsplit_once(": ") {
+            Some((head, _)) => format!("{head}: must not be negative"),
+            None => first,
+        };
+    }
+    first
 }

@@ -436,3 +436,47 @@ fn shutdown_lets_an_open_stream_finish() {
     assert_eq!(r.sse().last().unwrap().1, "[DONE]");
     assert!(TcpStream::connect(addr).is_err(), "no longer accepting");
 }
+
+/// Idle, silent and half-sent connections are closed after the header timeout instead of
+/// being held forever. The guard (10 s) only catches a connection that is never closed.
+#[test]
+fn idle_and_partial_connections_are_closed() {
+    let m = start(MockConfig {
+        header_timeout: Duration::from_millis(300),
+        ..MockConfig::default()
+    });
+    let addr: SocketAddr = m.url().trim_start_matches("http://").parse().unwrap();
+    for opening in [&b""[..], b"POST /v1/completions HTTP/1.1\r\nhost: x\r\n"] {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(opening).unwrap();
+        let mut buf = [0u8; 256];
+        // Closed: EOF (or a 408 then EOF); a read timeout means it was held open.
+        let mut total = Vec::new();
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => total.extend_from_slice(&buf[..n]),
+                Err(e) => panic!("connection held open ({e}) after {opening:?}"),
+            }
+        }
+        let text = String::from_utf8_lossy(&total);
+        assert!(
+            total.is_empty() || text.starts_with("HTTP/1.1 408"),
+            "{text}"
+        );
+    }
+    // The flags' own limits.
+    for bad in [
+        MockConfig {
+            max_model_len: 0,
+            ..MockConfig::default()
+        },
+        MockConfig {
+            threads: 100_000,
+            ..MockConfig::default()
+        },
+    ] {
+        assert!(bad.validate().is_err());
+    }
+}

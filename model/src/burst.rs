@@ -10,16 +10,45 @@ use crate::service::{Service, gamma_p};
 
 /// The checks every one-server burst queue makes: a burst holds an event, the burst rate
 /// is positive, and the load lambda_b N E[S] is below one.
+/// Positions of a burst summed one by one; more are summed in this many blocks.
+pub(crate) const EXACT_POSITIONS: u32 = 4_096;
+
+/// The sum of `f(j)` for j in `from..to`, where `f` is monotone in j with values in [0, 1].
+///
+/// Up to [`EXACT_POSITIONS`] terms are summed one by one. Beyond, the range is cut into that
+/// many equal blocks, each counted as its length times `f` at its midpoint: `f` being
+/// monotone, a block's true sum lies between its length times `f` at its two ends, so the
+/// total is off by at most (block length) x (the total change of `f`) <= block length.
+/// Divided by a burst of n, that is an error of at most n / 4096 / n in probability
+/// (2.4e-4), whatever the burst, and the work stays bounded.
+fn sum_monotone(from: u32, to: u32, f: impl Fn(f64) -> f64) -> f64 {
+    if to <= from {
+        return 0.0;
+    }
+    let count = u64::from(to - from);
+    if count <= u64::from(EXACT_POSITIONS) {
+        return (from..to).map(|j| f(f64::from(j))).sum();
+    }
+    let blocks = u64::from(EXACT_POSITIONS);
+    (0..blocks)
+        .map(|b| {
+            let lo = u64::from(from) + count * b / blocks;
+            let hi = u64::from(from) + count * (b + 1) / blocks;
+            (hi - lo) as f64 * f((lo + hi - 1) as f64 / 2.0)
+        })
+        .sum()
+}
+
 pub(crate) fn check_single_server(
     burst_rate_per_s: f64,
     burst: u32,
     service: &Service,
 ) -> Result<()> {
-    if burst == 0 {
+    if burst == 0 || burst > crate::limits::MAX_TOKENS {
         return Err(ModelError::invalid(
             "burst",
-            0,
-            "a burst holds at least one event",
+            burst,
+            "a burst holds between 1 and 10,000,000 events",
         ));
     }
     if !(burst_rate_per_s.is_finite() && burst_rate_per_s > 0.0) {
@@ -68,15 +97,24 @@ impl Within {
         (w, exact)
     }
 
-    /// P(W > t) for a burst of `n` when P(W_b > x) = `tail_b(x)` (1 for x < 0), by direct
-    /// summation over positions. Used when U_j is a constant shift.
+    /// P(W > t) for a burst of `n` when P(W_b > x) = `tail_b(x)` (1 for x < 0), summed over
+    /// positions. Used when U_j is a constant shift.
+    ///
+    /// Positions shifted past t count 1 each without evaluation. Up to [`EXACT_POSITIONS`]
+    /// remaining positions are summed one by one; beyond, they are summed in that many
+    /// equal blocks by their midpoints. `tail_b` is non-increasing, so a block's true sum
+    /// lies between its count times `tail_b` at its two ends, and the result is off by at
+    /// most m / n for blocks of m positions (for bursts of 10^6 events, 2.4e-4 in
+    /// probability), while the work per evaluation stays bounded.
     pub(crate) fn mix_shifted(n: u32, mean_s: f64, t: f64, tail_b: impl Fn(f64) -> f64) -> f64 {
-        let sum: f64 = (0..n)
-            .map(|j| {
-                let x = t - f64::from(j) * mean_s;
-                if x < 0.0 { 1.0 } else { tail_b(x) }
-            })
-            .sum();
+        // Positions 0..live have x = t - j E[S] >= 0.
+        let live = if t < 0.0 {
+            0
+        } else {
+            ((t / mean_s).floor() + 1.0).min(f64::from(n)) as u32
+        };
+        let sum =
+            f64::from(n - live) + sum_monotone(0, live, |j| tail_b((t - j * mean_s).max(0.0)));
         sum / f64::from(n)
     }
 
@@ -101,13 +139,15 @@ impl Within {
             Self::Gamma { shape, scale_s } if theta * scale_s < 1.0 => {
                 let tilted = scale_s / (1.0 - theta * scale_s);
                 let log_1m = (1.0 - theta * scale_s).ln();
-                let mut sum = tail_b(t);
-                for j in 1..n {
-                    let a = f64::from(j) * shape;
-                    let p_beyond = 1.0 - gamma_p(a, t / scale_s);
-                    let inside = c * (-theta * t - a * log_1m).exp() * gamma_p(a, t / tilted);
-                    sum += (p_beyond + inside).min(1.0);
-                }
+                // P(W_j > t) grows with j (U_j grows stochastically), so the positions may
+                // be summed in blocks with the bound of `sum_monotone`.
+                let sum = tail_b(t)
+                    + sum_monotone(1, n, |j| {
+                        let a = j * shape;
+                        let p_beyond = 1.0 - gamma_p(a, t / scale_s);
+                        let inside = c * (-theta * t - a * log_1m).exp() * gamma_p(a, t / tilted);
+                        (p_beyond + inside).min(1.0)
+                    });
                 sum / f64::from(n)
             }
             Self::Gamma { shape, scale_s } => Self::mix_shifted(n, shape * scale_s, t, tail_b),

@@ -50,6 +50,46 @@ pub struct Observation {
     pub wait_quantiles_s: Vec<(Quantile, f64)>,
 }
 
+impl Observation {
+    /// Checks every field; the error names the first bad one.
+    pub fn validate(&self) -> Result<()> {
+        crate::units::Rate::per_s(self.event_rate_per_s).map_err(|_| {
+            ModelError::invalid(
+                "event rate",
+                self.event_rate_per_s,
+                "must be a finite number > 0 and at most 1e9 per second",
+            )
+        })?;
+        self.service.validate()?;
+        if self.burst == 0 || self.burst > crate::limits::MAX_TOKENS {
+            return Err(ModelError::invalid(
+                "burst",
+                self.burst,
+                "events per burst must be between 1 and 10,000,000",
+            ));
+        }
+        if let LoopArrivals::RoundRobin { k } = self.arrivals
+            && (k == 0 || k > crate::limits::MAX_SERVERS)
+        {
+            return Err(ModelError::invalid(
+                "round_robin_k",
+                k,
+                "loops in the rotation must be between 1 and 1,000,000",
+            ));
+        }
+        let waits = self
+            .wait_mean_s
+            .iter()
+            .chain(self.wait_quantiles_s.iter().map(|(_, v)| v));
+        for w in waits {
+            if let Some(reason) = crate::limits::duration_problem(*w) {
+                return Err(ModelError::invalid("observed wait", w, reason));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One statistic, predicted and observed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
@@ -140,6 +180,7 @@ pub fn compare(obs: &Observation, tolerance: f64) -> Result<Comparison> {
     if !(tolerance.is_finite() && tolerance > 0.0) {
         return Err(ModelError::invalid("tolerance", tolerance, "must be > 0"));
     }
+    obs.validate()?;
     let rho = obs.event_rate_per_s * obs.service.mean_s();
     let (model, reason) = match loop_model(
         obs.event_rate_per_s,

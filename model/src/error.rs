@@ -50,7 +50,7 @@ impl ModelError {
     pub(crate) fn invalid(name: &'static str, value: impl ToString, reason: &'static str) -> Self {
         Self::Invalid {
             name,
-            value: value.to_string(),
+            value: short_number(value.to_string()),
             reason,
         }
     }
@@ -77,3 +77,11 @@ pub fn min_stable_servers(offered_erlangs: f64) -> u64 {
 
 /// Shorthand for results of this crate.
 pub type Result<T> = std::result::Result<T, ModelError>;
+
+/// A number as a message should show it: `1e300`, not three hundred digits.
+fn short_number(text: String) -> String {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && text.len() > 16 => format!("{v:e}"),
+        _ => text,
+    }
+}

@@ -49,6 +49,7 @@ mod burst;
 pub mod compare;
 pub mod error;
 pub mod kingman;
+pub mod limits;
 pub mod metrics;
 pub mod mg1;
 pub mod mmc;

@@ -27,8 +27,12 @@ pub struct Mgc {
 impl Mgc {
     /// `servers` pooled loops fed at `lambda_per_s`.
     pub fn new(lambda_per_s: f64, servers: u32, service: Service) -> Result<Self> {
-        if servers == 0 {
-            return Err(ModelError::invalid("servers", 0, "must be >= 1"));
+        if servers == 0 || servers > crate::limits::MAX_SERVERS {
+            return Err(ModelError::invalid(
+                "servers",
+                servers,
+                "must be between 1 and 1,000,000",
+            ));
         }
         if !(lambda_per_s.is_finite() && lambda_per_s > 0.0) {
             return Err(ModelError::invalid(

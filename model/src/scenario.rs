@@ -77,11 +77,19 @@ impl Arrivals {
     fn validate(&self) -> Result<()> {
         match self {
             Self::Poisson { rate_per_s } | Self::Constant { rate_per_s } => {
-                positive("workload.arrivals.rate_per_s", *rate_per_s)
+                rate("workload.arrivals.rate_per_s", *rate_per_s)
             }
             Self::Gamma { rate_per_s, shape } => {
-                positive("workload.arrivals.rate_per_s", *rate_per_s)?;
-                positive("workload.arrivals.shape", *shape)
+                rate("workload.arrivals.rate_per_s", *rate_per_s)?;
+                positive("workload.arrivals.shape", *shape)?;
+                if !(1e-6..=1e6).contains(shape) {
+                    return Err(ModelError::invalid(
+                        "workload.arrivals.shape",
+                        shape,
+                        "must be between 1e-6 and 1e6",
+                    ));
+                }
+                Ok(())
             }
             Self::Trace { send_times_s } => {
                 if send_times_s.is_empty() {
@@ -91,11 +99,14 @@ impl Arrivals {
                         "a trace needs at least one send time",
                     ));
                 }
-                if let Some(t) = send_times_s.iter().find(|t| !(t.is_finite() && **t >= 0.0)) {
+                if let Some((t, reason)) = send_times_s
+                    .iter()
+                    .find_map(|t| crate::limits::duration_problem(*t).map(|r| (t, r)))
+                {
                     return Err(ModelError::invalid(
                         "workload.arrivals.send_times_s",
                         t,
-                        "times must be finite and >= 0",
+                        reason,
                     ));
                 }
                 if send_times_s.windows(2).any(|w| w[1] < w[0]) {
@@ -115,7 +126,7 @@ impl Arrivals {
                         "must be >= 1",
                     ));
                 }
-                non_negative("workload.arrivals.think_s", *think_s)
+                duration("workload.arrivals.think_s", *think_s)
             }
         }
     }
@@ -182,6 +193,20 @@ impl Lengths {
     }
 
     fn validate(&self, field: &'static str) -> Result<()> {
+        let max = f64::from(crate::limits::MAX_TOKENS);
+        let too_many = match *self {
+            Self::Fixed { tokens } => f64::from(tokens) > max,
+            Self::Uniform { max: hi, .. } => f64::from(hi) > max,
+            Self::Normal { mean, sd } => mean + 6.0 * sd > max,
+            Self::Lognormal { mean, .. } => mean > max,
+        };
+        if too_many {
+            return Err(ModelError::invalid(
+                field,
+                format!("{self:?}"),
+                "asks for more than 10,000,000 tokens per request",
+            ));
+        }
         match self {
             Self::Fixed { tokens } if *tokens == 0 => {
                 Err(ModelError::invalid(field, 0, "must be >= 1 token"))
@@ -240,7 +265,10 @@ impl Workload {
                     "must be >= 1",
                 ));
             }
-            Stop::Duration { seconds } => positive("workload.stop.seconds", seconds)?,
+            Stop::Duration { seconds } => {
+                positive("workload.stop.seconds", seconds)?;
+                duration("workload.stop.seconds", seconds)?;
+            }
             Stop::Count { .. } => {}
         }
         self.input_tokens.validate("workload.input_tokens")?;
@@ -320,8 +348,12 @@ fn yes() -> bool {
 impl ClientModel {
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<()> {
-        if self.workers == 0 {
-            return Err(ModelError::invalid("client.workers", 0, "must be >= 1"));
+        if self.workers == 0 || self.workers > crate::limits::MAX_SIM_WORKERS {
+            return Err(ModelError::invalid(
+                "client.workers",
+                self.workers,
+                "must be between 1 and 100,000",
+            ));
         }
         if self.max_in_flight_per_worker == Some(0) {
             return Err(ModelError::invalid(
@@ -332,6 +364,7 @@ impl ClientModel {
         }
         if let Some(t) = self.timeout_s {
             positive("client.timeout_s", t)?;
+            duration("client.timeout_s", t)?;
         }
         for (field, cost) in [
             ("client.costs.send", &self.costs.send),
@@ -361,14 +394,24 @@ fn positive(field: &'static str, v: f64) -> Result<()> {
     }
 }
 
-fn non_negative(field: &'static str, v: f64) -> Result<()> {
-    if v.is_finite() && v >= 0.0 {
-        Ok(())
-    } else {
-        Err(ModelError::invalid(
-            field,
-            v,
-            "must be a finite number >= 0",
-        ))
+/// A duration on the nanosecond clock (0 allowed).
+fn duration(field: &'static str, v: f64) -> Result<()> {
+    match crate::limits::duration_problem(v) {
+        None => Ok(()),
+        Some(reason) => Err(ModelError::invalid(field, v, reason)),
     }
+}
+
+/// A rate per second, > 0 and at most [`crate::limits::MAX_RATE_PER_S`].
+fn rate(field: &'static str, v: f64) -> Result<()> {
+    crate::units::Rate::per_s(v)
+        .map(|_| ())
+        .map_err(|e| match e {
+            ModelError::Invalid { value, reason, .. } => ModelError::Invalid {
+                name: field,
+                value,
+                reason,
+            },
+            other => other,
+        })
 }

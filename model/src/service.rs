@@ -486,26 +486,41 @@ impl std::str::FromStr for ServiceKind {
 }
 
 fn check_mean(mean_s: f64) -> Result<()> {
-    if mean_s.is_finite() && mean_s > 0.0 {
-        Ok(())
-    } else {
-        Err(ModelError::invalid(
+    if mean_s == 0.0 {
+        return Err(ModelError::invalid(
             "service mean",
             mean_s,
             "must be a finite duration > 0",
-        ))
+        ));
+    }
+    match crate::limits::duration_problem(mean_s) {
+        None => Ok(()),
+        Some(reason) => Err(ModelError::invalid("service mean", mean_s, reason)),
     }
 }
 
 fn check_scv(scv: f64) -> Result<()> {
-    if scv.is_finite() && scv >= 0.0 {
-        Ok(())
-    } else {
+    use crate::limits::{MAX_SCV, MIN_RANDOM_SCV};
+    if !(scv.is_finite() && scv >= 0.0) {
         Err(ModelError::invalid(
             "service scv",
             scv,
             "must be a finite number >= 0",
         ))
+    } else if scv > 0.0 && scv < MIN_RANDOM_SCV {
+        Err(ModelError::invalid(
+            "service scv",
+            scv,
+            "is below 1e-6: the service is deterministic to every printed digit (use 0)",
+        ))
+    } else if scv > MAX_SCV {
+        Err(ModelError::invalid(
+            "service scv",
+            scv,
+            "must be at most 1e6",
+        ))
+    } else {
+        Ok(())
     }
 }
 

@@ -16,15 +16,16 @@ use crate::error::{ModelError, Result};
 pub struct Rate(f64);
 
 impl Rate {
-    /// A rate of `per_s` per second; refuses zero, negatives, NaN and infinity.
+    /// A rate of `per_s` per second; refuses zero, negatives, NaN, infinity and rates
+    /// above [`crate::limits::MAX_RATE_PER_S`].
     pub fn per_s(per_s: f64) -> Result<Self> {
-        if per_s.is_finite() && per_s > 0.0 {
+        if per_s.is_finite() && per_s > 0.0 && per_s <= crate::limits::MAX_RATE_PER_S {
             Ok(Self(per_s))
         } else {
             Err(ModelError::invalid(
                 "rate",
                 per_s,
-                "must be a finite number > 0 per second",
+                "must be a finite number > 0 and at most 1e9 per second",
             ))
         }
     }
@@ -159,16 +160,12 @@ impl Seconds {
     /// Zero seconds.
     pub const ZERO: Seconds = Seconds(0.0);
 
-    /// `s` seconds; refuses negatives, NaN and infinity.
+    /// `s` seconds; refuses negatives, NaN, infinity and what the nanosecond clock
+    /// cannot hold (see [`crate::limits::duration_problem`]).
     pub fn new(s: f64) -> Result<Self> {
-        if s.is_finite() && s >= 0.0 {
-            Ok(Self(s))
-        } else {
-            Err(ModelError::invalid(
-                "duration",
-                s,
-                "must be a finite number of seconds >= 0",
-            ))
+        match crate::limits::duration_problem(s) {
+            None => Ok(Self(s)),
+            Some(reason) => Err(ModelError::invalid("duration", s, reason)),
         }
     }
 

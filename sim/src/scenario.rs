@@ -79,11 +79,11 @@ impl ServerModel {
                 self.inter_token_latency_std_dev_s,
             ),
         ] {
-            if !(v.is_finite() && v >= 0.0) {
+            if let Some(reason) = heisenbench_model::limits::duration_problem(v) {
                 return Err(ModelError::Invalid {
                     name,
-                    value: v.to_string(),
-                    reason: "must be a finite number >= 0",
+                    value: format!("{v:e}"),
+                    reason,
                 });
             }
         }

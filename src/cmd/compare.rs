@@ -57,7 +57,14 @@ pub fn run(a: CompareArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let mut results = Vec::new();
     match v.get("kind").and_then(Value::as_str) {
         Some("sim") => {
-            for run in v["runs"].as_array().into_iter().flatten() {
+            let runs = v["runs"].as_array().map_or(&[][..], Vec::as_slice);
+            if runs.is_empty() {
+                return Err(Failure::Usage(format!(
+                    "{}: a sim report with no runs",
+                    a.report.display()
+                )));
+            }
+            for run in runs {
                 let label = run["scenario"]["name"]
                     .as_str()
                     .unwrap_or("sim")
@@ -99,7 +106,7 @@ pub fn run(a: CompareArgs, out: &mut dyn Write) -> Result<(), Failure> {
             let obs = Observation {
                 event_rate_per_s: f.arrival_rate_per_s,
                 service,
-                burst: f.burst.max(1),
+                burst: f.burst,
                 arrivals: f
                     .round_robin_k
                     .map_or(LoopArrivals::Poisson, |k| LoopArrivals::RoundRobin { k }),

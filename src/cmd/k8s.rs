@@ -36,16 +36,67 @@ pub struct Manifests {
 
 const CONFIG_DIR: &str = "/etc/heisenbench";
 
+/// Refuses names Kubernetes would refuse, and run flags the pods would never see.
+fn check_names(a: &K8sArgs) -> Result<(), Failure> {
+    let ns = &a.namespace;
+    let label_ok = ns.len() <= 63
+        && !ns.is_empty()
+        && ns
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !ns.starts_with('-')
+        && !ns.ends_with('-');
+    if !label_ok {
+        return Err(Failure::Usage(format!(
+            "--namespace {ns:?}: not an RFC 1123 label (1-63 of a-z, 0-9 and '-', starting and ending with a letter or digit)"
+        )));
+    }
+    if a.image.trim().is_empty() || a.image.chars().any(char::is_whitespace) {
+        return Err(Failure::Usage(format!(
+            "--image {:?}: an image reference has no spaces and is not empty",
+            a.image
+        )));
+    }
+    let r = &a.run;
+    let ignored = [
+        ("--shard", r.shard.is_some()),
+        ("--start-at", r.start_at.is_some()),
+        ("--workers (use --shards)", r.workers.is_some()),
+        ("--shard-mode", r.shard_mode != "process"),
+        ("--calibration", r.calibration.is_some()),
+        ("--out", r.out.is_some()),
+        ("--csv", r.csv),
+        ("--json", r.json),
+    ];
+    if let Some((flag, _)) = ignored.iter().find(|(_, given)| *given) {
+        return Err(Failure::Usage(format!(
+            "k8s does not use {flag}: the pods' commands are fixed by the manifests"
+        )));
+    }
+    Ok(())
+}
+
 pub fn run(a: K8sArgs, out: &mut dyn Write) -> Result<(), Failure> {
     if a.run.url.is_none() {
         return Err(Failure::Usage(
             "k8s needs the server's --url (pods cannot reach an embedded mock)".into(),
         ));
     }
+    check_names(&a)?;
     let (mut cfg, _) = run_config(&a.run)?;
+    if heisenbench_live::run::config::redact_url(&cfg.url) != cfg.url {
+        return Err(Failure::Usage(
+            "k8s: the --url carries credentials, which would be written into the ConfigMap; keep the key in a Secret (--api-key-secret NAME/KEY)".into(),
+        ));
+    }
     cfg.workers = a.shards;
     cfg.shard_mode = heisenbench_live::run::config::ShardMode::Thread;
     cfg.validate()?;
+    if a.api_key_secret.is_none() && cfg.api_key_env.is_some() {
+        eprintln!(
+            "heisenbench: warning: --api-key-env without --api-key-secret: the pods get no such variable and send no key"
+        );
+    }
     if a.api_key_secret.is_some() && cfg.api_key_env.is_none() {
         cfg.api_key_env = Some("OPENAI_API_KEY".into());
     }

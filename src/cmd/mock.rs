@@ -33,6 +33,7 @@ pub fn config(a: MockArgs) -> MockConfig {
             a.failure_types
         },
         threads: a.threads,
+        header_timeout: a.header_timeout,
     }
 }
 

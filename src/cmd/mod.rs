@@ -60,6 +60,12 @@ pub(crate) fn write_json(
 /// reader never sees half a report.
 pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<(), Failure> {
     use anyhow::Context;
+    if path.is_dir() {
+        return Err(Failure::Usage(format!(
+            "{} is a directory; name a file",
+            path.display()
+        )));
+    }
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -73,8 +79,58 @@ pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<(), F
         std::process::id()
     ));
     std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Failure::Runtime(anyhow::anyhow!(
+            "cannot write {}: {e}",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks, before any work, that `dir` can be made and written into, so that minutes of
+/// measurement are never lost to an output that fails at the end.
+pub(crate) fn check_out_dir(dir: &std::path::Path) -> Result<(), Failure> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--out {} exists and is not a directory",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Failure::Usage(format!("cannot create {}: {e}", dir.display())))?;
+    let probe = dir.join(format!(".heisenbench-probe{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .map_err(|e| Failure::Usage(format!("cannot write into {}: {e}", dir.display())))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// Checks, before any work, that the file `path` can be written (its directory exists and
+/// takes files; it is not a directory itself).
+pub(crate) fn check_out_file(path: &std::path::Path) -> Result<(), Failure> {
+    if path.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--out {} is a directory; name a file",
+            path.display()
+        )));
+    }
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    if !dir.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--out {}: no directory {}",
+            path.display(),
+            dir.display()
+        )));
+    }
+    let probe = dir.join(format!(".heisenbench-probe{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .map_err(|e| Failure::Usage(format!("cannot write into {}: {e}", dir.display())))?;
+    let _ = std::fs::remove_file(&probe);
     Ok(())
 }
 

@@ -81,6 +81,9 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
         reasoning = why;
     }
     cfg.validate()?;
+    if let Some(dir) = &a.out {
+        super::check_out_dir(dir)?;
+    }
     // The embedded mock, when no URL was given.
     let mock = if a.url.is_none() {
         let m = MockServer::start(MockConfig {

@@ -37,6 +37,9 @@ pub fn run(a: SimArgs, out: &mut dyn Write) -> Result<(), Failure> {
         return textbook(q, out);
     }
     let scenarios = scenarios(&a)?;
+    if let Some(path) = &a.out {
+        super::check_out_file(path)?;
+    }
     let mut runs = Vec::new();
     for sc in scenarios {
         runs.push(simulate(sc, !a.json));

@@ -69,9 +69,7 @@ pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
         (None, None) => Some(builtin(secs)?),
     };
     if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Failure::Runtime(anyhow::anyhow!("cannot create {}: {e}", dir.display()))
-        })?;
+        super::check_out_dir(dir)?;
     }
     let plan = rates(a.from.get(), a.to.get(), a.steps as usize, a.geometric);
     let mut stages = Vec::new();

@@ -171,7 +171,15 @@ pub struct MockConfig {
     pub failure_types: Vec<FailureType>,
     /// Runtime worker threads (1: one core).
     pub threads: usize,
+    /// A connection that has not sent a whole request head this long after it opened or
+    /// after its previous response (idle keep-alive) is closed.
+    pub header_timeout: Duration,
 }
+
+/// The default of [`MockConfig::header_timeout`].
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(60);
+/// Most runtime threads the mock starts.
+pub const MAX_THREADS: usize = 256;
 
 impl Default for MockConfig {
     fn default() -> Self {
@@ -194,6 +202,7 @@ impl Default for MockConfig {
             failure_injection_rate: 0.0,
             failure_types: FailureType::ALL.to_vec(),
             threads: 1,
+            header_timeout: HEADER_TIMEOUT,
         }
     }
 }
@@ -229,11 +238,25 @@ impl MockConfig {
                 reason: "name at least one type",
             });
         }
-        if self.threads == 0 {
+        if self.threads == 0 || self.threads > MAX_THREADS {
             return Err(ModelError::Invalid {
                 name: "--threads",
+                value: self.threads.to_string(),
+                reason: "must be between 1 and 256",
+            });
+        }
+        if self.max_model_len == 0 {
+            return Err(ModelError::Invalid {
+                name: "--max-model-len",
                 value: "0".into(),
-                reason: "must be >= 1",
+                reason: "must be >= 1 token",
+            });
+        }
+        if self.header_timeout.is_zero() {
+            return Err(ModelError::Invalid {
+                name: "--header-timeout",
+                value: "0".into(),
+                reason: "must be > 0",
             });
         }
         if self.model.is_empty() {

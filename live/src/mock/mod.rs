@@ -640,9 +640,14 @@ async fn serve(
                 let mut stop = shutdown.clone();
                 let open = open.clone();
                 open.fetch_add(1, Relaxed);
+                let header_timeout = state.cfg.header_timeout;
                 tokio::spawn(async move {
                     let svc = hyper::service::service_fn(move |req| handle(req, state.clone()));
+                    // The header timer also runs while a kept-alive connection waits for its
+                    // next request, so it closes idle and half-sent connections alike.
                     let conn = hyper::server::conn::http1::Builder::new()
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(header_timeout)
                         .serve_connection(hyper_util::rt::TokioIo::new(stream), svc);
                     tokio::pin!(conn);
                     tokio::select! {

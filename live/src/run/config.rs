@@ -3,6 +3,7 @@
 use std::hash::Hasher;
 
 use heisenbench_model::ModelError;
+use heisenbench_model::limits::duration_problem;
 use heisenbench_model::scenario::Workload;
 use serde::{Deserialize, Serialize};
 
@@ -85,23 +86,26 @@ impl RunConfig {
                 "must start with http:// or https://",
             );
         }
-        if self.workers == 0 {
-            return bad("workers", "0".into(), "must be >= 1");
+        if self.workers == 0 || self.workers > heisenbench_model::limits::MAX_LOCAL_SHARDS {
+            return bad(
+                "workers",
+                self.workers.to_string(),
+                "must be between 1 and 1,024 on one machine (more machines: --shard I/N)",
+            );
         }
         if self.max_in_flight_per_shard == Some(0) {
             return bad("max_in_flight", "0".into(), "must be >= 1");
         }
-        if let Some(t) = self.timeout_s
-            && !(t.is_finite() && t > 0.0)
-        {
-            return bad("timeout", t.to_string(), "must be > 0");
+        if let Some(t) = self.timeout_s {
+            if t == 0.0 {
+                return bad("timeout", t.to_string(), "must be > 0");
+            }
+            if let Some(reason) = duration_problem(t) {
+                return bad("timeout", format!("{t:e}"), reason);
+            }
         }
-        if !(self.client_cost_s.is_finite() && self.client_cost_s >= 0.0) {
-            return bad(
-                "client_cost",
-                self.client_cost_s.to_string(),
-                "must be >= 0",
-            );
+        if let Some(reason) = duration_problem(self.client_cost_s) {
+            return bad("client_cost", format!("{:e}", self.client_cost_s), reason);
         }
         if self.model.is_empty() {
             return bad("model", String::new(), "must not be empty");

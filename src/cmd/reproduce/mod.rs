@@ -61,6 +61,7 @@ impl Scale {
 
 pub fn run(a: ReproduceArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let scale = Scale::of(&a);
+    super::check_out_dir(&a.out)?;
     let mut progress = |msg: &str| {
         if !a.json {
             let _ = writeln!(out, "[reproduce] {msg}");

@@ -1,0 +1,42 @@
+//! The bounds every numeric input is checked against, in one place.
+//!
+//! They are generous on purpose: each is far past any real benchmark, and exists so that a
+//! typo or a hostile value gets a clear refusal instead of a panic, a clamp, an allocation of
+//! gigabytes or a computation that never returns. Durations live on an integer-nanosecond
+//! clock, so they must be at least 1 ns (or exactly 0 where zero means "none") and fit it
+//! with room to add.
+
+/// The finest duration the clocks resolve, seconds.
+pub const MIN_NONZERO_SECONDS: f64 = 1e-9;
+/// The longest duration accepted, seconds (about 31.7 years: sums of many still fit u64 ns).
+pub const MAX_SECONDS: f64 = 1e9;
+/// The highest rate accepted, per second (one event per nanosecond).
+pub const MAX_RATE_PER_S: f64 = 1e9;
+/// Servers (client loops) in one pooled or sharded model.
+pub const MAX_SERVERS: u32 = 1_000_000;
+/// Events (chunks) in one burst, and tokens in one request.
+pub const MAX_TOKENS: u32 = 10_000_000;
+/// Client loops one simulation holds.
+pub const MAX_SIM_WORKERS: u32 = 100_000;
+/// Shards one machine starts (threads or processes); more machines take `--shard I/N`.
+pub const MAX_LOCAL_SHARDS: u32 = 1_024;
+/// Squared coefficient of variation of a random service time: below the minimum it is
+/// deterministic in every digit a report prints (use deterministic), above the maximum no
+/// finite sample is meaningful.
+pub const MIN_RANDOM_SCV: f64 = 1e-6;
+/// See [`MIN_RANDOM_SCV`].
+pub const MAX_SCV: f64 = 1e6;
+
+/// Why a duration is refused, if it is: `None` when it is finite, >= 0, on the nanosecond
+/// clock and at most [`MAX_SECONDS`].
+pub fn duration_problem(s: f64) -> Option<&'static str> {
+    if !(s.is_finite() && s >= 0.0) {
+        Some("must be a finite number of seconds >= 0")
+    } else if s > 0.0 && s < MIN_NONZERO_SECONDS {
+        Some("is below the 1 ns resolution of the clocks (0 or at least 1ns)")
+    } else if s > MAX_SECONDS {
+        Some("is beyond the nanosecond clock's range (at most 1e9 s)")
+    } else {
+        None
+    }
+}
