@@ -425,9 +425,16 @@ pub struct RunArgs {
     /// Ask for whole responses instead of streams.
     #[arg(long)]
     pub no_stream: bool,
-    /// The model field of each request.
-    #[arg(long, default_value = "heisenbench-mock")]
-    pub model: String,
+    /// The model field of each request (default: the one model the server's /v1/models
+    /// lists; the embedded mock's name without --url).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Extra trusted certificates (PEM, e.g. a private CA) for an https:// --url.
+    #[arg(long)]
+    pub ca_cert: Option<std::path::PathBuf>,
+    /// Do not verify the server's TLS certificate (the report says so).
+    #[arg(long)]
+    pub insecure: bool,
     /// Requests per second.
     #[arg(long, value_parser = parse_rate, allow_hyphen_values = true)]
     pub qps: Option<Rate>,
@@ -559,6 +566,12 @@ pub struct SweepArgs {
     /// Live: output tokens per request.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
     pub output_tokens: u32,
+    /// Live: prompt tokens per request.
+    #[arg(long, default_value_t = 320, value_parser = clap::value_parser!(u32).range(1..))]
+    pub prompt_tokens: u32,
+    /// Live: the model field (default: the one model the server's /v1/models lists).
+    #[arg(long)]
+    pub model: Option<String>,
     /// Keep going after two failing stages in a row (by default the sweep stops there).
     #[arg(long)]
     pub no_early_stop: bool,

@@ -141,6 +141,8 @@ pub fn measure(duration_s: f64, qps: f64) -> Result<Calibration, CalibrationErro
         shard_mode: ShardMode::Thread,
         client_cost_s: 0.0,
         csv: false,
+        ca_cert: None,
+        insecure: false,
     };
     let report = run(&cfg, &RunOptions::default())?;
     mock.shutdown();

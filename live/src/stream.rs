@@ -5,8 +5,11 @@
 //!
 //! * `choices[].text` (completions), `choices[].delta.content`, `delta.reasoning_content`
 //!   or `delta.reasoning` (chat; reasoning fields as vLLM, SGLang and Ollama name them):
-//!   a non-empty string makes the event a token event. A chat stream's first event with
-//!   only `delta.role`, or a final event with empty text, carries no token.
+//!   a chunk that carries one of them as a string carries a generated token, even when the
+//!   string is empty (llama.cpp's server streams "" for a token whose text it holds back,
+//!   and counts it in its usage). Two kinds of chunk carry no token although they may hold
+//!   an empty string: the chat stream's opening chunk (`delta.role`, empty content) and a
+//!   closing chunk (a finish reason, empty text).
 //! * `choices[].finish_reason`: any non-null value ends the generation.
 //! * `usage.completion_tokens`: the server's own count (the last one seen wins; vLLM's
 //!   continuous usage repeats it on every event).
@@ -86,6 +89,8 @@ struct RawDelta<'a> {
     reasoning_content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     reasoning: Option<Cow<'a, str>>,
+    #[serde(default)]
+    role: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -146,12 +151,18 @@ pub fn interpret(ev: SseEvent<'_>) -> StreamEvent {
         ..Chunk::default()
     };
     for c in raw.choices.iter().flatten() {
-        let nonempty = |s: &Option<Cow<'_, str>>| s.as_deref().is_some_and(|s| !s.is_empty());
-        chunk.token |= nonempty(&c.text)
-            || c.delta.as_ref().is_some_and(|d| {
-                nonempty(&d.content) || nonempty(&d.reasoning_content) || nonempty(&d.reasoning)
-            });
-        chunk.finished |= c.finish_reason.is_some();
+        let finished = c.finish_reason.is_some();
+        let texts = [
+            c.text.as_deref(),
+            c.delta.as_ref().and_then(|d| d.content.as_deref()),
+            c.delta.as_ref().and_then(|d| d.reasoning_content.as_deref()),
+            c.delta.as_ref().and_then(|d| d.reasoning.as_deref()),
+        ];
+        let any_text = texts.iter().any(Option::is_some);
+        let nonempty = texts.iter().flatten().any(|t| !t.is_empty());
+        let opening = c.delta.as_ref().is_some_and(|d| d.role.is_some());
+        chunk.token |= nonempty || (any_text && !finished && !opening);
+        chunk.finished |= finished;
     }
     StreamEvent::Chunk(chunk)
 }
@@ -274,18 +285,29 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_text_mid_stream_is_a_token() {
+        let StreamEvent::Chunk(c) = one(r#"{"choices":[{"text":"","finish_reason":null}]}"#)
+        else {
+            panic!()
+        };
+        assert!(c.token && !c.finished);
+    }
+
+    #[test]
     fn chunks_that_carry_no_token() {
         for d in [
             r#"{"choices":[{"delta":{"role":"assistant"}}]}"#,
             r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#,
             r#"{"choices":[{"delta":{"content":null}}]}"#,
+            r#"{"choices":[{"text":"","finish_reason":"stop"}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#,
             r#"{"choices":[]}"#,
             r#"{}"#,
         ] {
             let StreamEvent::Chunk(c) = one(d) else {
                 panic!("{d}")
             };
-            assert!(!c.token && !c.finished, "{d}");
+            assert!(!c.token, "{d}");
         }
     }
 
@@ -405,6 +427,8 @@ mod tests {
             (fixture!("llamacpp-python"), 3, None, Completed),
             (fixture!("llamacpp-python-chat"), 2, None, Completed),
             (fixture!("llamacpp-python-interrupted"), 2, None, Truncated),
+            (fixture!("llamacpp-python-recorded"), 8, None, Completed),
+            (fixture!("llamacpp-python-chat-recorded"), 6, None, Completed),
             (fixture!("starlette-crlf"), 5, None, Completed),
             (fixture!("ollama-chat"), 3, Some(3), Completed),
             (fixture!("openai-chat"), 2, Some(2), Completed),

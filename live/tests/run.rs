@@ -33,6 +33,8 @@ fn cfg(url: &str, workers: u32, requests: u64) -> RunConfig {
         shard_mode: ShardMode::Thread,
         client_cost_s: 0.0,
         csv: false,
+        ca_cert: None,
+        insecure: false,
     }
 }
 
@@ -296,6 +298,16 @@ fn real_servers_dialects_are_read_and_classed() {
             .get("Request failed during generation: Server error: CUDA out of memory"),
         Some(&3)
     );
+    // llama.cpp's server on an interrupted stream: [DONE] without a finish reason, then
+    // the connection drops before the body's last chunk. Truncated, not broken.
+    let body = "data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":null}]}\n\ndata: [DONE]\n\n";
+    let dropped: &'static [u8] = Box::leak(
+        format!("{SSE_HEAD}{:x}\r\n{body}\r\n", body.len())
+            .into_bytes()
+            .into_boxed_slice(),
+    );
+    let r = go(&cfg(&broken_server(dropped, false), 1, 3));
+    assert_eq!(r.accounting.failed.get("truncated"), Some(&3), "{:?}", r.accounting);
     // Only [DONE]: nothing was generated and nothing said it finished.
     let r = go(&cfg(&streaming_server(b"data: [DONE]\n\n"), 1, 3));
     assert_eq!(r.accounting.failed.get("truncated"), Some(&3));

@@ -83,6 +83,11 @@ pub fn run(a: K8sArgs, out: &mut dyn Write) -> Result<(), Failure> {
         ));
     }
     check_names(&a)?;
+    if a.run.model.is_none() && a.run.config.is_none() {
+        return Err(Failure::Usage(
+            "k8s needs --model: the manifests are written without asking the server".into(),
+        ));
+    }
     let (mut cfg, _) = run_config(&a.run)?;
     if heisenbench_live::run::config::redact_url(&cfg.url) != cfg.url {
         return Err(Failure::Usage(

@@ -416,7 +416,7 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
         }
     };
     let workers = a.workers.or(client.as_ref().map(|c| c.workers));
-    let cfg = RunConfig {
+    let mut cfg = RunConfig {
         name: file
             .as_ref()
             .map(|f| f.name.clone())
@@ -427,7 +427,11 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
         url: a.url.clone().unwrap_or_else(|| "http://127.0.0.1:0".into()),
         api,
         stream: !a.no_stream,
-        model: a.model.clone(),
+        // Resolved below when not given: the mock's name, or what the server serves.
+        model: a
+            .model
+            .clone()
+            .unwrap_or_else(|| MockConfig::default().model),
         api_key_env: a.api_key_env.clone(),
         timeout_s: a
             .timeout
@@ -440,9 +444,34 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
         shard_mode,
         client_cost_s: a.client_cost.map_or(0.0, Seconds::get),
         csv: a.csv,
+        ca_cert: a.ca_cert.clone(),
+        insecure: a.insecure,
     };
+    if a.model.is_none() && a.url.is_some() {
+        cfg.model = served_model(&cfg)?;
+    }
     cfg.validate()?;
     Ok((cfg, workers.is_some()))
+}
+
+/// The one model the server at `cfg.url` serves, from its `/v1/models`.
+pub(crate) fn served_model(cfg: &RunConfig) -> Result<String, Failure> {
+    let models = heisenbench_live::run::http::served_models(cfg).map_err(|e| {
+        Failure::Runtime(anyhow::anyhow!(
+            "cannot ask the server which model it serves (or pass --model): {e}"
+        ))
+    })?;
+    match models.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(Failure::Usage(
+            "the server lists no model at /v1/models: pass --model".into(),
+        )),
+        many => Err(Failure::Usage(format!(
+            "the server serves {} models; choose one with --model: {}",
+            many.len(),
+            many.join(", ")
+        ))),
+    }
 }
 
 /// The shard count `plan` gives for this load with the measured (or guessed) event cost,
@@ -552,6 +581,12 @@ fn write_outputs(dir: &Path, report: &RunReport, csv: bool) -> Result<(), Failur
 
 fn summary(out: &mut dyn Write, r: &RunReport) -> Result<(), Failure> {
     let a = &r.accounting;
+    if r.config.insecure {
+        writeln!(
+            out,
+            "WARNING: TLS certificate verification was OFF (--insecure): the server was not authenticated"
+        )?;
+    }
     if r.interrupted {
         writeln!(
             out,

@@ -75,6 +75,8 @@ pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let mut stages = Vec::new();
     let mut failing = 0;
     let mut stopped_early = false;
+    // Resolved at the first live stage when not given.
+    let mut model = a.model.clone().unwrap_or_default();
     for (i, q) in plan.iter().enumerate() {
         let (stage, report) = match (&base, &a.url) {
             (Some(sc), _) => {
@@ -89,13 +91,15 @@ pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 (s, serde_json::to_vec_pretty(&r))
             }
             (None, Some(url)) => {
-                let cfg = RunConfig {
+                let mut cfg = RunConfig {
                     name: format!("sweep stage {}", i + 1),
                     seed: 1,
                     workload: Workload {
                         arrivals: Arrivals::Poisson { rate_per_s: *q },
                         stop: Stop::Duration { seconds: secs },
-                        input_tokens: Lengths::Fixed { tokens: 320 },
+                        input_tokens: Lengths::Fixed {
+                            tokens: a.prompt_tokens,
+                        },
                         output_tokens: Lengths::Fixed {
                             tokens: a.output_tokens,
                         },
@@ -103,7 +107,7 @@ pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
                     url: url.clone(),
                     api: ApiKind::Completions,
                     stream: true,
-                    model: "heisenbench-mock".into(),
+                    model: model.clone(),
                     api_key_env: None,
                     timeout_s: Some(60.0),
                     max_in_flight_per_shard: None,
@@ -111,7 +115,13 @@ pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
                     shard_mode: ShardMode::Thread,
                     client_cost_s: 0.0,
                     csv: false,
+                    ca_cert: None,
+                    insecure: false,
                 };
+                if cfg.model.is_empty() {
+                    cfg.model = super::run::served_model(&cfg)?;
+                    model.clone_from(&cfg.model);
+                }
                 let r = run_live(&cfg, &RunOptions::default()).map_err(|e| match e {
                     heisenbench_live::run::RunError::Config(c) => Failure::Usage(c.to_string()),
                     other => Failure::Runtime(other.into()),

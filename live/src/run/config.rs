@@ -66,6 +66,12 @@ pub struct RunConfig {
     pub client_cost_s: f64,
     /// Keep a row per request for CSV output.
     pub csv: bool,
+    /// A PEM file of extra trusted certificates (a private CA) for `https://` targets.
+    #[serde(default)]
+    pub ca_cert: Option<std::path::PathBuf>,
+    /// Skip TLS certificate verification (reports say so).
+    #[serde(default)]
+    pub insecure: bool,
 }
 
 impl RunConfig {
@@ -129,10 +135,7 @@ impl RunConfig {
     /// The endpoint URL.
     pub fn endpoint(&self) -> String {
         let base = self.url.trim_end_matches('/');
-        let path = match self.api {
-            ApiKind::Completions => "/v1/completions",
-            ApiKind::Chat => "/v1/chat/completions",
-        };
+        let path = super::http::path(self.api);
         // A base given with its /v1 is accepted too.
         let base = base.strip_suffix("/v1").unwrap_or(base);
         format!("{base}{path}")

@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod distributed;
+pub mod http;
 pub mod result;
 pub mod shard;
 pub mod stop;

@@ -86,19 +86,8 @@ impl Ctx {
 }
 
 async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardResult> {
-    // rustls needs one process-wide crypto provider; a second install is a no-op.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .pool_idle_timeout(Duration::from_secs(90))
-        .build()
-        .map_err(std::io::Error::other)?;
-    let auth = task
-        .config
-        .api_key_env
-        .as_ref()
-        .and_then(|var| std::env::var(var).ok())
-        .map(|key| format!("Bearer {key}"));
+    let client = super::http::client(&task.config).map_err(std::io::Error::other)?;
+    let auth = super::http::authorization(&task.config);
     let ctx = Rc::new(Ctx {
         endpoint: task.config.endpoint(),
         shard: task.shard,
@@ -434,6 +423,10 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
                 parser.feed(&bytes, |ev| on_event(ev, arrival, cost_ns, seen, &mut r));
             }
             Ok(None) => break,
+            // After `[DONE]` the stream has ended as far as the API goes; a connection
+            // dropped before the HTTP body's own end (llama.cpp's server does that when a
+            // new request interrupts a stream) changes nothing: the events decide.
+            Err(_) if seen.stream.done => break,
             Err(e) => {
                 return match classify(&e) {
                     Outcome::TimedOut => Outcome::TimedOut,

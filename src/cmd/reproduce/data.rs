@@ -200,6 +200,8 @@ fn live_config(
         shard_mode: ShardMode::Thread,
         client_cost_s,
         csv: false,
+        ca_cert: None,
+        insecure: false,
     }
 }
 
