@@ -347,6 +347,8 @@ mod distributed {
                 "llm/api-key",
                 "--image",
                 "registry/heisenbench:1",
+                "--model",
+                "served-model",
             ],
             &[("OPENAI_API_KEY", "sk-must-not-leak")],
         );
@@ -592,4 +594,19 @@ mod signals {
         assert_eq!(r["accounting"]["balanced"], true);
         assert!(!alive(shards[1]), "the stopped shard was killed");
     }
+}
+
+/// The real-engine harness: llama.cpp's server on a generated model, every check of
+/// bench/llamacpp/run.sh. Opt-in (it compiles llama.cpp the first time):
+/// `cargo test --release --test binary -- --ignored llamacpp`.
+#[test]
+#[ignore = "opt-in: installs and runs llama.cpp's server (bench/llamacpp/run.sh)"]
+fn llamacpp_server_harness() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/llamacpp/run.sh");
+    let status = Command::new("bash")
+        .arg(root)
+        .env("HEISENBENCH", env!("CARGO_BIN_EXE_heisenbench"))
+        .status()
+        .expect("bash runs");
+    assert!(status.success(), "bench/llamacpp/run.sh: {status}");
 }

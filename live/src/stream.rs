@@ -155,7 +155,9 @@ pub fn interpret(ev: SseEvent<'_>) -> StreamEvent {
         let texts = [
             c.text.as_deref(),
             c.delta.as_ref().and_then(|d| d.content.as_deref()),
-            c.delta.as_ref().and_then(|d| d.reasoning_content.as_deref()),
+            c.delta
+                .as_ref()
+                .and_then(|d| d.reasoning_content.as_deref()),
             c.delta.as_ref().and_then(|d| d.reasoning.as_deref()),
         ];
         let any_text = texts.iter().any(Option::is_some);
@@ -286,8 +288,7 @@ mod tests {
 
     #[test]
     fn an_empty_text_mid_stream_is_a_token() {
-        let StreamEvent::Chunk(c) = one(r#"{"choices":[{"text":"","finish_reason":null}]}"#)
-        else {
+        let StreamEvent::Chunk(c) = one(r#"{"choices":[{"text":"","finish_reason":null}]}"#) else {
             panic!()
         };
         assert!(c.token && !c.finished);
@@ -428,7 +429,12 @@ mod tests {
             (fixture!("llamacpp-python-chat"), 2, None, Completed),
             (fixture!("llamacpp-python-interrupted"), 2, None, Truncated),
             (fixture!("llamacpp-python-recorded"), 8, None, Completed),
-            (fixture!("llamacpp-python-chat-recorded"), 6, None, Completed),
+            (
+                fixture!("llamacpp-python-chat-recorded"),
+                6,
+                None,
+                Completed,
+            ),
             (fixture!("starlette-crlf"), 5, None, Completed),
             (fixture!("ollama-chat"), 3, Some(3), Completed),
             (fixture!("openai-chat"), 2, Some(2), Completed),

@@ -184,8 +184,9 @@ fn broken_server(reply: &'static [u8], hold: bool) -> String {
     format!("http://{addr}")
 }
 
-const SSE_HEAD: &str =
-    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+/// The head of every raw server's stream. It says the connection closes after the
+/// response, so the client never reuses a connection the server is closing.
+const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
 
 #[test]
 fn broken_streams_are_classified() {
@@ -237,7 +238,7 @@ fn broken_streams_are_classified() {
 
     // A non-streamed body that is not JSON.
     let junk: &'static [u8] =
-        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 5\r\n\r\n{oops";
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 5\r\n\r\n{oops";
     let mut c = cfg(&broken_server(junk, false), 1, 3);
     c.stream = false;
     let r = go(&c);
@@ -250,10 +251,9 @@ fn broken_streams_are_classified() {
 }
 
 /// A server that streams `body` (one chunk of a chunked response) to every request, then
-/// closes (and says so, so the client never reuses a connection it is closing).
+/// closes.
 fn streaming_server(body: &[u8]) -> String {
-    let head = SSE_HEAD.replace("\r\n\r\n", "\r\nconnection: close\r\n\r\n");
-    let mut reply = format!("{head}{:x}\r\n", body.len()).into_bytes();
+    let mut reply = format!("{SSE_HEAD}{:x}\r\n", body.len()).into_bytes();
     reply.extend_from_slice(body);
     reply.extend_from_slice(b"\r\n0\r\n\r\n");
     broken_server(Box::leak(reply.into_boxed_slice()), false)
@@ -307,7 +307,12 @@ fn real_servers_dialects_are_read_and_classed() {
             .into_boxed_slice(),
     );
     let r = go(&cfg(&broken_server(dropped, false), 1, 3));
-    assert_eq!(r.accounting.failed.get("truncated"), Some(&3), "{:?}", r.accounting);
+    assert_eq!(
+        r.accounting.failed.get("truncated"),
+        Some(&3),
+        "{:?}",
+        r.accounting
+    );
     // Only [DONE]: nothing was generated and nothing said it finished.
     let r = go(&cfg(&streaming_server(b"data: [DONE]\n\n"), 1, 3));
     assert_eq!(r.accounting.failed.get("truncated"), Some(&3));
@@ -358,4 +363,99 @@ fn closed_loop_and_in_flight_cap() {
     let r = go(&c);
     assert_eq!(r.accounting.completed, 50);
     assert_eq!(r.merged.max_in_flight, 1);
+}
+
+/// A TLS server on loopback with a certificate for 127.0.0.1 made here, answering every
+/// request with `body` as an SSE stream. Returns its URL and the certificate (PEM).
+fn tls_server(body: &'static [u8]) -> (String, String) {
+    use std::sync::Arc;
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let pem = cert.pem();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = Arc::new(
+        rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+            )
+            .unwrap(),
+    );
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in l.incoming().take(32) {
+            let Ok(tcp) = stream else { continue };
+            let config = config.clone();
+            std::thread::spawn(move || {
+                let Ok(conn) = rustls::ServerConnection::new(config) else {
+                    return;
+                };
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let mut req = Vec::new();
+                let mut buf = [0u8; 4096];
+                // Read the head and the body (content-length) before answering.
+                loop {
+                    match tls.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => req.extend_from_slice(&buf[..n]),
+                    }
+                    let text = String::from_utf8_lossy(&req).to_lowercase();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let len = text
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        if req.len() >= end + 4 + len {
+                            break;
+                        }
+                    }
+                }
+                let mut reply = format!("{SSE_HEAD}{:x}\r\n", body.len()).into_bytes();
+                reply.extend_from_slice(body);
+                reply.extend_from_slice(b"\r\n0\r\n\r\n");
+                let _ = tls.write_all(&reply);
+                let _ = tls.flush();
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+            });
+        }
+    });
+    (format!("https://{addr}"), pem)
+}
+
+#[test]
+fn https_is_verified_and_a_private_ca_or_insecure_gets_through() {
+    let body = b"data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":null}]}\n\ndata: {\"choices\":[{\"text\":\"b\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n";
+    let (url, pem) = tls_server(body);
+    // Not trusted: every request fails to connect, none completes.
+    let r = go(&cfg(&url, 1, 3));
+    assert_eq!(r.accounting.completed, 0, "{:?}", r.accounting);
+    let said: Vec<_> = r.merged.server_messages.keys().collect();
+    assert!(said.iter().any(|m| m.contains("certificate")), "{said:?}");
+    // Trusted through --ca-cert.
+    let dir = std::env::temp_dir().join(format!("heisenbench-ca-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &pem).unwrap();
+    let mut c = cfg(&url, 1, 3);
+    c.ca_cert = Some(ca.clone());
+    let r = go(&c);
+    assert_eq!(r.accounting.completed, 3, "{:?}", r.accounting);
+    assert_eq!(r.tokens_stream, 6);
+    // Verification off.
+    let mut c = cfg(&url, 1, 3);
+    c.insecure = true;
+    let r = go(&c);
+    assert_eq!(r.accounting.completed, 3, "{:?}", r.accounting);
+    assert!(r.config.insecure);
+    // A CA file that holds no certificate is refused before anything is sent.
+    std::fs::write(&ca, "not a certificate").unwrap();
+    let mut c = cfg(&url, 1, 1);
+    c.ca_cert = Some(ca);
+    assert!(run(&c, &RunOptions::default()).is_err());
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -447,6 +447,7 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
         ca_cert: a.ca_cert.clone(),
         insecure: a.insecure,
     };
+    cfg.validate()?;
     if a.model.is_none() && a.url.is_some() {
         cfg.model = served_model(&cfg)?;
     }
@@ -624,7 +625,7 @@ fn summary(out: &mut dyn Write, r: &RunReport) -> Result<(), Failure> {
         }
     )?;
     for (message, n) in &r.merged.server_messages {
-        writeln!(out, "  server said ({n}x): {message}")?;
+        writeln!(out, "  error ({n}x): {message}")?;
     }
     if r.merged.zero_token_completions > 0 {
         writeln!(

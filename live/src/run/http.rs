@@ -26,13 +26,12 @@ pub enum HttpError {
     #[error("cannot build the HTTP client: {0}")]
     Build(#[source] reqwest::Error),
     /// The server could not be reached or its answer not read.
-    #[error("{url}: {source}")]
+    #[error("{url}: {reason}")]
     Request {
-        /// Where.
+        /// Where (credentials redacted).
         url: String,
-        /// What happened.
-        #[source]
-        source: reqwest::Error,
+        /// What happened, with its causes.
+        reason: String,
     },
     /// The server answered with an error status.
     #[error("{url}: HTTP {status}: {message}")]
@@ -52,6 +51,23 @@ pub enum HttpError {
         /// Why.
         reason: String,
     },
+}
+
+/// An error and its causes on one line, without the URL (which may carry credentials).
+pub fn error_chain(e: &reqwest::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        cause = c.source();
+    }
+    if parts.is_empty() {
+        parts.push("request failed".into());
+    }
+    clip(&parts.join(": "))
 }
 
 /// The client every shard of `cfg` uses.
@@ -113,9 +129,9 @@ pub fn served_models(cfg: &RunConfig) -> Result<Vec<String>, HttpError> {
             url: shown.clone(),
             reason: e.to_string(),
         })?;
-    let request = |source| HttpError::Request {
+    let request = |e: reqwest::Error| HttpError::Request {
         url: shown.clone(),
-        source,
+        reason: error_chain(&e),
     };
     let (status, body) = rt.block_on(async {
         let mut req = client.get(&url).timeout(Duration::from_secs(10));

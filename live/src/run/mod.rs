@@ -41,6 +41,9 @@ pub enum RunError {
     /// The configuration is invalid.
     #[error(transparent)]
     Config(#[from] heisenbench_model::ModelError),
+    /// The HTTP client cannot be built (a bad `--ca-cert`, say).
+    #[error(transparent)]
+    Http(#[from] http::HttpError),
     /// The worker binary could not be found.
     #[error("cannot find the heisenbench binary to start shard processes: {0}")]
     Exe(std::io::Error),
@@ -66,6 +69,8 @@ const DEADLINE_SLACK: Duration = Duration::from_secs(5);
 /// past it is killed and its slice counted as lost).
 pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
     cfg.validate()?;
+    // Fail before any shard starts if the client cannot be built.
+    http::client(cfg)?;
     let exe = match (cfg.shard_mode, &opts.exe) {
         (ShardMode::Process, Some(p)) => Some(p.clone()),
         (ShardMode::Process, None) => Some(std::env::current_exe().map_err(RunError::Exe)?),

@@ -346,7 +346,16 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
     }
     let mut resp = match req.send().await {
         Ok(r) => r,
-        Err(e) => return classify(&e),
+        Err(e) => {
+            let outcome = classify(&e);
+            // The cause (refused, TLS, DNS) is what a user needs to fix the run.
+            seen.stream.error = Some(format!(
+                "{}: {}",
+                outcome.key(),
+                super::http::error_chain(&e)
+            ));
+            return outcome;
+        }
     };
     seen.headers = Some(mono_ns());
     if ctx.result.borrow().clock_offset_estimate_s.is_none()
