@@ -55,7 +55,7 @@ impl Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Usage(m) | Self::Accounting(m) => f.write_str(m),
+            Self::Usage(m) | Self::Accounting(m) => f.write_str(&shorten_numbers(m)),
             Self::Interrupted => f.write_str("interrupted; the report holds what was measured"),
             // One line: the chain joined by ": ".
             Self::Runtime(e) => write!(f, "{e:#}"),
@@ -152,4 +152,27 @@ fn one_line(e: &clap::Error) -> String {
         };
     }
     first
+}
+
+/// `text` with every number longer than 20 characters written in scientific notation, so an
+/// echoed `1e300` given as 301 digits does not fill the screen.
+fn shorten_numbers(text: &str) -> String {
+    let is_num = |c: char| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_digit() || c == '-') {
+        let len = rest[start..]
+            .find(|c: char| !is_num(c))
+            .unwrap_or(rest.len() - start);
+        let token = &rest[start..start + len];
+        out.push_str(&rest[..start]);
+        match token.parse::<f64>() {
+            Ok(v) if len > 20 && v.is_finite() => out.push_str(&format!("{v:e}")),
+            _ => out.push_str(token),
+        }
+        // `len` >= 1: the token starts with the digit or '-' found.
+        rest = &rest[start + len..];
+    }
+    out.push_str(rest);
+    out
 }

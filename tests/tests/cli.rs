@@ -752,3 +752,186 @@ fn reproduce_smoke_writes_every_file() {
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_dir_all(&again).unwrap();
 }
+
+mod hostile {
+    //! Any number, however absurd, in any numeric input: a result or one clear error line,
+    //! never a panic, a hang or an output on failure. The guard (60 s a case) only catches
+    //! a computation that does not return; it measures nothing.
+
+    use proptest::prelude::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// Numbers a hostile user would try, as the command line spells them.
+    fn number() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("NaN".to_string()),
+            Just("inf".to_string()),
+            Just("-inf".to_string()),
+            Just("0".to_string()),
+            Just("-1".to_string()),
+            Just("5e-324".to_string()),
+            Just("1e-30".to_string()),
+            Just("1e308".to_string()),
+            Just("0.9999999999".to_string()),
+            Just("18446744073709551615".to_string()),
+            Just("4294967295".to_string()),
+            any::<f64>().prop_map(|v| v.to_string()),
+            (0.0f64..2.0).prop_map(|v| v.to_string()),
+            (1u64..1_000_000).prop_map(|v| v.to_string()),
+        ]
+    }
+
+    /// Runs `args` in process on its own thread; returns whether it succeeded, or panics
+    /// with what went wrong (a panic inside, a hang, output on failure, a multi-line error).
+    fn survives(args: Vec<String>) -> bool {
+        let (tx, rx) = mpsc::channel();
+        let shown = args.clone();
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let argv = std::iter::once("heisenbench".to_string()).chain(args);
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                heisenbench::run(argv, &mut out)
+            }));
+            let _ = tx.send(r.map(|r| (r.map_err(|e| (e.exit_code(), e.to_string())), out)));
+        });
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Err(_) => panic!("{shown:?} did not return within 60 s"),
+            Ok(Err(_)) => panic!("{shown:?} panicked"),
+            Ok(Ok((Ok(()), _))) => true,
+            Ok(Ok((Err((code, msg)), out))) => {
+                assert!(out.is_empty(), "{shown:?} printed before failing");
+                assert_eq!(code, 2, "{shown:?}: bad input is exit 2: {msg}");
+                assert_eq!(msg.lines().count(), 1, "{shown:?}: {msg}");
+                assert!(msg.len() < 400, "{shown:?}: {msg}");
+                false
+            }
+        }
+    }
+
+    fn s(parts: &[&str]) -> Vec<String> {
+        parts.iter().map(|p| p.to_string()).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn queue_models_take_any_number(
+            model in prop::sample::select(vec!["mm1", "md1", "mg1", "mxg1", "ekg1", "gg1", "mmc", "mgc"]),
+            rate in number(), mean in number(), scv in number(), count in number(),
+            unit in prop::sample::select(vec!["s", "us", "ns"]),
+        ) {
+            let mut args = s(&["model", model, "--rate", &rate, "--service-mean", &format!("{mean}{unit}")]);
+            match model {
+                "mg1" | "gg1" => args.extend(s(&["--service-scv", &scv])),
+                "mxg1" => args.extend(s(&["--batch", &count])),
+                "ekg1" => args.extend(s(&["--k", &count])),
+                "mmc" => args.extend(s(&["--servers", &count])),
+                "mgc" => args.extend(s(&["--servers", &count, "--service-scv", &scv])),
+                _ => {}
+            }
+            if model == "gg1" {
+                args.extend(s(&["--arrival-scv", &scv]));
+            }
+            survives(args);
+        }
+
+        #[test]
+        fn plan_takes_any_number(
+            qps in number(), events in number(), cost in number(), budget in number(),
+        ) {
+            survives(s(&[
+                "plan", "--qps", &qps, "--events-per-request", &events,
+                "--event-cost", &format!("{cost}us"), "--budget", &format!("p99={budget}ms"),
+            ]));
+        }
+
+        #[test]
+        fn scenario_files_take_any_number(
+            rate in number(), tokens in number(), cost in number(), itl in number(), workers in number(),
+        ) {
+            let text = format!(
+                r#"{{"name":"h","seed":1,"workload":{{"arrivals":{{"kind":"poisson","rate_per_s":{rate}}},
+                "stop":{{"kind":"count","requests":3}},"input_tokens":{{"kind":"fixed","tokens":{tokens}}},
+                "output_tokens":{{"kind":"fixed","tokens":2}}}},"client":{{"workers":{workers},
+                "costs":{{"chunk":{{"kind":"deterministic","mean_s":{cost}}}}}}},
+                "server":{{"inter_token_latency_s":{itl}}}}}"#
+            );
+            // Whatever JSON accepts must validate or be refused, without a panic.
+            if let Ok(sc) = heisenbench_sim::scenario::SimScenario::from_json(&text) {
+                let _ = sc.validate();
+            }
+        }
+    }
+
+    #[test]
+    fn regression_absurd_values_are_refused_not_clamped_or_run() {
+        // Class 1 and 5: a per-chunk cost of 1e300 s, a sub-nanosecond mean, a 343 GB sim.
+        for args in [
+            s(&["model", "mg1", "--rate", "1", "--service-mean", "1e-30s"]),
+            s(&["sim", "--preset", "paper-1000", "--workers", "4294967295"]),
+            s(&[
+                "model",
+                "mxg1",
+                "--rate",
+                "1",
+                "--service-mean",
+                "1ms",
+                "--batch",
+                "1000000000",
+            ]),
+            s(&[
+                "model",
+                "mmc",
+                "--rate",
+                "1",
+                "--service-mean",
+                "1s",
+                "--servers",
+                "4000000000",
+            ]),
+            s(&[
+                "model",
+                "mg1",
+                "--rate",
+                "1",
+                "--service-mean",
+                "1ms",
+                "--service-scv",
+                "1e-300",
+            ]),
+            s(&["run", "--prompt-tokens", "4000000000", "--qps", "1"]),
+            s(&["run", "--workers", "100000", "--qps", "1"]),
+            s(&["sweep", "--from", "1e300", "--to", "1e301"]),
+            s(&["run", "--seed", "-1"]),
+        ] {
+            assert!(!survives(args.clone()), "{args:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn regression_near_critical_load_returns() {
+        // Class 2: M/D/1 at rho 1 - 1e-10 used to run for minutes.
+        for rho in ["0.999999", "0.9999999999"] {
+            assert!(survives(s(&[
+                "model",
+                "md1",
+                "--rate",
+                rho,
+                "--service-mean",
+                "1s"
+            ])));
+        }
+        assert!(survives(s(&[
+            "model",
+            "mxg1",
+            "--rate",
+            "0.001",
+            "--service-mean",
+            "1us",
+            "--batch",
+            "1000000",
+        ])));
+    }
+}
