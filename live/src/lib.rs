@@ -10,6 +10,8 @@
 //!   returns and measuring from the intended send time; exact merge of their results.
 //! * [`sse`]: the sans-IO server-sent-events parser.
 //! * [`stream`]: what each event of an OpenAI-compatible stream says, and how a stream ended.
+//!   [`run::stop`] stops a run without losing what it measured; [`run::http`] builds the
+//!   client (TLS trust) and asks a server which model it serves.
 //! * [`calibrate`]: the generator's measured per-event cost on this machine.
 
 pub mod calibrate;
