@@ -145,7 +145,7 @@ pub enum QueueCmd {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         batch: u32,
     },
-    /// E_k/G/1: Erlang-k arrivals (one of k round-robin loops), Kingman.
+    /// E_k/G/1: Erlang-k arrivals (one of k round-robin loops), Lindley's equation on a lattice.
     Ekg1 {
         /// The queue.
         #[command(flatten)]
@@ -157,7 +157,7 @@ pub enum QueueCmd {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         batch: u32,
     },
-    /// G/G/1: renewal arrivals with a given inter-arrival SCV, Kingman.
+    /// G/G/1: gamma-family renewal arrivals with a given inter-arrival SCV, on a lattice.
     Gg1 {
         /// The queue.
         #[command(flatten)]

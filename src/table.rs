@@ -33,7 +33,17 @@ pub fn queue_rows(r: &QueueReport) -> Vec<(String, String)> {
     rows.extend([
         ("utilisation rho".into(), format!("{:.6}", r.rho)),
         ("P(wait > 0)".into(), format!("{:.6}", r.p_wait)),
-        ("mean wait Wq".into(), format_seconds(r.wq_mean_s)),
+        (
+            "mean wait Wq".into(),
+            match r.wq_mean_error_s {
+                Some(e) => format!(
+                    "{} (+-{} lattice)",
+                    format_seconds(r.wq_mean_s),
+                    format_seconds(e)
+                ),
+                None => format_seconds(r.wq_mean_s),
+            },
+        ),
     ]);
     if let Some(sd) = r.wq_sd_s {
         rows.push(("sd of wait".into(), format_seconds(sd)));

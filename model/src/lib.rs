@@ -8,8 +8,8 @@
 //!
 //! * [`service::Service`]: a per-event cost distribution with exact moments.
 //! * Queues implementing [`queue::WaitModel`]: [`mg1::Mg1`] (M/M/1, M/D/1, M/G/1),
-//!   [`batch::BatchMg1`] (M^X/G/1, token bursts), [`kingman::Kingman`] (G/G/1, E_k/G/1,
-//!   round-robin shards), [`mmc::Mgc`] (M/M/c, M/G/c, pooled loops). Each documents its
+//!   [`batch::BatchMg1`] (M^X/G/1, token bursts), [`gig1::Gig1`] (GI^X/G/1, E_k/G/1:
+//!   round-robin shards, solved on a lattice by [`lindley::LindleyGrid`]), [`mmc::Mgc`] (M/M/c, M/G/c, pooled loops). Each documents its
 //!   assumptions and how its tail is computed ([`queue::TailMethod`]).
 //! * [`plan::plan_workers`] and [`plan::max_qps`]: how many loops a load needs, and how
 //!   much load k loops carry.
@@ -48,8 +48,9 @@ pub mod batch;
 mod burst;
 pub mod compare;
 pub mod error;
-pub mod kingman;
+pub mod gig1;
 pub mod limits;
+pub mod lindley;
 pub mod metrics;
 pub mod mg1;
 pub mod mmc;

@@ -4,7 +4,7 @@
 //! Each loop is a single-threaded FIFO server with its own queue (one process or thread,
 //! one core). With random assignment of requests each loop sees Poisson bursts at 1/k of
 //! the rate: M^X/G/1 (M/G/1 for bursts of one). With round robin and one burst per
-//! request each loop sees every k-th request: E_k^X/G/1, smoother, by Kingman. When k
+//! request each loop sees every k-th request: E_k^X/G/1, smoother, solved on a lattice. When k
 //! loops share C < k cores, each loop gets C/k of a core, so every event takes k/C times
 //! as long: utilisation stops falling with k and waits grow; the plan says so.
 
@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::batch::BatchMg1;
 use crate::error::{ModelError, Result, min_stable_servers};
-use crate::kingman::Kingman;
+use crate::gig1::Gig1;
 use crate::queue::WaitModel;
 use crate::service::Service;
 use crate::units::{Quantile, Rate, Seconds, format_seconds};
@@ -195,7 +195,7 @@ impl Load {
             && workers > 1
             && self.burst == self.events_per_request;
         Ok(if erlang {
-            Box::new(Kingman::erlang(workers, rate, self.burst, service)?)
+            Box::new(Gig1::erlang(workers, rate, self.burst, service)?)
         } else {
             Box::new(BatchMg1::new(rate, self.burst, service)?)
         })

@@ -23,6 +23,9 @@ pub enum TailMethod {
     RenewalGrid,
     /// An exponential tail with P(W > 0) and the mean matched (G/G/1, M/G/c).
     ExponentialFit,
+    /// Lindley's equation solved on a lattice (Wiener-Hopf ladder heights), with a
+    /// lattice-error estimate.
+    LindleyLattice,
 }
 
 impl TailMethod {
@@ -36,6 +39,7 @@ impl TailMethod {
             }
             Self::CramerLundberg => "Cramer-Lundberg asymptote C exp(-theta t)",
             Self::RenewalGrid => "discretised renewal equation (bounded above and below)",
+            Self::LindleyLattice => "Lindley's equation on a lattice (Wiener-Hopf ladder heights)",
             Self::ExponentialFit => "exponential tail fitted to P(wait) and the mean",
         }
     }
@@ -70,6 +74,12 @@ pub trait WaitModel {
     }
     /// P(Wq > 0).
     fn p_wait(&self) -> f64;
+    /// The estimated numerical error of [`WaitModel::wait_mean_s`], when it is computed
+    /// numerically (None: closed form, or an approximation whose error is stated at its
+    /// type).
+    fn wait_mean_error_s(&self) -> Option<f64> {
+        None
+    }
     /// P(Wq > t).
     fn wait_tail(&self, t_s: f64) -> f64;
     /// How [`WaitModel::wait_tail`] is computed.
@@ -111,6 +121,10 @@ pub struct QueueReport {
     pub wq_mean_s: f64,
     /// Standard deviation of the wait, where known (M/G/1: Takacs).
     pub wq_sd_s: Option<f64>,
+    /// The estimated numerical error of the mean wait, where it is computed numerically
+    /// (the lattice solution of GI/G/1), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wq_mean_error_s: Option<f64>,
     /// Mean number waiting.
     pub lq: f64,
     /// Mean time in system, seconds.
@@ -150,6 +164,7 @@ impl QueueReport {
             rho: m.rho(),
             wq_mean_s: wq,
             wq_sd_s: sd,
+            wq_mean_error_s: m.wait_mean_error_s(),
             lq: lambda * wq,
             w_mean_s: wq + es,
             l: lambda * (wq + es),

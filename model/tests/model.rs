@@ -3,7 +3,7 @@
 
 use heisenbench_model::ModelError;
 use heisenbench_model::batch::BatchMg1;
-use heisenbench_model::kingman::Kingman;
+use heisenbench_model::gig1::Gig1;
 use heisenbench_model::mg1::{Mg1, md1_wait_cdf};
 use heisenbench_model::mmc::{Mgc, erlang_c};
 use heisenbench_model::plan::{Assignment, Budget, Hardware, Load, max_qps, plan_workers};
@@ -232,14 +232,15 @@ fn bursts_dominate_at_low_load() {
 }
 
 #[test]
-fn kingman_reduces_to_pk_for_poisson_and_falls_with_k() {
+fn renewal_queue_reduces_to_pk_for_poisson_and_falls_with_k() {
     let s = Service::gamma(1.0, 0.7).unwrap();
     let pk = Mg1::new(0.8, s.clone()).unwrap().wait_mean_s();
-    let gi = Kingman::new(0.8, 1.0, 1, s.clone()).unwrap().wait_mean_s();
-    assert!(rel(gi, pk) < 1e-12);
+    // The lattice solution of Poisson arrivals is P-K to its lattice error (0.5 %).
+    let gi = Gig1::new(0.8, 1.0, 1, s.clone()).unwrap().wait_mean_s();
+    assert!(rel(gi, pk) < 0.005, "{gi} vs {pk}");
     let mut last = pk;
     for k in 2..6 {
-        let w = Kingman::erlang(k, 0.8, 1, s.clone()).unwrap().wait_mean_s();
+        let w = Gig1::erlang(k, 0.8, 1, s.clone()).unwrap().wait_mean_s();
         assert!(w < last);
         last = w;
     }

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use heisenbench_model::batch::BatchMg1;
-use heisenbench_model::kingman::Kingman;
+use heisenbench_model::gig1::Gig1;
 use heisenbench_model::mg1::Mg1;
 use heisenbench_model::mmc::Mgc;
 use heisenbench_model::queue::WaitModel;
@@ -52,7 +52,7 @@ pub fn run(cmd: QueueCmd, out: &mut dyn Write) -> Result<(), Failure> {
         QueueCmd::Ekg1 { queue, k, batch } => {
             let burst_rate = queue.basic.rate.get() / f64::from(*batch);
             (
-                Box::new(Kingman::erlang(*k, burst_rate, *batch, service(queue)?)?),
+                Box::new(Gig1::erlang(*k, burst_rate, *batch, service(queue)?)?),
                 queue.basic.json,
             )
         }
@@ -63,7 +63,7 @@ pub fn run(cmd: QueueCmd, out: &mut dyn Write) -> Result<(), Failure> {
         } => {
             let burst_rate = queue.basic.rate.get() / f64::from(*batch);
             (
-                Box::new(Kingman::new(
+                Box::new(Gig1::new(
                     burst_rate,
                     *arrival_scv,
                     *batch,

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use heisenbench_model::batch::BatchMg1;
-use heisenbench_model::kingman::Kingman;
+use heisenbench_model::gig1::Gig1;
 use heisenbench_model::queue::WaitModel;
 use heisenbench_model::scenario::{Arrivals, Stop};
 use heisenbench_model::service::Service;
@@ -370,15 +370,15 @@ fn textbook(a: QueueSimArgs, out: &mut dyn Write) -> Result<(), Failure> {
     if rho >= 1.0 {
         return Err(heisenbench_model::ModelError::unstable(rho, 1).into());
     }
-    // The model for these gaps: Poisson is exact theory, gamma gaps go through Kingman.
+    // The model for these gaps: Poisson is exact theory, other gaps the lattice solution.
     let model = match gaps {
         Gaps::Poisson => BatchMg1::new(spec.rate_per_s, 1, service.clone())
             .ok()
             .map(|q| q.report()),
-        Gaps::Constant => Kingman::new(spec.rate_per_s, 0.0, 1, service.clone())
+        Gaps::Constant => Gig1::new(spec.rate_per_s, 0.0, 1, service.clone())
             .ok()
             .map(|q| q.report()),
-        Gaps::Gamma { shape } => Kingman::new(spec.rate_per_s, 1.0 / shape, 1, service.clone())
+        Gaps::Gamma { shape } => Gig1::new(spec.rate_per_s, 1.0 / shape, 1, service.clone())
             .ok()
             .map(|q| q.report()),
     };

@@ -423,13 +423,9 @@ fn sim_scenario_file_round_trip_and_bad_fields() {
         "a report's scenario reproduces the report"
     );
     let bad = dir.join("bad.json");
-    std::fs::write(
-        &bad,
-        scenario
-            .to_string()
-            .replace("\"workers\":6", "\"workers\":0"),
-    )
-    .unwrap();
+    let mut broken = scenario.clone();
+    broken["client"]["workers"] = serde_json::json!(0);
+    std::fs::write(&bad, broken.to_string()).unwrap();
     let e = fails(&["sim", bad.to_str().unwrap()]);
     assert_eq!(e.exit_code(), 2);
     assert!(e.to_string().contains("client.workers"), "{e}");
@@ -933,5 +929,83 @@ mod hostile {
             "--batch",
             "1000000",
         ])));
+    }
+}
+
+mod lattice_vs_simulation {
+    //! The GI/G/1 lattice solution against the simulator's Lindley recursion (an
+    //! independent method: sampled gaps and services, batch-means intervals), on a
+    //! representative dozen of the exact-models grid. `bench/lindley-grid.sh` runs all of it.
+    //!
+    //! Tolerance: 3 half-widths of the 95 % interval (the estimate lands inside with
+    //! probability far above 0.99 if the model is right), plus the lattice's own error
+    //! estimate, plus 0.2 % for the simulator's HDR histogram rounding of quantiles.
+
+    use heisenbench_model::gig1::Gig1;
+    use heisenbench_model::queue::WaitModel;
+    use heisenbench_model::service::Service;
+    use heisenbench_sim::textbook::{Gaps, QueueSpec, lindley};
+
+    fn check(k: u32, rho: f64, service: Service) {
+        let model = Gig1::erlang(k, rho / service.mean_s(), 1, service.clone()).unwrap();
+        let spec = QueueSpec {
+            rate_per_s: rho / service.mean_s(),
+            gaps: Gaps::Gamma {
+                shape: f64::from(k),
+            },
+            service: service.clone(),
+            customers: 2_000_000,
+            warmup: 200_000,
+            batches: 32,
+            seed: 11,
+        };
+        let sim = lindley(&spec);
+        let err = model.wait_mean_error_s().unwrap_or(0.0);
+        let label = format!("E_{k}/{service:?}/1 rho {rho}");
+        assert!(
+            sim.wait_mean_s.covers(model.wait_mean_s(), 3.0, err),
+            "{label}: mean {} vs simulated {:?}",
+            model.wait_mean_s(),
+            sim.wait_mean_s
+        );
+        assert!(
+            sim.p_wait.covers(model.p_wait(), 3.0, 0.002),
+            "{label}: P(wait) {} vs simulated {:?}",
+            model.p_wait(),
+            sim.p_wait
+        );
+        for (q, est) in &sim.wait_quantiles_s {
+            let m = model.wait_quantile_s(*q);
+            assert!(
+                est.covers(m, 3.0, 0.002 * m + err),
+                "{label}: {q:?} {m} vs simulated {est:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_dozen_of_the_grid() {
+        let d = Service::deterministic(1.0).unwrap();
+        let m = Service::exponential(1.0).unwrap();
+        let g05 = Service::gamma(1.0, 0.5).unwrap();
+        let g4 = Service::gamma(1.0, 4.0).unwrap();
+        let ln1 = Service::lognormal(1.0, 1.0).unwrap();
+        let ln4 = Service::lognormal(1.0, 4.0).unwrap();
+        for (k, rho, s) in [
+            (2, 0.5, &d),
+            (21, 0.952, &d),
+            (100, 0.9, &d),
+            (4, 0.8, &m),
+            (21, 0.95, &m),
+            (2, 0.9, &g05),
+            (21, 0.8, &g05),
+            (4, 0.5, &g4),
+            (2, 0.8, &g4),
+            (4, 0.9, &ln1),
+            (100, 0.5, &ln1),
+            (2, 0.8, &ln4),
+        ] {
+            check(k, rho, s.clone());
+        }
     }
 }

@@ -65,7 +65,7 @@ fn captions(s: &Story) -> [(&'static str, String); 8] {
             "Each dot is one run: the model's mean client wait (M/G/1, M^X/G/1 or E_k/G/1, chosen by the run's \
              arrival pattern) against the simulated or measured one, both counted from when each event was due \
              (with a zero-latency server: its request's intended time). Points on y = x are explained by \
-             queueing alone; the E_k runs carry the Kingman approximation's own error (10-20 %)."
+             queueing alone; the E_k model is Lindley's equation solved on a lattice, exact to its stated lattice error."
                 .into(),
         ),
         (
