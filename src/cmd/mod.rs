@@ -60,16 +60,7 @@ pub(crate) fn write_json(
 /// reader never sees half a report.
 pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<(), Failure> {
     use anyhow::Context;
-    if path.is_dir() {
-        return Err(Failure::Usage(format!(
-            "{} is a directory; name a file",
-            path.display()
-        )));
-    }
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
+    let dir = file_dir(path)?;
     let name = path
         .file_name()
         .ok_or_else(|| Failure::Usage(format!("--out {} names no file", path.display())))?;
@@ -100,6 +91,25 @@ pub(crate) fn check_out_dir(dir: &std::path::Path) -> Result<(), Failure> {
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::Usage(format!("cannot create {}: {e}", dir.display())))?;
+    probe(dir)
+}
+
+/// The directory a file `path` goes into; refuses a path that is a directory.
+fn file_dir(path: &std::path::Path) -> Result<&std::path::Path, Failure> {
+    if path.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--out {} is a directory; name a file",
+            path.display()
+        )));
+    }
+    Ok(path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new(".")))
+}
+
+/// Writes and removes an empty file in `dir`, to learn that it takes files.
+fn probe(dir: &std::path::Path) -> Result<(), Failure> {
     let probe = dir.join(format!(".heisenbench-probe{}", std::process::id()));
     std::fs::write(&probe, b"")
         .map_err(|e| Failure::Usage(format!("cannot write into {}: {e}", dir.display())))?;
@@ -110,16 +120,7 @@ pub(crate) fn check_out_dir(dir: &std::path::Path) -> Result<(), Failure> {
 /// Checks, before any work, that the file `path` can be written (its directory exists and
 /// takes files; it is not a directory itself).
 pub(crate) fn check_out_file(path: &std::path::Path) -> Result<(), Failure> {
-    if path.is_dir() {
-        return Err(Failure::Usage(format!(
-            "--out {} is a directory; name a file",
-            path.display()
-        )));
-    }
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
+    let dir = file_dir(path)?;
     if !dir.is_dir() {
         return Err(Failure::Usage(format!(
             "--out {}: no directory {}",
@@ -127,11 +128,7 @@ pub(crate) fn check_out_file(path: &std::path::Path) -> Result<(), Failure> {
             dir.display()
         )));
     }
-    let probe = dir.join(format!(".heisenbench-probe{}", std::process::id()));
-    std::fs::write(&probe, b"")
-        .map_err(|e| Failure::Usage(format!("cannot write into {}: {e}", dir.display())))?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
+    probe(dir)
 }
 
 /// Send times from a trace file: one per line, seconds from the start; blank lines and
