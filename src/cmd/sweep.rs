@@ -77,7 +77,13 @@ pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let mut stopped_early = false;
     // Resolved at the first live stage when not given.
     let mut model = a.model.clone().unwrap_or_default();
+    // Ctrl-C ends the sweep after the stages done; the one running is dropped.
+    let stop = heisenbench_live::run::stop::StopSignal::new();
+    heisenbench_live::run::stop::listen_for_signals(stop.clone(), true)?;
     for (i, q) in plan.iter().enumerate() {
+        if stop.is_stopped() {
+            break;
+        }
         let (stage, report) = match (&base, &a.url) {
             (Some(sc), _) => {
                 let mut sc = sc.clone();
@@ -122,10 +128,17 @@ pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
                     cfg.model = super::run::served_model(&cfg)?;
                     model.clone_from(&cfg.model);
                 }
-                let r = run_live(&cfg, &RunOptions::default()).map_err(|e| match e {
+                let opts = RunOptions {
+                    stop: stop.clone(),
+                    ..RunOptions::default()
+                };
+                let r = run_live(&cfg, &opts).map_err(|e| match e {
                     heisenbench_live::run::RunError::Config(c) => Failure::Usage(c.to_string()),
                     other => Failure::Runtime(other.into()),
                 })?;
+                if r.interrupted {
+                    break;
+                }
                 let s = Stage {
                     offered_qps: *q,
                     achieved_qps: r.achieved_qps,
@@ -176,9 +189,15 @@ pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
         )?;
     }
     if a.json {
-        return write_json(out, &profile);
+        write_json(out, &profile)?;
+        return if stop.is_stopped() {
+            Err(Failure::Interrupted)
+        } else {
+            Ok(())
+        };
     }
     match profile.knee_qps {
+        _ if profile.stages.is_empty() => writeln!(out, "no stage finished")?,
         Some(k) => writeln!(
             out,
             "knee: {k:.1} req/s, the highest rate at which every stage up to it met: {}",
@@ -192,6 +211,13 @@ pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
     }
     if stopped_early {
         writeln!(out, "(stopped after two failing stages in a row)")?;
+    }
+    if stop.is_stopped() {
+        writeln!(
+            out,
+            "(interrupted: the profile holds the stages finished before)"
+        )?;
+        return Err(Failure::Interrupted);
     }
     Ok(())
 }

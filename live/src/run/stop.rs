@@ -53,44 +53,69 @@ impl StopSignal {
     }
 }
 
-/// Starts a thread that throws `stop` on the first SIGINT or SIGTERM (saying so on stderr
-/// if `announce`) and exits the process with status 130 on the second.
+/// Makes the first SIGINT or SIGTERM throw `stop` (saying so on stderr if `announce`) and
+/// the second exit the process with status 130. One listener thread serves the whole
+/// process, started by the first call; each call adds its switch (a switch already thrown
+/// is dropped at the next signal).
 pub fn listen_for_signals(stop: StopSignal, announce: bool) -> std::io::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    // Register before returning, so a signal that comes right after is not missed.
-    let (mut int, mut term) = rt.block_on(async {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok::<_, std::io::Error>((
-            signal(SignalKind::interrupt())?,
-            signal(SignalKind::terminate())?,
-        ))
-    })?;
-    std::thread::Builder::new()
-        .name("heisenbench-signals".into())
-        .spawn(move || {
-            rt.block_on(async move {
-                for n in 0.. {
-                    tokio::select! {
-                        _ = int.recv() => {}
-                        _ = term.recv() => {}
-                    }
-                    if n == 0 {
-                        if announce {
-                            eprintln!(
-                            "heisenbench: stopping: no new requests, {} s for those in flight, then the report (again to quit at once)",
-                            GRACE.as_secs()
-                            );
-                        }
-                        stop.stop();
-                    } else {
-                        std::process::exit(130);
-                    }
-                }
-            })
+    use std::sync::{Mutex, OnceLock};
+    static WATCHED: OnceLock<Mutex<Vec<(StopSignal, bool)>>> = OnceLock::new();
+    static STARTED: OnceLock<std::io::Result<()>> = OnceLock::new();
+    WATCHED
+        .get_or_init(|| Mutex::new(Vec::new()))
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push((stop, announce));
+    let started = STARTED.get_or_init(|| {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        // Register before returning, so a signal that comes right after is not missed.
+        let (mut int, mut term) = rt.block_on(async {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok::<_, std::io::Error>((
+                signal(SignalKind::interrupt())?,
+                signal(SignalKind::terminate())?,
+            ))
         })?;
-    Ok(())
+        std::thread::Builder::new()
+            .name("heisenbench-signals".into())
+            .spawn(move || {
+                rt.block_on(async move {
+                    loop {
+                        tokio::select! {
+                            _ = int.recv() => {}
+                            _ = term.recv() => {}
+                        }
+                        let mut watched = WATCHED
+                            .get_or_init(|| Mutex::new(Vec::new()))
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        let running: Vec<_> =
+                            watched.iter().filter(|(s, _)| !s.is_stopped()).cloned().collect();
+                        if running.is_empty() {
+                            // Nothing left to stop gracefully: this is the second signal.
+                            std::process::exit(130);
+                        }
+                        for (s, announce) in &running {
+                            if *announce {
+                                eprintln!(
+                                    "heisenbench: stopping: no new requests, {} s for those in flight, then the report (again to quit at once)",
+                                    GRACE.as_secs()
+                                );
+                            }
+                            s.stop();
+                        }
+                        *watched = running;
+                    }
+                })
+            })?;
+        Ok(())
+    });
+    match started {
+        Ok(()) => Ok(()),
+        Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
 use heisenbench_live::run::config::{ApiKind, RunConfig, ShardMode};
 use heisenbench_live::run::result::RunReport;
+use heisenbench_live::run::stop::StopSignal;
 use heisenbench_live::run::{RunOptions, run as run_live};
 use heisenbench_model::batch::BatchMg1;
 use heisenbench_model::mg1::Mg1;
@@ -80,7 +81,11 @@ fn series(label: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
 }
 
 /// Runs everything; `progress` hears about each part.
-pub fn gather(scale: Scale, progress: &mut dyn FnMut(&str)) -> Result<Story, Failure> {
+pub fn gather(
+    scale: Scale,
+    stop: &StopSignal,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Story, Failure> {
     progress("simulating the paper presets");
     let mut presets = Vec::new();
     for name in ["paper-1000", "paper-5000"] {
@@ -91,7 +96,7 @@ pub fn gather(scale: Scale, progress: &mut dyn FnMut(&str)) -> Result<Story, Fai
     progress("simulating achieved vs offered rates");
     let (rate_failure, rate_runs) = rate_failure_sim(scale)?;
     progress("running the live generator against the embedded mock");
-    let (live_series, live_runs) = live_runs(scale)?;
+    let (live_series, live_runs) = live_runs(scale, stop)?;
     let mut rate_failure = rate_failure;
     rate_failure.series.extend(live_series);
     progress("textbook queues against theory");
@@ -205,7 +210,11 @@ fn live_config(
     }
 }
 
-fn live_runs(scale: Scale) -> Result<(Vec<Series>, Vec<RunReport>), Failure> {
+fn live_runs(scale: Scale, stop: &StopSignal) -> Result<(Vec<Series>, Vec<RunReport>), Failure> {
+    let opts = RunOptions {
+        stop: stop.clone(),
+        ..RunOptions::default()
+    };
     let mock = MockServer::start(MockConfig {
         port: 0,
         max_num_seqs: 1_000_000,
@@ -228,7 +237,10 @@ fn live_runs(scale: Scale) -> Result<(Vec<Series>, Vec<RunReport>), Failure> {
             1,
             PYTHON_CHUNK_COST_S,
         );
-        let r = run_live(&cfg, &RunOptions::default()).map_err(|e| Failure::Runtime(e.into()))?;
+        let r = run_live(&cfg, &opts).map_err(|e| Failure::Runtime(e.into()))?;
+        if r.interrupted {
+            return Err(Failure::Interrupted);
+        }
         slow.push((q, r.achieved_qps));
         runs.push(r);
     }
@@ -241,7 +253,10 @@ fn live_runs(scale: Scale) -> Result<(Vec<Series>, Vec<RunReport>), Failure> {
             2,
             0.0,
         );
-        let r = run_live(&cfg, &RunOptions::default()).map_err(|e| Failure::Runtime(e.into()))?;
+        let r = run_live(&cfg, &opts).map_err(|e| Failure::Runtime(e.into()))?;
+        if r.interrupted {
+            return Err(Failure::Interrupted);
+        }
         own.push((q, r.achieved_qps));
         runs.push(r);
     }

@@ -68,7 +68,13 @@ pub fn run(a: ReproduceArgs, out: &mut dyn Write) -> Result<(), Failure> {
             let _ = out.flush();
         }
     };
-    let story = data::gather(scale, &mut progress)?;
+    // Ctrl-C stops the live runs; nothing is written then (the outputs are all or none).
+    let stop = heisenbench_live::run::stop::StopSignal::new();
+    heisenbench_live::run::stop::listen_for_signals(stop.clone(), true)?;
+    let story = data::gather(scale, &stop, &mut progress)?;
+    if stop.is_stopped() {
+        return Err(Failure::Interrupted);
+    }
     let dir = &a.out;
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::Runtime(anyhow::anyhow!("cannot create {}: {e}", dir.display())))?;
