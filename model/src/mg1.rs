@@ -39,11 +39,24 @@ pub struct Mg1 {
 
 #[derive(Debug, Clone)]
 enum Mg1Tail {
-    Exact { decay: f64 },
-    Deterministic { cl: CramerLundberg },
+    Exact {
+        decay: f64,
+    },
+    Deterministic {
+        cl: CramerLundberg,
+    },
     CramerLundberg(CramerLundberg),
     Grid(Box<RenewalGrid>),
+    /// Past [`HEAVY_TRAFFIC_RHO`] without a Cramer-Lundberg tail: the heavy-traffic limit.
+    HeavyTraffic,
 }
+
+/// Above this utilisation a heavy-tailed M/G/1 takes the heavy-traffic limit instead of the
+/// renewal grid, whose cells cannot span waits of 1 / (1 - rho) services any more. Kingman's
+/// heavy-traffic theorem (finite E[S^2]): W (1 - rho) tends to an exponential, so
+/// P(W > t) = rho e^{-rho t / E[W]} (P(wait) and the mean exact). At rho 0.995 it is within
+/// 2 % of the grid's p50 for lognormal SCV 1 to 4.
+pub const HEAVY_TRAFFIC_RHO: f64 = 0.995;
 
 impl Mg1 {
     /// An M/G/1 queue with arrival rate `lambda_per_s` and the given service.
@@ -72,6 +85,7 @@ impl Mg1 {
                     Mg1Tail::Deterministic { cl }
                 }
                 Some(cl) if rho >= CL_MIN_RHO => Mg1Tail::CramerLundberg(cl),
+                _ if rho > HEAVY_TRAFFIC_RHO => Mg1Tail::HeavyTraffic,
                 _ => {
                     let wq = pk_mean(lambda_per_s, &service);
                     Mg1Tail::Grid(Box::new(RenewalGrid::solve(rho, s, wq)))
@@ -176,6 +190,10 @@ impl WaitModel for Mg1 {
             }
             Mg1Tail::CramerLundberg(cl) => cl.tail(t),
             Mg1Tail::Grid(g) => g.tail(t).min(self.rho()),
+            Mg1Tail::HeavyTraffic => {
+                let rho = self.rho();
+                rho * (-rho * t / self.wait_mean_s()).exp()
+            }
         }
     }
 
@@ -192,6 +210,7 @@ impl WaitModel for Mg1 {
             }
             Mg1Tail::CramerLundberg(_) => TailMethod::CramerLundberg,
             Mg1Tail::Grid(_) => TailMethod::RenewalGrid,
+            Mg1Tail::HeavyTraffic => TailMethod::HeavyTraffic,
         }
     }
 
@@ -206,6 +225,14 @@ impl WaitModel for Mg1 {
                 }
             }
             Mg1Tail::CramerLundberg(cl) => cl.quantile(q),
+            Mg1Tail::HeavyTraffic => {
+                let rho = self.rho();
+                if q.tail() >= rho {
+                    0.0
+                } else {
+                    (rho / q.tail()).ln() * self.wait_mean_s() / rho
+                }
+            }
             _ => {
                 let scale = self.wait_mean_s().max(self.service.mean_s());
                 crate::tail::quantile_by_bisection(|t| self.wait_tail(t), q, scale)

@@ -23,6 +23,8 @@ pub enum TailMethod {
     RenewalGrid,
     /// An exponential tail with P(W > 0) and the mean matched (G/G/1, M/G/c).
     ExponentialFit,
+    /// The heavy-traffic limit: an exponential with P(wait) and the mean exact.
+    HeavyTraffic,
     /// Lindley's equation solved on a lattice (Wiener-Hopf ladder heights), with a
     /// lattice-error estimate.
     LindleyLattice,
@@ -39,6 +41,9 @@ impl TailMethod {
             }
             Self::CramerLundberg => "Cramer-Lundberg asymptote C exp(-theta t)",
             Self::RenewalGrid => "discretised renewal equation (bounded above and below)",
+            Self::HeavyTraffic => {
+                "heavy-traffic limit (exponential with P(wait) and the mean exact)"
+            }
             Self::LindleyLattice => "Lindley's equation on a lattice (Wiener-Hopf ladder heights)",
             Self::ExponentialFit => "exponential tail fitted to P(wait) and the mean",
         }

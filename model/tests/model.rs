@@ -429,3 +429,25 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn heavy_tails_at_extreme_load_stay_consistent() {
+    // Hardening class 5: lognormal M/G/1 at rho 0.9999 used to give p50 = 0 with
+    // P(wait) = 0.9999 and a p90 a million times the mean.
+    for rho in [0.996, 0.9999, 0.999999] {
+        let q = Mg1::new(rho, Service::lognormal(1.0, 4.0).unwrap()).unwrap();
+        let r = q.report();
+        let qs = [r.wq_p50_s, r.wq_p90_s, r.wq_p99_s, r.wq_p999_s];
+        assert!(
+            qs[0] > 0.0,
+            "p50 must be positive when P(wait) = {}",
+            r.p_wait
+        );
+        assert!(qs.windows(2).all(|w| w[0] <= w[1]), "{qs:?}");
+        // An exponential with P(wait) rho and mean E[W]: the median is
+        // E[W] / rho x ln(2 rho), and nothing near a million times the mean.
+        let p50 = r.wq_mean_s / rho * (2.0 * rho).ln();
+        assert!(rel(qs[0], p50) < 1e-9, "{} vs {p50}", qs[0]);
+        assert!(qs[3] < 20.0 * r.wq_mean_s);
+    }
+}
