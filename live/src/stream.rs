@@ -27,6 +27,8 @@ use serde::de::IgnoredAny;
 
 use crate::sse::SseEvent;
 
+mod fast;
+
 /// One event's meaning.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamEvent {
@@ -123,6 +125,16 @@ pub fn interpret(ev: SseEvent<'_>) -> StreamEvent {
     if ev.data == b"[DONE]" {
         return StreamEvent::Done;
     }
+    // The common case in one pass; anything unusual goes to serde (the same answer).
+    if let Some(c) = fast::chunk(ev.data) {
+        return StreamEvent::Chunk(c);
+    }
+    parse(ev.data)
+}
+
+/// The serde path of [`interpret`] for a data line that is neither `[DONE]` nor typed.
+fn parse(data: &[u8]) -> StreamEvent {
+    let ev = SseEvent { event: b"", data };
     // serde would also read a struct from a JSON array: only an object is an event.
     if ev.data.trim_ascii_start().first() != Some(&b'{') {
         return StreamEvent::Malformed;

@@ -14,6 +14,7 @@ use crate::args::CompareArgs;
 
 /// A foreign client's measurements.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Foreign {
     /// Events per second on one client loop.
     arrival_rate_per_s: f64,
@@ -27,6 +28,7 @@ struct Foreign {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Observed {
     mean_s: Option<f64>,
     p50_s: Option<f64>,

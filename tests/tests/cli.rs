@@ -1009,3 +1009,168 @@ mod lattice_vs_simulation {
         }
     }
 }
+
+mod hardening_classes {
+    //! One regression test per class of the hardening review that the property tests and
+    //! the binary tests (signals, lost shards) do not already cover by name.
+
+    use super::{fails, ok};
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("heisenbench-hc-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn class_5_merge_sums_never_wrap_and_impossible_shards_are_refused() {
+        let dir = tmp("merge");
+        let out = dir.join("s");
+        ok(&[
+            "run",
+            "--qps",
+            "200",
+            "--requests",
+            "20",
+            "--output-tokens",
+            "2",
+            "--workers",
+            "1",
+            "--shard-mode",
+            "thread",
+            "--shard",
+            "0/2",
+            "--url",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--timeout",
+            "1s",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let text = std::fs::read_to_string(out.join("shard-0.json")).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        // A counter at u64::MAX plus the other shards must not wrap into a small number.
+        v["result"]["outcomes"]["connect_failed"] = serde_json::json!(u64::MAX);
+        let wrapped = dir.join("wrapped.json");
+        std::fs::write(&wrapped, v.to_string()).unwrap();
+        let mut printed = Vec::new();
+        let e = heisenbench::run(
+            ["heisenbench", "merge", wrapped.to_str().unwrap()],
+            &mut printed,
+        )
+        .expect_err("a sum that cannot be held does not balance");
+        assert_eq!(e.exit_code(), 3, "{e}");
+        assert!(String::from_utf8_lossy(&printed).contains("NOT BALANCED"));
+        // Index 7 of 2, and a shard count of 0.
+        for (key, value) in [("shard", 7), ("shards", 0)] {
+            let mut bad: serde_json::Value = serde_json::from_str(&text).unwrap();
+            bad[key] = serde_json::json!(value);
+            let f = dir.join(format!("bad-{key}.json"));
+            std::fs::write(&f, bad.to_string()).unwrap();
+            let e = fails(&["merge", f.to_str().unwrap()]);
+            assert_eq!(e.exit_code(), 2, "{key}: {e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn class_6_bad_data_is_refused_with_its_name() {
+        let dir = tmp("data");
+        let foreign = |extra: &str| {
+            format!(
+                r#"{{"arrival_rate_per_s": 1000, "event_cost_mean_s": 0.0002, {extra} "observed": {{"mean_s": 0.001}}}}"#
+            )
+        };
+        for (name, text, needle) in [
+            ("burst0", foreign(r#""burst": 0,"#), "burst"),
+            ("rr0", foreign(r#""round_robin_k": 0,"#), "round_robin_k"),
+            ("typo", foreign(r#""brust": 4,"#), "brust"),
+            (
+                "negative",
+                r#"{"arrival_rate_per_s": 1000, "event_cost_mean_s": 0.0002, "observed": {"mean_s": -1}}"#.into(),
+                "observed wait",
+            ),
+            ("empty", r#"{"kind": "sim", "runs": []}"#.into(), "no runs"),
+        ] {
+            let f = dir.join(format!("{name}.json"));
+            std::fs::write(&f, text).unwrap();
+            let e = fails(&["compare", f.to_str().unwrap()]);
+            assert_eq!(e.exit_code(), 2, "{name}: {e}");
+            assert!(e.to_string().contains(needle), "{name}: {e}");
+        }
+        // A scenario with a misspelt field is refused with the field's name.
+        let f = dir.join("scenario.json");
+        std::fs::write(
+            &f,
+            r#"{"workload":{"arrivals":{"kind":"poisson","rate_per_s":10},"stop":{"kind":"count","requests":3},
+               "input_tokens":{"kind":"fixed","tokens":2},"output_tokens":{"kind":"fixed","tokens":2}},
+               "client":{"workers":1,"polcy":"random"}}"#,
+        )
+        .unwrap();
+        let e = fails(&["sim", f.to_str().unwrap()]);
+        assert!(e.to_string().contains("polcy"), "{e}");
+        // k8s: an invalid namespace, an empty image, a flag the pods would never see.
+        for extra in [
+            &["--namespace", "Bad_NS"][..],
+            &["--image", ""],
+            &["--out", "/tmp/x"],
+        ] {
+            let mut args = vec![
+                "k8s",
+                "--shards",
+                "2",
+                "--url",
+                "http://s:1",
+                "--model",
+                "m",
+                "--qps",
+                "5",
+            ];
+            args.extend_from_slice(extra);
+            assert_eq!(fails(&args).exit_code(), 2, "{extra:?}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn class_7_errors_name_what_is_missing() {
+        let e = fails(&["model", "md1"]);
+        assert!(e.to_string().contains("--rate"), "{e}");
+        assert!(e.to_string().contains("--service-mean"), "{e}");
+        let e = fails(&["run", "--seed", "-1"]);
+        assert!(e.to_string().contains("must not be negative"), "{e}");
+        let long = format!("1{}", "0".repeat(300));
+        let e = fails(&["model", "mm1", "--rate", &long, "--service-mean", "1s"]);
+        assert!(e.to_string().len() < 200, "{e}");
+    }
+
+    #[test]
+    fn class_8_outputs_are_checked_before_the_work() {
+        let dir = tmp("files");
+        // A directory where a file is wanted: refused, and nothing left behind.
+        let e = fails(&[
+            "sim",
+            "--preset",
+            "paper-1000",
+            "--duration",
+            "100ms",
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        // reproduce into an existing file: refused at once, before minutes of runs.
+        let file = dir.join("a-file");
+        std::fs::write(&file, "x").unwrap();
+        let t0 = std::time::Instant::now();
+        let e = fails(&["reproduce", "--out", file.to_str().unwrap()]);
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(10),
+            "it started working first"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -384,12 +384,17 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
             StreamEvent::Error(m) => m,
             _ => clip(&String::from_utf8_lossy(&body)),
         };
-        let reason = status.canonical_reason().unwrap_or("");
-        seen.stream.error = Some(format!(
-            "http_{}: {}",
-            status.as_u16(),
-            if message.is_empty() { reason } else { &message }
-        ));
+        let hint = super::http::explain_status(status.as_u16());
+        let said = if message.is_empty() {
+            status.canonical_reason().unwrap_or("").to_string()
+        } else {
+            message
+        };
+        seen.stream.error = Some(if hint.is_empty() {
+            format!("http_{}: {said}", status.as_u16())
+        } else {
+            format!("http_{}: {hint}; the server said: {said}", status.as_u16())
+        });
         return Outcome::HttpStatus(status.as_u16());
     }
     if !ctx.cfg.stream {

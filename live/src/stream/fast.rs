@@ -1,0 +1,491 @@
+//! The fast path of [`super::interpret`]: one pass over the bytes of a chunk, no allocation.
+//!
+//! It reads the same JSON grammar serde_json does (any spacing and key order, nested values
+//! skipped) and answers only when it is sure to give what the serde path gives; on anything
+//! it does not handle itself it returns `None` and the serde path decides. Handed back:
+//! backslash escapes, bytes outside ASCII and control characters inside strings (serde
+//! validates them), a repeated key among those read (serde refuses duplicates), numbers
+//! that are not plain u64 where one is read, an `error` member or an `"object"` of
+//! `"error"`, and nesting deeper than 64. A property test holds the two paths equal on
+//! random chunks.
+
+use super::Chunk;
+
+/// The chunk `data` describes, or `None` to let the serde path decide.
+pub(super) fn chunk(data: &[u8]) -> Option<Chunk> {
+    let mut s = Scan { b: data, i: 0 };
+    let c = s.top()?;
+    s.ws();
+    (s.i == s.b.len()).then_some(c)
+}
+
+struct Scan<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+/// Keys of the top-level object that are read; a second occurrence hands back.
+#[derive(Default)]
+struct Seen {
+    choices: bool,
+    usage: bool,
+    sent: bool,
+    object: bool,
+    error: bool,
+    message: bool,
+}
+
+impl<'a> Scan<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> Option<()> {
+        self.ws();
+        (self.peek()? == c).then(|| self.i += 1)
+    }
+
+    /// A string without escapes or non-ASCII bytes; returns its contents.
+    fn string(&mut self) -> Option<&'a [u8]> {
+        self.eat(b'"')?;
+        let start = self.i;
+        loop {
+            let c = self.peek()?;
+            match c {
+                b'"' => {
+                    self.i += 1;
+                    let b: &'a [u8] = self.b;
+                    return Some(&b[start..self.i - 1]);
+                }
+                b'\\' | 0x80.. | 0..=0x1f => return None,
+                _ => self.i += 1,
+            }
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        self.b[self.i..]
+            .starts_with(word)
+            .then(|| self.i += word.len())
+    }
+
+    /// `null`, consumed; false (nothing consumed) for any other value.
+    fn null(&mut self) -> bool {
+        self.ws();
+        self.literal(b"null").is_some()
+    }
+
+    /// A JSON number by its grammar.
+    fn number(&mut self) -> Option<()> {
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        match self.peek()? {
+            b'0' => self.i += 1,
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            self.need_digits()?;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.i += 1;
+            }
+            self.need_digits()?;
+        }
+        Some(())
+    }
+
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.i += 1;
+        }
+    }
+
+    fn need_digits(&mut self) -> Option<()> {
+        let start = self.i;
+        self.digits();
+        (self.i > start).then_some(())
+    }
+
+    /// A plain unsigned integer that fits u64 (no sign, fraction or exponent).
+    fn u64(&mut self) -> Option<u64> {
+        self.ws();
+        let start = self.i;
+        self.digits();
+        let text = &self.b[start..self.i];
+        if text.is_empty() || (text.len() > 1 && text[0] == b'0') {
+            return None;
+        }
+        if let Some(b'.' | b'e' | b'E') = self.peek() {
+            return None;
+        }
+        std::str::from_utf8(text).ok()?.parse().ok()
+    }
+
+    /// Skips any value.
+    fn skip(&mut self, depth: u32) -> Option<()> {
+        if depth > 64 {
+            return None;
+        }
+        self.ws();
+        match self.peek()? {
+            b'"' => self.string().map(|_| ()),
+            b'{' => {
+                self.i += 1;
+                self.ws();
+                if self.peek()? == b'}' {
+                    self.i += 1;
+                    return Some(());
+                }
+                loop {
+                    self.string()?;
+                    self.eat(b':')?;
+                    self.skip(depth + 1)?;
+                    self.ws();
+                    match self.peek()? {
+                        b',' => self.i += 1,
+                        b'}' => {
+                            self.i += 1;
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            b'[' => {
+                self.i += 1;
+                self.ws();
+                if self.peek()? == b']' {
+                    self.i += 1;
+                    return Some(());
+                }
+                loop {
+                    self.skip(depth + 1)?;
+                    self.ws();
+                    match self.peek()? {
+                        b',' => self.i += 1,
+                        b']' => {
+                            self.i += 1;
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number(),
+        }
+    }
+
+    /// Calls `field` for each key of an object (the scanner then at its value, which the
+    /// callback must consume).
+    fn object(&mut self, mut field: impl FnMut(&mut Self, &[u8]) -> Option<()>) -> Option<()> {
+        self.eat(b'{')?;
+        self.ws();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            let key = self.string()?;
+            self.eat(b':')?;
+            field(self, key)?;
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string or null: Some(Some(empty?)) for a string, Some(None) for null.
+    fn text(&mut self) -> Option<Option<bool>> {
+        if self.null() {
+            return Some(None);
+        }
+        self.string().map(|s| Some(s.is_empty()))
+    }
+
+    fn top(&mut self) -> Option<Chunk> {
+        let mut c = Chunk::default();
+        let mut seen = Seen::default();
+        let once = |flag: &mut bool| (!std::mem::replace(flag, true)).then_some(());
+        self.object(|s, key| match key {
+            b"choices" => {
+                once(&mut seen.choices)?;
+                if s.null() {
+                    return Some(());
+                }
+                s.eat(b'[')?;
+                s.ws();
+                if s.peek()? == b']' {
+                    s.i += 1;
+                    return Some(());
+                }
+                loop {
+                    s.choice(&mut c)?;
+                    s.ws();
+                    match s.peek()? {
+                        b',' => s.i += 1,
+                        b']' => {
+                            s.i += 1;
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            b"usage" => {
+                once(&mut seen.usage)?;
+                if s.null() {
+                    return Some(());
+                }
+                let mut tokens_seen = false;
+                s.object(|s, k| match k {
+                    b"completion_tokens" => {
+                        once(&mut tokens_seen)?;
+                        if !s.null() {
+                            c.usage = Some(s.u64()?);
+                        }
+                        Some(())
+                    }
+                    _ => s.skip(1),
+                })
+            }
+            b"heisenbench_sent_ns" => {
+                once(&mut seen.sent)?;
+                if !s.null() {
+                    c.sent_ns = Some(s.u64()?);
+                }
+                Some(())
+            }
+            b"object" => {
+                once(&mut seen.object)?;
+                if s.null() {
+                    return Some(());
+                }
+                (s.string()? != b"error").then_some(())
+            }
+            // An error is the serde path's to read (and a null one changes nothing).
+            b"error" => {
+                once(&mut seen.error)?;
+                s.null().then_some(())
+            }
+            // Read only with an error, but serde wants it a string or null.
+            b"message" => {
+                once(&mut seen.message)?;
+                s.text().map(|_| ())
+            }
+            _ => s.skip(1),
+        })?;
+        Some(c)
+    }
+
+    fn choice(&mut self, c: &mut Chunk) -> Option<()> {
+        let (mut text, mut finished) = (None, false);
+        let (mut delta_texts, mut role) = ([None; 3], false);
+        let mut keys = [false; 3];
+        self.object(|s, key| match key {
+            b"text" => {
+                (!std::mem::replace(&mut keys[0], true)).then_some(())?;
+                text = s.text()?;
+                Some(())
+            }
+            b"finish_reason" => {
+                (!std::mem::replace(&mut keys[1], true)).then_some(())?;
+                if !s.null() {
+                    finished = true;
+                    s.skip(2)?;
+                }
+                Some(())
+            }
+            b"delta" => {
+                (!std::mem::replace(&mut keys[2], true)).then_some(())?;
+                if s.null() {
+                    return Some(());
+                }
+                let mut dkeys = [false; 4];
+                s.object(|s, k| {
+                    let slot = match k {
+                        b"content" => 0,
+                        b"reasoning_content" => 1,
+                        b"reasoning" => 2,
+                        b"role" => 3,
+                        _ => return s.skip(2),
+                    };
+                    (!std::mem::replace(&mut dkeys[slot], true)).then_some(())?;
+                    if slot == 3 {
+                        if !s.null() {
+                            role = true;
+                            s.skip(3)?;
+                        }
+                        return Some(());
+                    }
+                    delta_texts[slot] = s.text()?;
+                    Some(())
+                })
+            }
+            _ => s.skip(2),
+        })?;
+        let texts = [text, delta_texts[0], delta_texts[1], delta_texts[2]];
+        let any_text = texts.iter().any(Option::is_some);
+        let nonempty = texts.iter().flatten().any(|empty| !empty);
+        c.token |= nonempty || (any_text && !finished && !role);
+        c.finished |= finished;
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{StreamEvent, parse};
+    use super::chunk;
+    use proptest::prelude::*;
+
+    /// JSON values a server might put anywhere, awkward ones included.
+    fn value() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("null".to_string()),
+            Just("true".to_string()),
+            Just("false".to_string()),
+            Just("\"\"".to_string()),
+            Just("\" word\"".to_string()),
+            Just("\"caf\u{e9}\"".to_string()),
+            Just("\"a\\\"b\\n\"".to_string()),
+            Just("\"\\u00e9\"".to_string()),
+            Just("\"bad\\q\"".to_string()),
+            Just("0".to_string()),
+            Just("-1".to_string()),
+            Just("01".to_string()),
+            Just("1.5e3".to_string()),
+            Just("18446744073709551615".to_string()),
+            Just("18446744073709551616".to_string()),
+            Just("nul".to_string()),
+            (0u64..1_000_000_000).prop_map(|n| n.to_string()),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..3)
+                    .prop_map(|v| format!("[{}]", v.join(","))),
+                proptest::collection::vec(("[a-z_]{1,6}", inner), 0..3).prop_map(|v| {
+                    let fields: Vec<String> =
+                        v.into_iter().map(|(k, x)| format!("\"{k}\":{x}")).collect();
+                    format!("{{{}}}", fields.join(","))
+                }),
+            ]
+        })
+    }
+
+    /// A field of a choice, mostly the ones that matter.
+    fn choice_field() -> impl Strategy<Value = String> {
+        let key = prop::sample::select(vec![
+            "text",
+            "delta",
+            "finish_reason",
+            "index",
+            "logprobs",
+            "text",
+        ]);
+        let delta = proptest::collection::vec(
+            (
+                prop::sample::select(vec![
+                    "content",
+                    "reasoning_content",
+                    "reasoning",
+                    "role",
+                    "tool_calls",
+                ]),
+                value(),
+            ),
+            0..4,
+        )
+        .prop_map(|v| {
+            let f: Vec<String> = v
+                .into_iter()
+                .map(|(k, x)| format!("\"{k}\": {x}"))
+                .collect();
+            format!("{{{}}}", f.join(", "))
+        });
+        (key, prop_oneof![value(), delta]).prop_map(|(k, v)| format!("\"{k}\" : {v}"))
+    }
+
+    fn chunk_json() -> impl Strategy<Value = String> {
+        let choice = proptest::collection::vec(choice_field(), 0..5)
+            .prop_map(|f| format!("{{{}}}", f.join(",")));
+        let top_field = prop_oneof![
+            proptest::collection::vec(choice, 0..3)
+                .prop_map(|c| format!("\"choices\":[{}]", c.join(", "))),
+            value().prop_map(|v| format!("\"choices\":{v}")),
+            value().prop_map(|v| format!("\"usage\":{v}")),
+            (0u64..1000).prop_map(|n| format!(
+                "\"usage\": {{\"prompt_tokens\": 3, \"completion_tokens\": {n}}}"
+            )),
+            value().prop_map(|v| format!("\"heisenbench_sent_ns\":{v}")),
+            (0u64..u64::MAX).prop_map(|n| format!("\"heisenbench_sent_ns\":{n}")),
+            value().prop_map(|v| format!("\"object\":{v}")),
+            Just("\"object\":\"error\"".to_string()),
+            value().prop_map(|v| format!("\"error\":{v}")),
+            value().prop_map(|v| format!("\"message\":{v}")),
+            ("[a-z]{1,5}", value()).prop_map(|(k, v)| format!("\"{k}\":{v}")),
+        ];
+        (
+            proptest::collection::vec(top_field, 0..6),
+            prop::sample::select(vec!["", " ", "\n  ", "\t"]),
+        )
+            .prop_map(|(f, sp)| format!("{sp}{{{sp}{}{sp}}}{sp}", f.join(&format!(",{sp}"))))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 4000, ..ProptestConfig::default() })]
+
+        #[test]
+        fn the_fast_path_answers_as_serde_or_not_at_all(data in chunk_json()) {
+            if let Some(c) = chunk(data.as_bytes()) {
+                prop_assert_eq!(StreamEvent::Chunk(c), parse(data.as_bytes()), "{}", data);
+            }
+        }
+    }
+
+    /// The equivalence test above means something only if the fast path answers often.
+    #[test]
+    fn the_generated_chunks_often_take_the_fast_path() {
+        use proptest::strategy::ValueTree;
+        use proptest::test_runner::TestRunner;
+        let mut runner = TestRunner::deterministic();
+        let (mut fast, mut all) = (0, 0);
+        for _ in 0..2000 {
+            let data = chunk_json().new_tree(&mut runner).unwrap().current();
+            all += 1;
+            fast += usize::from(chunk(data.as_bytes()).is_some());
+        }
+        assert!(fast * 5 > all, "only {fast} of {all} took the fast path");
+    }
+
+    #[test]
+    fn the_mock_and_real_servers_take_the_fast_path() {
+        for d in [
+            r#"{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" w","logprobs":null,"finish_reason":null}],"heisenbench_sent_ns":123}"#,
+            r#"{"id": "cmpl-3f", "object": "text_completion", "created": 1, "model": "tiny.gguf", "choices": [{"text": " alpha", "index": 0, "logprobs": null, "finish_reason": null}]}"#,
+            r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":4,"total_tokens":9}}"#,
+        ] {
+            assert!(chunk(d.as_bytes()).is_some(), "{d}");
+        }
+    }
+}
