@@ -258,6 +258,10 @@ pub struct PlanArgs {
     /// Instead: the largest QPS that --workers loops carry under the budget.
     #[arg(long, requires = "workers")]
     pub max_qps: bool,
+    /// Check the plan by simulation: the chosen count and one fewer, each loop simulated
+    /// (Lindley's recursion over bursts, about 2 million events), with 95 % intervals.
+    #[arg(long, conflicts_with = "max_qps")]
+    pub check: bool,
     /// Loops, for --max-qps.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub workers: Option<u32>,

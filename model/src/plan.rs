@@ -146,8 +146,12 @@ impl Load {
         event_cost: Service,
         assignment: Assignment,
     ) -> Result<Self> {
-        if events_per_request == 0 {
-            return Err(ModelError::invalid("events per request", 0, "must be >= 1"));
+        if events_per_request == 0 || events_per_request > crate::limits::MAX_TOKENS {
+            return Err(ModelError::invalid(
+                "events per request",
+                events_per_request,
+                "must be between 1 and 10,000,000",
+            ));
         }
         if burst == 0 || burst > events_per_request {
             return Err(ModelError::invalid(
@@ -175,11 +179,24 @@ impl Load {
         self.event_rate_per_s() * self.event_cost.mean_s()
     }
 
+    /// What one of `workers` loops sees: bursts per second, and the k of its Erlang-k
+    /// gaps when round robin makes them so (None: Poisson bursts).
+    ///
+    /// Erlang-k gaps hold only when a request is a single burst; otherwise a loop's
+    /// arrivals superpose several bursts per request and are close to Poisson.
+    pub fn loop_arrivals(&self, workers: u32) -> (f64, Option<u32>) {
+        let bursts_per_request = f64::from(self.events_per_request) / f64::from(self.burst);
+        let rate = self.qps.get() * bursts_per_request / f64::from(workers);
+        let erlang = self.assignment == Assignment::RoundRobin
+            && workers > 1
+            && self.burst == self.events_per_request;
+        (rate, erlang.then_some(workers))
+    }
+
     /// The queue one of `workers` loops sees, each event taking `slowdown` times its
     /// dedicated-core cost.
     pub fn worker_queue(&self, workers: u32, slowdown: f64) -> Result<Box<dyn WaitModel>> {
-        let bursts_per_request = f64::from(self.events_per_request) / f64::from(self.burst);
-        let rate = self.qps.get() * bursts_per_request / f64::from(workers);
+        let (rate, erlang_k) = self.loop_arrivals(workers);
         let service = if slowdown == 1.0 {
             self.event_cost.clone()
         } else {
@@ -189,15 +206,9 @@ impl Load {
         if load >= 1.0 {
             return Err(ModelError::unstable(load * f64::from(workers), workers));
         }
-        // Erlang-k gaps hold only when a request is a single burst; otherwise a loop's
-        // arrivals superpose several bursts per request and are close to Poisson.
-        let erlang = self.assignment == Assignment::RoundRobin
-            && workers > 1
-            && self.burst == self.events_per_request;
-        Ok(if erlang {
-            Box::new(Gig1::erlang(workers, rate, self.burst, service)?)
-        } else {
-            Box::new(BatchMg1::new(rate, self.burst, service)?)
+        Ok(match erlang_k {
+            Some(k) => Box::new(Gig1::erlang(k, rate, self.burst, service)?),
+            None => Box::new(BatchMg1::new(rate, self.burst, service)?),
         })
     }
 }

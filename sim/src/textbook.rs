@@ -256,6 +256,55 @@ pub fn lindley(spec: &QueueSpec) -> QueueResult {
     batches.finish("lindley")
 }
 
+/// One client loop fed bursts of events: the queue a plan predicts for each of its loops.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BurstSpec {
+    /// Bursts per second.
+    pub burst_rate_per_s: f64,
+    /// Gaps between bursts.
+    pub gaps: Gaps,
+    /// Events per burst (all arrive at once).
+    pub burst: u32,
+    /// Cost of one event.
+    pub service: Service,
+    /// Bursts measured (after a tenth as many of warm-up).
+    pub bursts: u64,
+    /// Root seed.
+    pub seed: u64,
+}
+
+/// The per-event wait of a loop fed bursts: the burst's wait by Lindley's recursion over
+/// bursts, plus, for the j-th event of a burst, the costs of the j - 1 before it.
+pub fn lindley_bursts(spec: &BurstSpec) -> QueueResult {
+    let n = u64::from(spec.burst.max(1));
+    let events = QueueSpec {
+        rate_per_s: spec.burst_rate_per_s,
+        gaps: spec.gaps,
+        service: spec.service.clone(),
+        customers: spec.bursts * n,
+        warmup: spec.bursts / 10 * n,
+        batches: 32,
+        seed: spec.seed,
+    };
+    let mut arrivals = stream(spec.seed, purpose::ARRIVALS);
+    let mut services = stream(spec.seed, purpose::CLIENT);
+    let service = Sampler::new(&spec.service);
+    let mut gap = gap_sampler(&events);
+    let mut batches = Batches::new(&events);
+    let mut w = 0.0f64;
+    for b in 0..spec.bursts / 10 + spec.bursts {
+        let mut ahead = 0.0f64;
+        for _ in 0..n {
+            if b >= spec.bursts / 10 {
+                batches.push(ns_from_secs(w + ahead));
+            }
+            ahead += service.sample_s(&mut services);
+        }
+        w = (w + ahead - gap(&mut arrivals)).max(0.0);
+    }
+    batches.finish("lindley")
+}
+
 #[derive(Debug, Clone, Copy)]
 enum QEvent {
     Arrival,

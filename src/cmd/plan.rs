@@ -3,9 +3,10 @@
 use std::io::Write;
 
 use heisenbench_live::calibrate::{default_path, load};
-use heisenbench_model::plan::{Hardware, Load, max_qps, plan_workers};
+use heisenbench_model::plan::{Budget, Hardware, Load, max_qps, plan_workers};
 use heisenbench_model::service::Service;
 use heisenbench_model::units::{Rate, format_seconds};
+use heisenbench_sim::textbook::{BurstSpec, Gaps, lindley_bursts};
 
 use super::write_json;
 use crate::Failure;
@@ -82,7 +83,27 @@ pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
     if let Some(why) = source {
         plan.reasoning.insert(0, why);
     }
+    let checks = if a.check {
+        [
+            Some(plan.workers),
+            plan.workers.checked_sub(1).filter(|k| *k > 0),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|k| check(&load, &a.budget, k))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .flatten()
+        .collect()
+    } else {
+        Vec::new()
+    };
     if a.json {
+        if a.check {
+            let mut v = serde_json::to_value(&plan).map_err(|e| Failure::Runtime(e.into()))?;
+            v["checks"] = serde_json::to_value(&checks).map_err(|e| Failure::Runtime(e.into()))?;
+            return write_json(out, &v);
+        }
         return write_json(out, &plan);
     }
     writeln!(
@@ -110,5 +131,85 @@ pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
     for line in &plan.reasoning {
         writeln!(out, "  - {line}")?;
     }
+    if !checks.is_empty() {
+        writeln!(out, "checked by simulation (one loop, 95 % intervals):")?;
+        for c in &checks {
+            writeln!(
+                out,
+                "  - {} loop(s): model {}, simulated {} +- {} over {} events: {}",
+                c.workers,
+                format_seconds(c.model_s),
+                format_seconds(c.simulated_s),
+                format_seconds(c.ci95_s),
+                c.events,
+                if c.agrees {
+                    "agree"
+                } else {
+                    "DISAGREE beyond the interval"
+                }
+            )?;
+        }
+    }
     Ok(())
+}
+
+/// A plan's loop count, simulated.
+#[derive(serde::Serialize)]
+struct Check {
+    workers: u32,
+    /// The budgeted statistic by the model, seconds.
+    model_s: f64,
+    /// The same statistic simulated, seconds.
+    simulated_s: f64,
+    /// Its 95 % half-width (batch means), seconds.
+    ci95_s: f64,
+    events: u64,
+    /// Within 3 half-widths plus 0.5 % (the simulator's histogram rounding).
+    agrees: bool,
+}
+
+/// Simulates one of `workers` loops under `load` (None when that many are unstable).
+fn check(load: &Load, budget: &Budget, workers: u32) -> Result<Option<Check>, Failure> {
+    let Ok(model) = load.worker_queue(workers, 1.0) else {
+        return Ok(None);
+    };
+    let (rate, erlang_k) = load.loop_arrivals(workers);
+    // About 2 million events, whatever the burst.
+    let bursts = (2_000_000 / u64::from(load.burst)).max(1_000);
+    let sim = lindley_bursts(&BurstSpec {
+        burst_rate_per_s: rate,
+        gaps: erlang_k.map_or(Gaps::Poisson, |k| Gaps::Gamma {
+            shape: f64::from(k),
+        }),
+        burst: load.burst,
+        service: load.event_cost.clone(),
+        bursts,
+        seed: 1,
+    });
+    let (model_s, est) = match budget {
+        Budget::Mean { .. } => (model.wait_mean_s(), sim.wait_mean_s),
+        Budget::Quantile { q, .. } => {
+            let m = model.wait_quantile_s(*q);
+            // The simulator estimates the four standard levels; others by the nearest.
+            let est = sim
+                .wait_quantiles_s
+                .iter()
+                .min_by(|a, b| {
+                    (a.0.get() - q.get())
+                        .abs()
+                        .total_cmp(&(b.0.get() - q.get()).abs())
+                })
+                .map(|(_, e)| *e)
+                .unwrap_or(sim.wait_mean_s);
+            (m, est)
+        }
+    };
+    Ok(Some(Check {
+        workers,
+        model_s,
+        simulated_s: est.value,
+        ci95_s: est.ci95,
+        events: sim.customers,
+        agrees: est.covers(model_s, 3.0, 0.005 * model_s),
+    }))
 }

@@ -1174,3 +1174,32 @@ mod hardening_classes {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+#[test]
+fn plan_check_simulates_the_chosen_count_and_one_fewer() {
+    // Round robin over single-burst requests: the lattice E_k^X/D/1 against the simulator.
+    let v = json(&[
+        "plan",
+        "--qps",
+        "300",
+        "--events-per-request",
+        "50",
+        "--burst",
+        "50",
+        "--event-cost",
+        "20us",
+        "--budget",
+        "p99=2ms",
+        "--assignment",
+        "round-robin",
+        "--check",
+        "--json",
+    ]);
+    let checks = v["checks"].as_array().unwrap();
+    assert!(!checks.is_empty() && checks.len() <= 2, "{v}");
+    assert_eq!(checks[0]["workers"], v["workers"]);
+    for c in checks {
+        assert_eq!(c["agrees"], true, "{c}");
+        assert!(c["events"].as_u64().unwrap() >= 1_000_000);
+    }
+}
