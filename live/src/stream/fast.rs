@@ -140,52 +140,41 @@ impl<'a> Scan<'a> {
         self.ws();
         match self.peek()? {
             b'"' => self.string().map(|_| ()),
-            b'{' => {
-                self.i += 1;
-                self.ws();
-                if self.peek()? == b'}' {
-                    self.i += 1;
-                    return Some(());
-                }
-                loop {
-                    self.string()?;
-                    self.eat(b':')?;
-                    self.skip(depth + 1)?;
-                    self.ws();
-                    match self.peek()? {
-                        b',' => self.i += 1,
-                        b'}' => {
-                            self.i += 1;
-                            return Some(());
-                        }
-                        _ => return None,
-                    }
-                }
-            }
-            b'[' => {
-                self.i += 1;
-                self.ws();
-                if self.peek()? == b']' {
-                    self.i += 1;
-                    return Some(());
-                }
-                loop {
-                    self.skip(depth + 1)?;
-                    self.ws();
-                    match self.peek()? {
-                        b',' => self.i += 1,
-                        b']' => {
-                            self.i += 1;
-                            return Some(());
-                        }
-                        _ => return None,
-                    }
-                }
-            }
+            b'{' => self.object(|s, _| s.skip(depth + 1)),
+            b'[' => self.array(|s| s.skip(depth + 1)),
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
             b'n' => self.literal(b"null"),
             _ => self.number(),
+        }
+    }
+
+    /// Calls `item` for each element of an array (the scanner then at the element, which
+    /// the callback must consume).
+    fn array(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.eat(b'[')?;
+        self.ws();
+        if self.peek()? == b']' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            item(self)?;
+            if self.close(b']')? {
+                return Some(());
+            }
+        }
+    }
+
+    /// After an element: true at the closing `end`, false after a comma.
+    fn close(&mut self, end: u8) -> Option<bool> {
+        self.ws();
+        let c = self.peek()?;
+        self.i += 1;
+        if c == end {
+            Some(true)
+        } else {
+            (c == b',').then_some(false)
         }
     }
 
@@ -202,14 +191,8 @@ impl<'a> Scan<'a> {
             let key = self.string()?;
             self.eat(b':')?;
             field(self, key)?;
-            self.ws();
-            match self.peek()? {
-                b',' => self.i += 1,
-                b'}' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if self.close(b'}')? {
+                return Some(());
             }
         }
     }
@@ -232,24 +215,7 @@ impl<'a> Scan<'a> {
                 if s.null() {
                     return Some(());
                 }
-                s.eat(b'[')?;
-                s.ws();
-                if s.peek()? == b']' {
-                    s.i += 1;
-                    return Some(());
-                }
-                loop {
-                    s.choice(&mut c)?;
-                    s.ws();
-                    match s.peek()? {
-                        b',' => s.i += 1,
-                        b']' => {
-                            s.i += 1;
-                            return Some(());
-                        }
-                        _ => return None,
-                    }
-                }
+                s.array(|s| s.choice(&mut c))
             }
             b"usage" => {
                 once(&mut seen.usage)?;
