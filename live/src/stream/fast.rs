@@ -51,22 +51,23 @@ impl<'a> Scan<'a> {
         (self.peek()? == c).then(|| self.i += 1)
     }
 
-    /// A string without escapes or non-ASCII bytes; returns its contents.
+    /// A string without escapes or non-ASCII bytes; returns its contents. (Keys and values
+    /// in chunks are short: a plain loop beats a vectorised search's set-up.)
     fn string(&mut self) -> Option<&'a [u8]> {
         self.eat(b'"')?;
+        let b: &'a [u8] = self.b;
         let start = self.i;
-        loop {
-            let c = self.peek()?;
-            match c {
-                b'"' => {
-                    self.i += 1;
-                    let b: &'a [u8] = self.b;
-                    return Some(&b[start..self.i - 1]);
-                }
-                b'\\' | 0x80.. | 0..=0x1f => return None,
-                _ => self.i += 1,
+        for (off, &c) in b[start..].iter().enumerate() {
+            if c == b'"' {
+                self.i = start + off + 1;
+                return Some(&b[start..start + off]);
+            }
+            // An escape, a control character or a byte outside ASCII: serde's to check.
+            if c == b'\\' || !(0x20..0x80).contains(&c) {
+                return None;
             }
         }
+        None
     }
 
     fn literal(&mut self, word: &[u8]) -> Option<()> {
