@@ -19,6 +19,18 @@ pub(super) fn chunk(data: &[u8]) -> Option<Chunk> {
     (s.i == s.b.len()).then_some(c)
 }
 
+/// Whether any byte of `v` is a quote, a backslash, below 0x20 or at least 0x80 (the
+/// classic bit tricks: a byte is zero exactly where its subtraction borrows).
+fn special(v: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    let quote = zero(v ^ (ONES * u64::from(b'"')));
+    let backslash = zero(v ^ (ONES * u64::from(b'\\')));
+    let control = v.wrapping_sub(ONES * 0x20) & !v & HIGHS;
+    (quote | backslash | control | (v & HIGHS)) != 0
+}
+
 struct Scan<'a> {
     b: &'a [u8],
     i: usize,
@@ -51,16 +63,25 @@ impl<'a> Scan<'a> {
         (self.peek()? == c).then(|| self.i += 1)
     }
 
-    /// A string without escapes or non-ASCII bytes; returns its contents. (Keys and values
-    /// in chunks are short: a plain loop beats a vectorised search's set-up.)
+    /// A string without escapes or non-ASCII bytes; returns its contents. Eight bytes at a
+    /// time while none of them needs a look (a quote, a backslash, a control character or
+    /// a byte outside ASCII), then byte by byte.
     fn string(&mut self) -> Option<&'a [u8]> {
         self.eat(b'"')?;
         let b: &'a [u8] = self.b;
         let start = self.i;
-        for (off, &c) in b[start..].iter().enumerate() {
+        let mut i = start;
+        while let Some(word) = b.get(i..i + 8) {
+            let v = u64::from_le_bytes(word.try_into().ok()?);
+            if special(v) {
+                break;
+            }
+            i += 8;
+        }
+        for (off, &c) in b[i..].iter().enumerate() {
             if c == b'"' {
-                self.i = start + off + 1;
-                return Some(&b[start..start + off]);
+                self.i = i + off + 1;
+                return Some(&b[start..i + off]);
             }
             // An escape, a control character or a byte outside ASCII: serde's to check.
             if c == b'\\' || !(0x20..0x80).contains(&c) {
@@ -442,6 +463,25 @@ mod tests {
             fast += usize::from(chunk(data.as_bytes()).is_some());
         }
         assert!(fast * 5 > all, "only {fast} of {all} took the fast path");
+    }
+
+    #[test]
+    fn eight_bytes_at_a_time_flag_what_needs_a_look() {
+        for (word, flagged) in [
+            (*b"abcdefgh", false),
+            (*b"abc\"efgh", true),
+            (*b"abcdefg\\", true),
+            (*b"\x1fbcdefgh", true),
+            (*b"abcdefg\x7f", false),
+            (*b"abcdefg\x80", true),
+            (*b" !#$%&'(", false),
+        ] {
+            assert_eq!(
+                super::special(u64::from_le_bytes(word)),
+                flagged,
+                "{word:?}"
+            );
+        }
     }
 
     #[test]
