@@ -87,7 +87,7 @@ pub struct RateFailure {
 /// Figure 2: client-side wait vs utilisation, theory curves and simulated points.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WaitVsUtilization {
-    /// Theory curves (utilisation, wait in units of E[S]).
+    /// Theory curves (utilisation, wait in units of E\[S\]).
     pub curves: Vec<Series>,
     /// Simulated mean waits with their intervals.
     pub mean_points: Vec<CiPoint>,

@@ -2,7 +2,7 @@
 //!
 //! The token-burst case. When the server's inter-token latency is near zero, the N chunks
 //! of a response reach the client together; the loop sees a batch, not N Poisson events.
-//! At low load the wait behind the other events of one's own burst, (N - 1) E[S] / 2 on
+//! At low load the wait behind the other events of one's own burst, (N - 1) E\[S\] / 2 on
 //! average, dominates: plain M/G/1 misses it entirely.
 
 use crate::burst::Within;
@@ -16,9 +16,9 @@ use crate::tail::CramerLundberg;
 ///
 /// Assumes bursts arrive as a Poisson process, every burst holds exactly `burst` events,
 /// events are served FIFO (a burst in its arrival order) with i.i.d. service, and
-/// rho = lambda_b N E[S] < 1. With `burst` = 1 it is exactly M/G/1.
+/// rho = lambda_b N E\[S\] < 1. With `burst` = 1 it is exactly M/G/1.
 ///
-/// Mean wait (exact): E[Wq] = lambda_b E[B^2] / (2 (1 - rho)) + (N - 1) E[S] / 2,
+/// Mean wait (exact): E\[Wq\] = lambda_b E\[B^2\] / (2 (1 - rho)) + (N - 1) E\[S\] / 2,
 /// B = S_1 + ... + S_N. The tail mixes the burst's M/G/1 wait (service B) over the
 /// positions inside the burst (see `burst`): exact series or Cramer-Lundberg for the
 /// burst wait, closed-form gamma sums inside it. Lognormal and empirical service enter
@@ -78,7 +78,7 @@ impl BatchMg1 {
         self.exact_family
     }
 
-    /// The mean wait behind earlier events of one's own burst, (N - 1) E[S] / 2.
+    /// The mean wait behind earlier events of one's own burst, (N - 1) E\[S\] / 2.
     pub fn within_burst_mean_s(&self) -> f64 {
         f64::from(self.burst - 1) * self.service.mean_s() / 2.0
     }

@@ -3,13 +3,13 @@
 //! A burst of N events reaches a FIFO server together. The event at position j (0-based,
 //! uniform over 0..N) waits W_b + U_j, where W_b is the burst's wait behind earlier bursts
 //! and U_j = S_1 + ... + S_j the service of the j events ahead of it in the burst.
-//! So P(W > t) = (1/N) sum_j E[P(W_b > t - U_j)].
+//! So P(W > t) = (1/N) sum_j E\[P(W_b > t - U_j)\].
 
 use crate::error::{ModelError, Result};
 use crate::service::{Service, gamma_p};
 
 /// The checks every one-server burst queue makes: a burst holds an event, the burst rate
-/// is positive, and the load lambda_b N E[S] is below one.
+/// is positive, and the load lambda_b N E\[S\] is below one.
 /// Positions of a burst summed one by one; more are summed in this many blocks.
 pub(crate) const EXACT_POSITIONS: u32 = 4_096;
 
@@ -121,7 +121,7 @@ impl Within {
     /// P(W > t) for a burst of `n` when the burst wait has the exponential tail
     /// P(W_b > x) = min(cap, c e^{-theta x}) for x >= 0.
     ///
-    /// For gamma U_j the expectation is closed: E[c e^{-theta (t - U)}; U <= t] =
+    /// For gamma U_j the expectation is closed: E\[c e^{-theta (t - U)}; U <= t\] =
     /// c e^{-theta t} (1 - theta sigma)^{-jk} P(U* <= t), where U* is U exponentially tilted,
     /// Gamma(jk, sigma / (1 - theta sigma)); the cap is applied to the j = 0 term only.
     /// When theta sigma >= 1 that expectation diverges (the within-burst tail is heavier

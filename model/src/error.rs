@@ -26,9 +26,9 @@ pub enum ModelError {
          on {servers} server(s)); at least {servers_needed} server(s) would make it stable"
     )]
     Unstable {
-        /// Per-server utilisation, lambda * E[S] / servers.
+        /// Per-server utilisation, lambda * E\[S\] / servers.
         rho: f64,
-        /// lambda * E[S], in erlangs.
+        /// lambda * E\[S\], in erlangs.
         offered_erlangs: f64,
         /// Servers (workers) the model was given.
         servers: u32,

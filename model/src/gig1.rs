@@ -187,7 +187,7 @@ mod tests {
     }
 
     /// The paper's sizing case: 21 round-robin loops, 20 us per event, rho 0.952. The
-    /// reference (10 x 1e6 customers of Lindley's recursion, E[S] = 1) is mean 0.388 and
+    /// reference (10 x 1e6 customers of Lindley's recursion, E\[S\] = 1) is mean 0.388 and
     /// p99 2.14; the lattice gives 0.3884 and 2.145.
     #[test]
     fn e21_d_1_matches_the_long_simulation() {

@@ -27,7 +27,7 @@
 //! use heisenbench_model::queue::WaitModel;
 //! use heisenbench_model::units::Quantile;
 //!
-//! // E[S] = 1, rho = 0.8: the textbook M/M/1.
+//! // E\[S\] = 1, rho = 0.8: the textbook M/M/1.
 //! let q = Mg1::mm1(0.8, 1.0)?;
 //! assert!((q.wait_mean_s() - 4.0).abs() < 1e-12);
 //! assert!((q.wait_quantile_s(Quantile::P99) - 21.91).abs() < 0.01);

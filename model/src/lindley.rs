@@ -55,7 +55,7 @@ const WORK_BUDGET: f64 = 4e9;
 /// Tail mass below which a distribution is cut (and the wait grid ends).
 const CUT: f64 = 1e-12;
 /// A service or gap distribution is cut where its tail holds less than [`TAIL_MASS`] of
-/// the probability and x^2 P(X > x) is below [`TAIL_M2`] of E[X^2]: heavy tails carry much
+/// the probability and x^2 P(X > x) is below [`TAIL_M2`] of E\[X^2\]: heavy tails carry much
 /// of the second moment, which the mean wait depends on.
 const TAIL_MASS: f64 = 1e-9;
 /// See [`TAIL_MASS`].
@@ -209,7 +209,7 @@ type Pmf = (i64, Vec<f64>);
 
 /// `d` on the lattice by linear rounding: a value x between points j and j + 1 goes to
 /// both, in the proportions that keep it at x on average. The masses are
-/// p_j = E[(1 - |X / h - j|)+] = (G((j+1)h) - 2 G(jh) + G((j-1)h)) / h with G the integral
+/// p_j = E\[(1 - |X / h - j|)+\] = (G((j+1)h) - 2 G(jh) + G((j-1)h)) / h with G the integral
 /// of the CDF (in closed form through the equilibrium CDF), so every distribution keeps its
 /// mean exactly, up to its cut tail (see [`TAIL_MASS`]), whose mass the last point keeps.
 /// `None` when the cut would need more than [`MAX_KERNEL`] points: the step is too fine.
@@ -361,7 +361,7 @@ mod tests {
     }
 
     /// GI/M/1: P(W > t) = sigma e^{-mu (1 - sigma) t}, sigma = A*(mu (1 - sigma)), and
-    /// E[W] = sigma / (mu (1 - sigma)). For Erlang-k gaps of mean 1/lambda,
+    /// E\[W\] = sigma / (mu (1 - sigma)). For Erlang-k gaps of mean 1/lambda,
     /// A*(s) = (k lambda / (k lambda + s))^k.
     fn ek_m1(k: u32, lambda: f64, mu: f64) -> (f64, f64) {
         let kl = f64::from(k) * lambda;

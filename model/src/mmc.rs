@@ -11,11 +11,11 @@ use crate::service::Service;
 /// M/M/c (exact, exponential service) or M/G/c (two-moment approximation).
 ///
 /// Assumes Poisson arrivals, c identical servers fed by one FIFO queue, i.i.d. service,
-/// rho = lambda E[S] / c < 1. Erlang C comes from the Erlang B recursion
+/// rho = lambda E\[S\] / c < 1. Erlang C comes from the Erlang B recursion
 /// B_0 = 1, B_n = a B_{n-1} / (n + a B_{n-1}) (no factorials, stable for any c), then
-/// C = c B_c / (c - a (1 - B_c)). M/M/c: E[Wq] = C / (c mu - lambda),
+/// C = c B_c / (c - a (1 - B_c)). M/M/c: E\[Wq\] = C / (c mu - lambda),
 /// P(Wq > t) = C e^{-(c mu - lambda) t}, exact. M/G/c: the Lee-Longton approximation
-/// E[Wq] ~ (1 + Cs^2) / 2 * E[Wq(M/M/c)], exact for c = 1, with an exponential tail of
+/// E\[Wq\] ~ (1 + Cs^2) / 2 * E\[Wq(M/M/c)\], exact for c = 1, with an exponential tail of
 /// mass C and that mean.
 #[derive(Debug, Clone)]
 pub struct Mgc {

@@ -24,7 +24,7 @@ use crate::units::{Quantile, Rate, Seconds, format_seconds};
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "statistic", rename_all = "snake_case")]
 pub enum Budget {
-    /// E[Wq] <= limit.
+    /// E\[Wq\] <= limit.
     Mean {
         /// The limit, seconds.
         limit_s: Seconds,
@@ -174,7 +174,7 @@ impl Load {
         self.qps.get() * f64::from(self.events_per_request)
     }
 
-    /// Offered load in erlangs (cores of client work): qps x events x E[S].
+    /// Offered load in erlangs (cores of client work): qps x events x E\[S\].
     pub fn offered_erlangs(&self) -> f64 {
         self.event_rate_per_s() * self.event_cost.mean_s()
     }
@@ -310,7 +310,7 @@ const MAX_WORKERS: u32 = 1 << 24;
 /// The smallest number of independent loops that meets `budget` under `load`.
 ///
 /// # Errors
-/// [`ModelError::Unreachable`] when no count does: the wait inside a burst, (N - 1) E[S]
+/// [`ModelError::Unreachable`] when no count does: the wait inside a burst, (N - 1) E\[S\]
 /// on the last event, does not shrink with more loops.
 pub fn plan_workers(load: &Load, budget: &Budget, hw: Hardware) -> Result<WorkerPlan> {
     let erlangs = load.offered_erlangs();

@@ -67,13 +67,13 @@ pub trait WaitModel {
     }
     /// The service-time distribution of one customer.
     fn service(&self) -> &Service;
-    /// Per-server utilisation, lambda E[S] / c.
+    /// Per-server utilisation, lambda E\[S\] / c.
     fn rho(&self) -> f64 {
         self.arrival_rate_per_s() * self.service().mean_s() / f64::from(self.servers())
     }
-    /// E[Wq], the mean time a customer waits before service starts.
+    /// E\[Wq\], the mean time a customer waits before service starts.
     fn wait_mean_s(&self) -> f64;
-    /// E[Wq^2], where the model knows it.
+    /// E\[Wq^2\], where the model knows it.
     fn wait_m2(&self) -> Option<f64> {
         None
     }
@@ -102,7 +102,7 @@ pub trait WaitModel {
 
 /// The numbers a queue model gives, for tables and `--json`.
 ///
-/// Little's law ties them: lq = lambda wq_mean_s, w_mean_s = wq_mean_s + E[S],
+/// Little's law ties them: lq = lambda wq_mean_s, w_mean_s = wq_mean_s + E\[S\],
 /// l = lambda w_mean_s.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueueReport {
@@ -116,7 +116,7 @@ pub struct QueueReport {
     pub servers: u32,
     /// The service distribution.
     pub service: Service,
-    /// E[S], seconds.
+    /// E\[S\], seconds.
     pub service_mean_s: f64,
     /// SCV of S.
     pub service_scv: f64,

@@ -16,16 +16,16 @@ use crate::error::{ModelError, Result};
 /// The first three raw moments of a non-negative random variable, in seconds, s^2, s^3.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Moments {
-    /// E[S], seconds.
+    /// E\[S\], seconds.
     pub mean_s: f64,
-    /// E[S^2], seconds squared.
+    /// E\[S^2\], seconds squared.
     pub m2: f64,
-    /// E[S^3], seconds cubed.
+    /// E\[S^3\], seconds cubed.
     pub m3: f64,
 }
 
 impl Moments {
-    /// Squared coefficient of variation Var[S] / E[S]^2.
+    /// Squared coefficient of variation Var\[S\] / E\[S\]^2.
     pub fn scv(&self) -> f64 {
         (self.m2 / (self.mean_s * self.mean_s) - 1.0).max(0.0)
     }
@@ -187,7 +187,7 @@ impl Service {
         }
     }
 
-    /// E[S] in seconds.
+    /// E\[S\] in seconds.
     pub fn mean_s(&self) -> f64 {
         self.moments().mean_s
     }
@@ -204,9 +204,9 @@ impl Service {
 
     /// Exact first three raw moments.
     ///
-    /// Gamma(shape k = 1/c, scale m c): E[S^2] = m^2 (1 + c), E[S^3] = m^3 (1 + c)(1 + 2c).
-    /// Lognormal: E[S^n] = exp(n mu + n^2 sigma^2 / 2), so E[S^2] = m^2 (1 + c) and
-    /// E[S^3] = m^3 (1 + c)^3.
+    /// Gamma(shape k = 1/c, scale m c): E\[S^2\] = m^2 (1 + c), E\[S^3\] = m^3 (1 + c)(1 + 2c).
+    /// Lognormal: E\[S^n\] = exp(n mu + n^2 sigma^2 / 2), so E\[S^2\] = m^2 (1 + c) and
+    /// E\[S^3\] = m^3 (1 + c)^3.
     pub fn moments(&self) -> Moments {
         match self {
             Self::Deterministic { mean_s: m } => Moments {
@@ -246,7 +246,7 @@ impl Service {
         }
     }
 
-    /// Whether the moment generating function E[e^{theta S}] exists for some theta > 0
+    /// Whether the moment generating function E\[e^{theta S}\] exists for some theta > 0
     /// (light tail). The lognormal has none: its tail is heavier than any exponential.
     pub fn is_light_tailed(&self) -> bool {
         !matches!(self, Self::Lognormal { .. })
@@ -263,7 +263,7 @@ impl Service {
         }
     }
 
-    /// E[e^{theta S}] and its derivative E[S e^{theta S}], for theta below the abscissa.
+    /// E\[e^{theta S}\] and its derivative E\[S e^{theta S}\], for theta below the abscissa.
     /// Returns `None` where the MGF does not exist.
     pub fn mgf(&self, theta: f64) -> Option<(f64, f64)> {
         if theta >= self.mgf_abscissa() {
@@ -316,11 +316,11 @@ impl Service {
         }
     }
 
-    /// The equilibrium (stationary-excess) CDF F_e(x) = (1/E[S]) * int_0^x (1 - F(u)) du:
+    /// The equilibrium (stationary-excess) CDF F_e(x) = (1/E\[S\]) * int_0^x (1 - F(u)) du:
     /// the distribution of the residual service an arrival finds. The P-K waiting time is
     /// a geometric sum of such residuals, which is what the numerical tail integrates.
     ///
-    /// Uses int_0^x (1 - F(u)) du = x (1 - F(x)) + E[S; S <= x], with the partial
+    /// Uses int_0^x (1 - F(u)) du = x (1 - F(x)) + E\[S; S <= x\], with the partial
     /// expectation in closed form: gamma m P(k + 1, x/s); lognormal m Phi((ln x - mu -
     /// sigma^2)/sigma).
     pub fn equilibrium_cdf(&self, x: f64) -> f64 {
