@@ -451,3 +451,22 @@ fn heavy_tails_at_extreme_load_stay_consistent() {
         assert!(qs[3] < 20.0 * r.wq_mean_s);
     }
 }
+
+#[test]
+fn m_d_c_mean_is_exact() {
+    use heisenbench_model::mmc::{Mgc, md_c_mean_wait};
+    // c = 1 is P-K; M/D/10 at rho 0.9 has the published exact mean 0.3446 (E[S] = 1),
+    // where the Lee-Longton approximation gave 0.3344 (-3 %).
+    assert!(rel(md_c_mean_wait(1, 0.9, 1.0), 4.5) < 1e-12);
+    let q = Mgc::new(9.0, 10, Service::deterministic(1.0).unwrap()).unwrap();
+    assert!(rel(q.wait_mean_s(), 0.3446) < 5e-4, "{}", q.wait_mean_s());
+    assert_eq!(q.name(), "M/D/c");
+    // The mean falls as loops are pooled at the same utilisation, and a large pool stays
+    // fast and finite.
+    let mut last = f64::INFINITY;
+    for c in [1u32, 2, 4, 21, 1000] {
+        let w = md_c_mean_wait(c, 0.9 * f64::from(c), 1.0);
+        assert!(w.is_finite() && w < last, "c {c}: {w}");
+        last = w;
+    }
+}
