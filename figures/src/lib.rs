@@ -318,6 +318,25 @@ fn bounds(points: impl Iterator<Item = (f64, f64)>) -> Option<((f64, f64), (f64,
     b
 }
 
+/// A tick label for a duration in seconds: ms or us with at most three significant digits.
+fn seconds_label(s: f64) -> String {
+    let (v, unit) = if s >= 1.0 {
+        (s, "s")
+    } else if s >= 1e-3 {
+        (s * 1e3, "ms")
+    } else {
+        (s * 1e6, "us")
+    };
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{:.*} {unit}", digits, v)
+}
+
 fn positive_range(lo: f64, hi: f64) -> std::ops::Range<f64> {
     let lo = if lo > 0.0 { lo } else { hi.max(1e-12) * 1e-3 };
     (lo / 1.5)..(hi.max(lo * 10.0) * 1.5)
@@ -355,6 +374,8 @@ fn rate_failure<DB: DrawingBackend>(
         .configure_mesh()
         .x_desc("offered rate (requests/s)")
         .y_desc("achieved rate (requests/s)")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .label_style((FONT, LABEL))
         .axis_desc_style((FONT, LABEL))
         .draw()
@@ -636,14 +657,22 @@ fn predicted_observed<DB: DrawingBackend>(
         .map(|p| (p.predicted_s, p.observed_s))
         .filter(|p| p.0 > 0.0 && p.1 > 0.0);
     let ((x0, x1), (y0, y1)) = bounds(pts).ok_or("no data")?;
+    // Drawn in log10 units on linear axes, so the ticks fall evenly over the whole range
+    // (plotters' log axis labels only round powers, leaving most points without a scale).
     let r = positive_range(x0.min(y0), x1.max(y1));
-    let mut chart = frame(root, "Predicted vs observed client wait, every run", 80)
-        .build_cartesian_2d(r.clone().log_scale(), r.clone().log_scale())
+    let r = r.start.log10()..r.end.log10();
+    let log = |p: (f64, f64)| (p.0.log10(), p.1.log10());
+    let mut chart = frame(root, "Predicted vs observed client wait, every run", 95)
+        .build_cartesian_2d(r.clone(), r.clone())
         .s()?;
     chart
         .configure_mesh()
-        .x_desc("predicted mean wait (seconds)")
-        .y_desc("observed mean wait (seconds)")
+        .x_desc("predicted mean wait (log scale)")
+        .y_desc("observed mean wait (log scale)")
+        .x_labels(8)
+        .y_labels(8)
+        .x_label_formatter(&|v| seconds_label(10f64.powf(*v)))
+        .y_label_formatter(&|v| seconds_label(10f64.powf(*v)))
         .label_style((FONT, LABEL))
         .axis_desc_style((FONT, LABEL))
         .draw()
@@ -661,7 +690,7 @@ fn predicted_observed<DB: DrawingBackend>(
         let pts: Vec<(f64, f64)> = d
             .iter()
             .filter(|p| p.source == *source && p.predicted_s > 0.0 && p.observed_s > 0.0)
-            .map(|p| (p.predicted_s, p.observed_s))
+            .map(|p| log((p.predicted_s, p.observed_s)))
             .collect();
         if pts.is_empty() {
             continue;

@@ -133,8 +133,9 @@ fn every_figure_is_drawn_with_its_labels() {
         (
             "7-predicted-vs-observed",
             &[
-                "predicted mean wait (seconds)",
-                "observed mean wait (seconds)",
+                "predicted mean wait (log scale)",
+                " ms",
+                "observed mean wait (log scale)",
             ],
         ),
         ("8-timeline", &["time (milliseconds)"]),
