@@ -181,8 +181,9 @@ fn parse(data: &[u8]) -> StreamEvent {
     StreamEvent::Chunk(chunk)
 }
 
-/// The message of an `event: error` (its data may be JSON or plain text).
-fn error_text(data: &[u8]) -> String {
+/// The message in an error's data (an `event: error`, or an error response's body): its
+/// JSON error object's message, or the text itself, clipped.
+pub fn error_text(data: &[u8]) -> String {
     match interpret(SseEvent { event: b"", data }) {
         StreamEvent::Error(m) => m,
         _ => clip(&String::from_utf8_lossy(data)),

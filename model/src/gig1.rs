@@ -14,6 +14,8 @@ use crate::error::Result;
 use crate::lindley::LindleyGrid;
 use crate::queue::{TailMethod, WaitModel};
 use crate::service::Service;
+use crate::tail::quantile_by_bisection;
+use crate::units::Quantile;
 
 /// One loop fed by renewal arrivals of bursts.
 #[derive(Debug, Clone)]
@@ -82,19 +84,13 @@ impl Gig1 {
 /// C and theta of P(W > x) ~ C e^{-theta x}, read off the lattice tail between the levels
 /// 1e-3 and 1e-6 (where it is already exponential and still far above the cut).
 fn fit_tail(g: &LindleyGrid) -> Option<(f64, f64)> {
-    let at = |p: f64| {
-        let (mut lo, mut hi) = (0.0, g.step_s().max(1e-12));
-        while g.tail(hi) > p {
-            hi *= 2.0;
-            if hi > 1e12 {
-                return None;
-            }
-        }
-        for _ in 0..100 {
-            let m = 0.5 * (lo + hi);
-            if g.tail(m) > p { lo = m } else { hi = m }
-        }
-        Some(hi)
+    let at = |tail: f64| {
+        let q = Quantile::new(1.0 - tail).ok()?;
+        Some(quantile_by_bisection(
+            |t| g.tail(t),
+            q,
+            g.mean_s().max(g.step_s()),
+        ))
     };
     let (x1, x2) = (at(1e-3)?, at(1e-6)?);
     if x2 <= x1 {
@@ -161,7 +157,6 @@ impl WaitModel for Gig1 {
 mod tests {
     use super::*;
     use crate::batch::BatchMg1;
-    use crate::units::Quantile;
 
     fn rel(a: f64, b: f64) -> f64 {
         (a - b).abs() / b

@@ -377,19 +377,8 @@ mod tests {
     }
 
     fn quantile(g: &LindleyGrid, q: f64) -> f64 {
-        let (mut lo, mut hi) = (0.0, 1.0);
-        while g.tail(hi) > 1.0 - q {
-            hi *= 2.0;
-        }
-        for _ in 0..100 {
-            let mid = 0.5 * (lo + hi);
-            if g.tail(mid) > 1.0 - q {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        hi
+        let q = crate::units::Quantile::new(q).unwrap();
+        crate::tail::quantile_by_bisection(|t| g.tail(t), q, g.mean_s())
     }
 
     #[test]

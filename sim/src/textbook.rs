@@ -239,21 +239,7 @@ pub fn student_t_975(dof: usize) -> f64 {
 
 /// The Lindley fast path.
 pub fn lindley(spec: &QueueSpec) -> QueueResult {
-    let mut arrivals = stream(spec.seed, purpose::ARRIVALS);
-    let mut services = stream(spec.seed, purpose::CLIENT);
-    let service = Sampler::new(&spec.service);
-    let mut gap = gap_sampler(spec);
-    let mut batches = Batches::new(spec);
-    let mut w = 0.0f64;
-    for n in 0..spec.warmup + spec.customers {
-        if n >= spec.warmup {
-            batches.push(ns_from_secs(w));
-        }
-        let s = service.sample_s(&mut services);
-        let a = gap(&mut arrivals);
-        w = (w + s - a).max(0.0);
-    }
-    batches.finish("lindley")
+    lindley_core(spec, 1)
 }
 
 /// One client loop fed bursts of events: the queue a plan predicts for each of its loops.
@@ -286,16 +272,26 @@ pub fn lindley_bursts(spec: &BurstSpec) -> QueueResult {
         batches: 32,
         seed: spec.seed,
     };
+    lindley_core(&events, spec.burst.max(1))
+}
+
+/// Lindley's recursion over bursts of `burst` customers arriving together (1: the textbook
+/// queue): the burst waits W, its j-th customer W plus the services of the j - 1 before it,
+/// and W' = max(0, W + (the burst's services) - gap). `spec` counts customers; its warm-up
+/// is taken in whole bursts.
+fn lindley_core(spec: &QueueSpec, burst: u32) -> QueueResult {
+    let n = u64::from(burst);
     let mut arrivals = stream(spec.seed, purpose::ARRIVALS);
     let mut services = stream(spec.seed, purpose::CLIENT);
     let service = Sampler::new(&spec.service);
-    let mut gap = gap_sampler(&events);
-    let mut batches = Batches::new(&events);
+    let mut gap = gap_sampler(spec);
+    let mut batches = Batches::new(spec);
+    let warmup = spec.warmup / n;
     let mut w = 0.0f64;
-    for b in 0..spec.bursts / 10 + spec.bursts {
+    for b in 0..warmup + spec.customers / n {
         let mut ahead = 0.0f64;
         for _ in 0..n {
-            if b >= spec.bursts / 10 {
+            if b >= warmup {
                 batches.push(ns_from_secs(w + ahead));
             }
             ahead += service.sample_s(&mut services);

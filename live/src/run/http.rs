@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::config::{ApiKind, RunConfig};
-use crate::stream::clip;
+use crate::stream::{clip, error_text};
 
 /// Why a client or a question to the server failed.
 #[derive(Debug, thiserror::Error)]
@@ -144,7 +144,7 @@ pub fn served_models(cfg: &RunConfig) -> Result<Vec<String>, HttpError> {
         Ok::<_, HttpError>((status, body))
     })?;
     if !(200..300).contains(&status) {
-        let said = clip(&String::from_utf8_lossy(&body));
+        let said = error_text(&body);
         let hint = explain_status(status);
         return Err(HttpError::Status {
             url: shown,

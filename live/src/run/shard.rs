@@ -20,7 +20,7 @@ use super::result::{Outcome, Row, ShardResult};
 use super::stop::{GRACE, StopSignal};
 use crate::clock::mono_ns;
 use crate::sse::{SseEvent, SseParser};
-use crate::stream::{Ending, StreamEvent, StreamState, clip, interpret};
+use crate::stream::{Ending, StreamEvent, StreamState, error_text, interpret};
 use crate::timer::PreciseTimer;
 
 /// What a shard is told: the run, its index, and the common start (CLOCK_MONOTONIC ns).
@@ -377,13 +377,7 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
     if !status.is_success() {
         // Read the error body (so the connection can be reused) for the server's message.
         let body = resp.bytes().await.unwrap_or_default();
-        let message = match interpret(SseEvent {
-            event: b"",
-            data: &body,
-        }) {
-            StreamEvent::Error(m) => m,
-            _ => clip(&String::from_utf8_lossy(&body)),
-        };
+        let message = error_text(&body);
         let hint = super::http::explain_status(status.as_u16());
         let said = if message.is_empty() {
             status.canonical_reason().unwrap_or("").to_string()

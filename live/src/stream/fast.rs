@@ -19,6 +19,11 @@ pub(super) fn chunk(data: &[u8]) -> Option<Chunk> {
     (s.i == s.b.len()).then_some(c)
 }
 
+/// Marks a key as read; `None` the second time (serde refuses a repeated field).
+fn once(flag: &mut bool) -> Option<()> {
+    (!std::mem::replace(flag, true)).then_some(())
+}
+
 /// Whether any byte of `v` is a quote, a backslash, below 0x20 or at least 0x80 (the
 /// classic bit tricks: a byte is zero exactly where its subtraction borrows).
 fn special(v: u64) -> bool {
@@ -230,7 +235,6 @@ impl<'a> Scan<'a> {
     fn top(&mut self) -> Option<Chunk> {
         let mut c = Chunk::default();
         let mut seen = Seen::default();
-        let once = |flag: &mut bool| (!std::mem::replace(flag, true)).then_some(());
         self.object(|s, key| match key {
             b"choices" => {
                 once(&mut seen.choices)?;
@@ -291,12 +295,12 @@ impl<'a> Scan<'a> {
         let mut keys = [false; 3];
         self.object(|s, key| match key {
             b"text" => {
-                (!std::mem::replace(&mut keys[0], true)).then_some(())?;
+                once(&mut keys[0])?;
                 text = s.text()?;
                 Some(())
             }
             b"finish_reason" => {
-                (!std::mem::replace(&mut keys[1], true)).then_some(())?;
+                once(&mut keys[1])?;
                 if !s.null() {
                     finished = true;
                     s.skip(2)?;
@@ -304,7 +308,7 @@ impl<'a> Scan<'a> {
                 Some(())
             }
             b"delta" => {
-                (!std::mem::replace(&mut keys[2], true)).then_some(())?;
+                once(&mut keys[2])?;
                 if s.null() {
                     return Some(());
                 }
@@ -317,7 +321,7 @@ impl<'a> Scan<'a> {
                         b"role" => 3,
                         _ => return s.skip(2),
                     };
-                    (!std::mem::replace(&mut dkeys[slot], true)).then_some(())?;
+                    once(&mut dkeys[slot])?;
                     if slot == 3 {
                         if !s.null() {
                             role = true;
