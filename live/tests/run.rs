@@ -143,6 +143,30 @@ fn slow_server_times_out() {
     assert_eq!(r.accounting.timed_out, 10);
 }
 
+/// Reads one request's head and body (by its content-length); false if the connection
+/// ended or failed first.
+fn read_request(s: &mut impl Read) -> bool {
+    let mut buf = [0u8; 4096];
+    let mut req = Vec::new();
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => req.extend_from_slice(&buf[..n]),
+        }
+        let text = String::from_utf8_lossy(&req).to_lowercase();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let len = text
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if req.len() >= end + 4 + len {
+                return true;
+            }
+        }
+    }
+}
+
 /// A server that answers every request with `reply`, then (if `hold`) keeps the
 /// connection open without another byte.
 fn broken_server(reply: &'static [u8], hold: bool) -> String {
@@ -152,27 +176,8 @@ fn broken_server(reply: &'static [u8], hold: bool) -> String {
         for stream in l.incoming().take(64) {
             let Ok(mut s) = stream else { continue };
             std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                let mut req = Vec::new();
-                // Read the head and the body (content-length) before answering.
-                while let Ok(n) = s.read(&mut buf) {
-                    if n == 0 {
-                        return;
-                    }
-                    req.extend_from_slice(&buf[..n]);
-                    let text = String::from_utf8_lossy(&req).to_lowercase();
-                    if let Some(head_end) = text.find("\r\n\r\n") {
-                        let len = text
-                            .lines()
-                            .find_map(|l| {
-                                l.strip_prefix("content-length:")
-                                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
-                            })
-                            .unwrap_or(0);
-                        if req.len() >= head_end + 4 + len {
-                            break;
-                        }
-                    }
+                if !read_request(&mut s) {
+                    return;
                 }
                 let _ = s.write_all(reply);
                 if hold {
@@ -394,25 +399,8 @@ fn tls_server(body: &'static [u8]) -> (String, String) {
                     return;
                 };
                 let mut tls = rustls::StreamOwned::new(conn, tcp);
-                let mut req = Vec::new();
-                let mut buf = [0u8; 4096];
-                // Read the head and the body (content-length) before answering.
-                loop {
-                    match tls.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => req.extend_from_slice(&buf[..n]),
-                    }
-                    let text = String::from_utf8_lossy(&req).to_lowercase();
-                    if let Some(end) = text.find("\r\n\r\n") {
-                        let len = text
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:"))
-                            .and_then(|v| v.trim().parse::<usize>().ok())
-                            .unwrap_or(0);
-                        if req.len() >= end + 4 + len {
-                            break;
-                        }
-                    }
+                if !read_request(&mut tls) {
+                    return;
                 }
                 let mut reply = format!("{SSE_HEAD}{:x}\r\n", body.len()).into_bytes();
                 reply.extend_from_slice(body);
