@@ -463,6 +463,11 @@ pub struct RunArgs {
     /// Output tokens (sent with ignore_eos): same forms as --prompt-tokens.
     #[arg(long)]
     pub output_tokens: Option<String>,
+    /// A Hugging Face tokenizer.json: prompts of exactly --prompt-tokens tokens of the
+    /// prompt text (without BOS or chat template), checked against the server's usage.
+    /// Without it a token is a word, exact only for the embedded mock.
+    #[arg(long)]
+    pub tokenizer: Option<std::path::PathBuf>,
     /// Environment variable holding the API key (never printed or written).
     #[arg(long)]
     pub api_key_env: Option<String>,

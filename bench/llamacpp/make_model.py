@@ -2,14 +2,22 @@
 
 No weights can be downloaded where heisenbench is tested, so the real engine runs on a model
 made here: 2 layers, width 64, 4 heads, context 512, F32 (under 1 MB). Its output is random
-words. Control and byte tokens are pushed down: the residual stream's dimension 0 is held
-at a constant positive value (every embedding has +1 there and no layer writes to it), and
-the output rows of those tokens weigh it by -50, so their logits sit far below any word's.
+words. Control, byte and word-piece tokens are pushed down: the residual stream's dimension
+0 is held at a constant positive value (every embedding has +1 there and no layer writes to
+it), and the output rows of those tokens weigh it by -50, so their logits sit far below any
+whole word's.
 
-usage: make_model.py OUT.gguf [--seed N]
+The vocabulary is a proper SentencePiece one: single characters, every prefix of every word
+(with the space marker) and the words, so llama.cpp's merges reach whole words instead of
+falling back to bytes. `--tokenizer FILE` also writes the same tokenizer as a Hugging Face
+`tokenizer.json` (a BPE with one merge per prefix step, byte fallback, a BOS post-processor),
+which heisenbench's `run --tokenizer` reads to build prompts of an exact token count.
+
+usage: make_model.py OUT.gguf [--seed N] [--tokenizer tokenizer.json]
 """
 
 import argparse
+import json
 
 import numpy as np
 import gguf
@@ -31,19 +39,24 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--tokenizer", help="also write the tokenizer as a Hugging Face tokenizer.json")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
 
     # SentencePiece-style vocabulary: unk, bos, eos, the 256 byte tokens llama.cpp requires,
-    # then words with the SentencePiece space marker.
+    # then single characters, then proper prefixes of the words (merge steps), then the words,
+    # all with the SentencePiece space marker where they start a word.
     tokens = [b"<unk>", b"<s>", b"</s>"] + [f"<0x{i:02X}>".encode() for i in range(256)]
     types = [2, 3, 3] + [6] * 256  # unknown, control, control, byte
-    words = sorted(set(WORDS))
-    tokens += [("\u2581" + w).encode() for w in words]
-    types += [1] * len(words)
-    scores = [0.0] * 259 + [-float(i) for i in range(len(words))]
+    words = ["\u2581" + w for w in sorted(set(WORDS))]
+    chars = sorted({c for w in words for c in w})
+    prefixes = sorted({w[:n] for w in words for n in range(2, len(w))} - set(words))
+    pieces = chars + sorted(prefixes, key=lambda p: (len(p), p)) + words
+    tokens += [p.encode() for p in pieces]
+    types += [1] * len(pieces)
+    scores = [0.0] * 259 + [-float(i) for i in range(len(pieces))]
     n_vocab = len(tokens)
-    n_special = 259
+    n_special = 259 + len(chars) + len(prefixes)
 
     w = gguf.GGUFWriter(a.out, "llama")
     w.add_name("heisenbench-tiny")
@@ -98,6 +111,61 @@ def main():
     w.write_tensors_to_file()
     w.close()
     print(f"wrote {a.out}: vocab {n_vocab}, {N_LAYER} layers, width {N_EMBD}")
+    if a.tokenizer:
+        write_tokenizer_json(a.tokenizer, [t.decode() for t in tokens], pieces)
+        print(f"wrote {a.tokenizer}")
+
+
+def write_tokenizer_json(path, vocab, pieces):
+    """The GGUF's tokenizer in Hugging Face's format.
+
+    llama.cpp's SentencePiece tokenizer merges adjacent symbols whose concatenation is in the
+    vocabulary and falls back to bytes for what is left. Every multi-character piece here
+    starts with the space marker and extends a shorter piece by one character, so inside a
+    word exactly one merge is possible at each step and any merge order gives the same
+    tokens: a BPE whose merges are those steps tokenizes identically.
+    """
+    merges = [f"{p[:-1]} {p[-1]}" for p in pieces if len(p) >= 2]
+    special = [
+        {"id": i, "content": vocab[i], "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": False, "special": True}
+        for i in range(3)
+    ]
+    doc = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": special,
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "\u2581"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+        ]},
+        "pre_tokenizer": None,
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}}],
+            "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                     {"Sequence": {"id": "A", "type_id": 0}},
+                     {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}},
+        },
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+            {"type": "ByteFallback"},
+            {"type": "Fuse"},
+            {"type": "Strip", "content": " ", "start": 1, "stop": 0},
+        ]},
+        "model": {
+            "type": "BPE", "dropout": None, "unk_token": "<unk>",
+            "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": True,
+            "byte_fallback": True, "ignore_merges": False,
+            "vocab": {t: i for i, t in enumerate(vocab)},
+            "merges": merges,
+        },
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, ensure_ascii=False, indent=1)
 
 
 if __name__ == "__main__":

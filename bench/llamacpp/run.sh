@@ -46,7 +46,8 @@ T_INSTALL=$(( $(date +%s) - T0 ))
 
 WORK=$(mktemp -d)
 MODEL=$WORK/tiny.gguf
-"$VENV/bin/python" bench/llamacpp/make_model.py "$MODEL"
+TOKENIZER=$WORK/tokenizer.json
+"$VENV/bin/python" bench/llamacpp/make_model.py "$MODEL" --tokenizer "$TOKENIZER"
 
 SERVER_PID=
 start_server() {
@@ -97,6 +98,15 @@ run chat --api chat --qps 2 --requests 20 --prompt-tokens 16 --output-tokens 32
 check chat 'a["completed"] == 20 and abs(r["tokens_stream"] - 20 * 32) <= 0.01 * 20 * 32'
 run whole --no-stream --qps 2 --requests 20 --prompt-tokens 16 --output-tokens 32
 check whole 'a["completed"] == 20 and r["tokens_usage"] == 20 * 32 and r["token_mismatches"] == 0'
+# Exact prompts: the model's own tokenizer (written beside the GGUF as a tokenizer.json);
+# llama.cpp's usage counts the prompt plus its BOS, for every length.
+run prompts --no-stream --qps 2 --requests 20 --prompt-tokens uniform:1,300 --output-tokens 4 \
+  --tokenizer "$TOKENIZER"
+check prompts 'a["completed"] == 20 and r["prompt_tokens"]["checked"] == 20'
+check prompts 'r["prompt_tokens"]["usual_overhead"] == 1 and r["prompt_tokens"]["mismatches"] == 0'
+# Without it a prompt is words, which this vocabulary does not hold as single tokens.
+run words --no-stream --qps 2 --requests 20 --prompt-tokens uniform:1,300 --output-tokens 4
+check words 'r["prompt_tokens"]["mismatches"] > 0'
 echo "== sweep: heisenbench sweep (64-token streams)"
 "$HB" sweep --url "$URL" --from 0.5 --to 6 --steps 6 --stage-duration 10s --workers 1 \
   --prompt-tokens 16 --output-tokens 64 --max-p99 1s --json > "$WORK/sweep.json" || true

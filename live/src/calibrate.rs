@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::mock::config::MockConfig;
 use crate::mock::{MockError, MockServer};
+use crate::prompt::Prompts;
 use crate::run::config::{ApiKind, RunConfig, ShardMode};
 use crate::run::{RunOptions, run};
 
@@ -143,6 +144,7 @@ pub fn measure(duration_s: f64, qps: f64) -> Result<Calibration, CalibrationErro
         csv: false,
         ca_cert: None,
         insecure: false,
+        prompts: Prompts::words(),
     };
     let report = run(&cfg, &RunOptions::default())?;
     mock.shutdown();

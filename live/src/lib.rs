@@ -12,11 +12,13 @@
 //! * [`stream`]: what each event of an OpenAI-compatible stream says, and how a stream ended.
 //!   [`run::stop`] stops a run without losing what it measured; [`run::http`] builds the
 //!   client (TLS trust) and asks a server which model it serves.
+//! * [`prompt`]: prompts of an exact token count (a Hugging Face tokenizer file) or of words.
 //! * [`calibrate`]: the generator's measured per-event cost on this machine.
 
 pub mod calibrate;
 pub mod clock;
 pub mod mock;
+pub mod prompt;
 pub mod run;
 pub mod sse;
 pub mod stream;

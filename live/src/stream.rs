@@ -11,8 +11,8 @@
 //!   an empty string: the chat stream's opening chunk (`delta.role`, empty content) and a
 //!   closing chunk (a finish reason, empty text).
 //! * `choices[].finish_reason`: any non-null value ends the generation.
-//! * `usage.completion_tokens`: the server's own count (the last one seen wins; vLLM's
-//!   continuous usage repeats it on every event).
+//! * `usage.completion_tokens` and `usage.prompt_tokens`: the server's own counts (the last
+//!   one seen wins; vLLM's continuous usage repeats them on every event).
 //! * an `error` member (an object with a `message`, or a string, as TGI writes it), an
 //!   object whose `object` is `"error"` (vLLM), or an event of type `error`: the server
 //!   failed in mid-stream, with its message.
@@ -53,6 +53,8 @@ pub struct Chunk {
     pub finished: bool,
     /// The server's count of completion tokens, when it sends usage.
     pub usage: Option<u64>,
+    /// The server's count of prompt tokens, when it sends usage.
+    pub prompt_usage: Option<u64>,
     /// The mock's send stamp (CLOCK_MONOTONIC ns).
     pub sent_ns: Option<u64>,
 }
@@ -99,6 +101,8 @@ struct RawDelta<'a> {
 struct RawUsage {
     #[serde(default)]
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -158,7 +162,8 @@ fn parse(data: &[u8]) -> StreamEvent {
         return StreamEvent::Error(clip(&text));
     }
     let mut chunk = Chunk {
-        usage: raw.usage.and_then(|u| u.completion_tokens),
+        usage: raw.usage.as_ref().and_then(|u| u.completion_tokens),
+        prompt_usage: raw.usage.as_ref().and_then(|u| u.prompt_tokens),
         sent_ns: raw.heisenbench_sent_ns,
         ..Chunk::default()
     };
@@ -211,6 +216,8 @@ pub struct StreamState {
     pub tokens: u32,
     /// The server's count, when sent.
     pub usage: Option<u64>,
+    /// The server's count of prompt tokens, when sent.
+    pub prompt_usage: Option<u64>,
     /// A finish reason arrived.
     pub finished: bool,
     /// `[DONE]` arrived.
@@ -247,6 +254,9 @@ impl StreamState {
                 self.finished |= c.finished;
                 if c.usage.is_some() {
                     self.usage = c.usage;
+                }
+                if c.prompt_usage.is_some() {
+                    self.prompt_usage = c.prompt_usage;
                 }
                 return Some(c);
             }
@@ -338,6 +348,7 @@ mod tests {
                 token: true,
                 finished: true,
                 usage: Some(7),
+                prompt_usage: Some(3),
                 sent_ns: Some(42)
             }
         );

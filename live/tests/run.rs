@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::{FailureType, MockConfig};
+use heisenbench_live::prompt::Prompts;
 use heisenbench_live::run::config::{ApiKind, RunConfig, ShardMode};
 use heisenbench_live::run::result::RunReport;
 use heisenbench_live::run::{RunOptions, run};
@@ -35,6 +36,7 @@ fn cfg(url: &str, workers: u32, requests: u64) -> RunConfig {
         csv: false,
         ca_cert: None,
         insecure: false,
+        prompts: Prompts::words(),
     }
 }
 

@@ -192,6 +192,23 @@ impl Lengths {
         }
     }
 
+    /// The largest count a draw gives with any real chance: exact for fixed and uniform
+    /// lengths, six standard deviations above the mean for normal ones and the point six
+    /// log-standard-deviations up for lognormal ones (a draw above it has odds below 1e-9),
+    /// at most [`crate::limits::MAX_TOKENS`].
+    pub fn likely_max(&self) -> u32 {
+        let z = match *self {
+            Self::Fixed { tokens } => return tokens,
+            Self::Uniform { max, .. } => return max,
+            Self::Normal { mean, sd } => mean + 6.0 * sd,
+            Self::Lognormal { mean, scv } => {
+                let s2 = (1.0 + scv).ln();
+                (mean.ln() - s2 / 2.0 + 6.0 * s2.sqrt()).exp()
+            }
+        };
+        z.ceil().clamp(1.0, f64::from(crate::limits::MAX_TOKENS)) as u32
+    }
+
     fn validate(&self, field: &'static str) -> Result<()> {
         let max = f64::from(crate::limits::MAX_TOKENS);
         let too_many = match *self {

@@ -7,6 +7,7 @@ use std::time::Instant;
 use heisenbench_live::calibrate::{Calibration, default_path, load};
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
+use heisenbench_live::prompt::Prompts;
 use heisenbench_live::run::config::{ApiKind, RunConfig, ShardMode};
 use heisenbench_live::run::result::RunReport;
 use heisenbench_live::run::stop::{StopSignal, listen_for_signals};
@@ -446,8 +447,14 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
         csv: a.csv,
         ca_cert: a.ca_cert.clone(),
         insecure: a.insecure,
+        prompts: Prompts::words(),
     };
     cfg.validate()?;
+    if let Some(path) = &a.tokenizer {
+        let longest = cfg.workload.input_tokens.likely_max();
+        cfg.prompts =
+            Prompts::from_tokenizer(path, longest).map_err(|e| Failure::Usage(e.to_string()))?;
+    }
     if a.model.is_none() && a.url.is_some() {
         cfg.model = served_model(&cfg)?;
     }
@@ -696,6 +703,20 @@ fn summary(out: &mut dyn Write, r: &RunReport) -> Result<(), Failure> {
         r.token_mismatches,
         utils.join(" ")
     )?;
+    writeln!(out, "  {}", r.config.prompts.describe())?;
+    let p = &r.prompt_tokens;
+    match p.usual_overhead {
+        Some(d) => writeln!(
+            out,
+            "  prompt tokens: {} sent; the server's usage counted {} requests at the prompt's length {:+} ({} differ)",
+            p.sent, p.checked, d, p.mismatches
+        )?,
+        None => writeln!(
+            out,
+            "  prompt tokens: {} sent; the server's usage carried no prompt count to check them",
+            p.sent
+        )?,
+    }
     Ok(())
 }
 

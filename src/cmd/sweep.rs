@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use heisenbench_live::prompt::Prompts;
 use heisenbench_live::run::config::{ApiKind, RunConfig, ShardMode};
 use heisenbench_live::run::{RunOptions, run as run_live};
 use heisenbench_model::profile::{Criterion, Stage, knee, rates};
@@ -123,6 +124,7 @@ pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
                     csv: false,
                     ca_cert: None,
                     insecure: false,
+                    prompts: Prompts::words(),
                 };
                 if cfg.model.is_empty() {
                     cfg.model = super::run::served_model(&cfg)?;

@@ -529,11 +529,63 @@ fn run_bad_flags_exit_2() {
         vec!["run", "--arrival", "bursty"],
         vec!["run", "--timeout", "-1s"],
         vec!["run", "/nonexistent/scenario.json"],
+        vec!["run", "--tokenizer", "/nonexistent/tokenizer.json"],
     ] {
         let e = fails(&args);
         assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
         assert_eq!(e.to_string().lines().count(), 1, "{args:?}");
     }
+}
+
+/// With a tokenizer file, every prompt's length is the tokenizer's count, and the report
+/// holds the server's usage against it. The embedded mock counts words and adds no BOS, so
+/// every request must differ by exactly 0; without the file, by 0 as well (words are its
+/// tokens), while the report says which of the two the counts mean.
+#[test]
+fn exact_prompts_are_checked_against_the_servers_usage() {
+    let tokenizer = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../live/tests/fixtures/tokenizer/tiny-llama.json"
+    );
+    let dir = std::env::temp_dir().join(format!("heisenbench-prompts-{}", std::process::id()));
+    let out = dir.join("run");
+    let base = [
+        "run",
+        "--qps",
+        "200",
+        "--requests",
+        "40",
+        "--prompt-tokens",
+        "uniform:1,300",
+        "--output-tokens",
+        "2",
+        "--shard-mode",
+        "thread",
+        "--workers",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--tokenizer", tokenizer]);
+    let text = ok(&args);
+    assert!(text.contains("prompt tokens exact for"), "{text}");
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let p = &r["prompt_tokens"];
+    assert_eq!(p["checked"], 40, "{p}");
+    assert_eq!(p["usual_overhead"], 0, "{p}");
+    assert_eq!(p["mismatches"], 0, "{p}");
+    assert_eq!(r["config"]["prompts"]["unit"], "the");
+    assert_eq!(r["config"]["prompts"]["special_tokens"], 1);
+    // The same seed without the tokenizer: the same lengths, said to be words.
+    let text = ok(&base);
+    assert!(text.contains("counted as words"), "{text}");
+    let r2: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(r2["prompt_tokens"]["sent"], p["sent"]);
+    assert!(r2["config"]["prompts"]["tokenizer"].is_null());
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

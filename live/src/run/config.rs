@@ -72,6 +72,9 @@ pub struct RunConfig {
     /// Skip TLS certificate verification (reports say so).
     #[serde(default)]
     pub insecure: bool,
+    /// How prompts are built and what their token counts mean.
+    #[serde(default)]
+    pub prompts: crate::prompt::Prompts,
 }
 
 impl RunConfig {

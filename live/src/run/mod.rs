@@ -407,6 +407,7 @@ pub fn report(
         tokens_stream: merged.tokens_stream,
         tokens_usage: merged.tokens_usage,
         token_mismatches: merged.token_mismatches,
+        prompt_tokens: merged.prompt_check(),
         events: merged.events,
         interrupted: merged.interrupted,
         merged,

@@ -186,6 +186,18 @@ pub struct ShardResult {
     pub tokens_usage: u64,
     /// Completed requests whose stream count differs from the usage count.
     pub token_mismatches: u64,
+    /// Prompt tokens of the completed requests, as the prompts count them (see
+    /// [`crate::prompt`]).
+    #[serde(default)]
+    pub prompt_tokens_sent: u64,
+    /// Completed requests with a prompt count in their usage, by the server's count minus
+    /// the prompt's own (a BOS, a chat template); at most [`MAX_PROMPT_OVERHEADS`] distinct
+    /// differences, the rest in `prompt_overhead_other`.
+    #[serde(default)]
+    pub prompt_overheads: BTreeMap<i64, u64>,
+    /// Requests whose difference was past the distinct ones kept.
+    #[serde(default)]
+    pub prompt_overhead_other: u64,
     /// SSE events received.
     pub events: u64,
     /// Completed requests that carried no token (a finish reason on the first chunk): no
@@ -219,12 +231,47 @@ pub struct ShardResult {
     pub rows: Vec<Row>,
 }
 
+/// Distinct prompt-count differences a result keeps.
+pub const MAX_PROMPT_OVERHEADS: usize = 64;
+
 /// Distinct server messages a result keeps.
 pub const MAX_MESSAGES: usize = 16;
 /// The key that counts the messages past [`MAX_MESSAGES`].
 pub const OTHER_MESSAGES: &str = "(other messages)";
 
 impl ShardResult {
+    /// Counts `requests` whose usage counted `overhead` more prompt tokens than were sent.
+    pub fn note_prompt_overhead(&mut self, overhead: i64, requests: u64) {
+        if self.prompt_overheads.contains_key(&overhead)
+            || self.prompt_overheads.len() < MAX_PROMPT_OVERHEADS
+        {
+            let n = self.prompt_overheads.entry(overhead).or_default();
+            *n = n.saturating_add(requests);
+        } else {
+            self.prompt_overhead_other = self.prompt_overhead_other.saturating_add(requests);
+        }
+    }
+
+    /// The server's prompt counts against the prompts': the usual difference (the most
+    /// common), the requests it covers, and the requests that differ from it.
+    pub fn prompt_check(&self) -> PromptCheck {
+        let checked = self
+            .prompt_overheads
+            .values()
+            .fold(self.prompt_overhead_other, |a, n| a.saturating_add(*n));
+        let usual = self
+            .prompt_overheads
+            .iter()
+            .max_by_key(|(d, n)| (**n, std::cmp::Reverse(d.abs())))
+            .map(|(d, n)| (*d, *n));
+        PromptCheck {
+            sent: self.prompt_tokens_sent,
+            checked,
+            usual_overhead: usual.map(|(d, _)| d),
+            mismatches: checked - usual.map_or(0, |(_, n)| n),
+        }
+    }
+
     /// Counts one server message, keeping at most [`MAX_MESSAGES`] distinct ones.
     pub fn note_message(&mut self, message: String, count: u64) {
         let key = if self.server_messages.contains_key(&message)
@@ -253,6 +300,11 @@ impl ShardResult {
         add(&mut self.tokens_stream, o.tokens_stream);
         add(&mut self.tokens_usage, o.tokens_usage);
         add(&mut self.token_mismatches, o.token_mismatches);
+        add(&mut self.prompt_tokens_sent, o.prompt_tokens_sent);
+        for (d, n) in &o.prompt_overheads {
+            self.note_prompt_overhead(*d, *n);
+        }
+        add(&mut self.prompt_overhead_other, o.prompt_overhead_other);
         add(&mut self.events, o.events);
         add(&mut self.zero_token_completions, o.zero_token_completions);
         for (m, n) in &o.server_messages {
@@ -336,6 +388,21 @@ pub struct Accounting {
     pub balanced: bool,
 }
 
+/// The server's prompt token counts (usage) against the prompts heisenbench built.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptCheck {
+    /// Prompt tokens of the completed requests, as the prompts count them.
+    pub sent: u64,
+    /// Completed requests whose usage carried a prompt count.
+    pub checked: u64,
+    /// The most common difference, server's count minus the prompt's (the BOS or chat
+    /// template the server adds); `None` when no usage carried a prompt count.
+    pub usual_overhead: Option<i64>,
+    /// Checked requests whose difference is not the usual one: prompts whose length the
+    /// server counts differently.
+    pub mismatches: u64,
+}
+
 /// Three views of a latency.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Origins {
@@ -394,6 +461,9 @@ pub struct RunReport {
     pub tokens_usage: u64,
     /// Completed requests whose counts disagree.
     pub token_mismatches: u64,
+    /// Prompt lengths against the server's usage.
+    #[serde(default)]
+    pub prompt_tokens: PromptCheck,
     /// SSE events received.
     pub events: u64,
     /// The run was stopped early (Ctrl-C, SIGTERM): what was measured until then.

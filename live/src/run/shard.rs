@@ -211,14 +211,14 @@ async fn closed_user(ctx: &Rc<Ctx>, user: u32, users: u32, think_s: f64) {
 }
 
 fn body(cfg: &RunConfig, p: &Planned) -> Vec<u8> {
-    let prompt = "word ".repeat(p.input_tokens as usize);
+    let prompt = cfg.prompts.text(p.input_tokens);
     let v = match cfg.api {
         ApiKind::Completions => serde_json::json!({
-            "model": cfg.model, "prompt": prompt.trim_end(), "max_tokens": p.output_tokens,
+            "model": cfg.model, "prompt": prompt, "max_tokens": p.output_tokens,
             "ignore_eos": true, "stream": cfg.stream,
         }),
         ApiKind::Chat => serde_json::json!({
-            "model": cfg.model, "messages": [{ "role": "user", "content": prompt.trim_end() }],
+            "model": cfg.model, "messages": [{ "role": "user", "content": prompt }],
             "max_tokens": p.output_tokens, "ignore_eos": true, "stream": cfg.stream,
         }),
     };
@@ -304,6 +304,11 @@ async fn request(ctx: &Rc<Ctx>, p: Planned) {
             if ctx.cfg.stream && u != seen.stream.tokens {
                 r.token_mismatches += 1;
             }
+        }
+        r.prompt_tokens_sent += u64::from(p.input_tokens);
+        if let Some(counted) = seen.stream.prompt_usage {
+            let counted = i64::try_from(counted).unwrap_or(i64::MAX);
+            r.note_prompt_overhead(counted.saturating_sub(i64::from(p.input_tokens)), 1);
         }
         r.last_end_ns = Some(r.last_end_ns.unwrap_or(0).max(rel(end)));
     }
@@ -410,6 +415,7 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
             _ => return Outcome::Malformed,
         };
         seen.stream.usage = chunk.usage;
+        seen.stream.prompt_usage = chunk.prompt_usage;
         // Without usage, a non-streamed answer counts as one token.
         seen.stream.tokens = chunk
             .usage

@@ -248,12 +248,19 @@ impl<'a> Scan<'a> {
                 if s.null() {
                     return Some(());
                 }
-                let mut tokens_seen = false;
+                let (mut completion_seen, mut prompt_seen) = (false, false);
                 s.object(|s, k| match k {
                     b"completion_tokens" => {
-                        once(&mut tokens_seen)?;
+                        once(&mut completion_seen)?;
                         if !s.null() {
                             c.usage = Some(s.u64()?);
+                        }
+                        Some(())
+                    }
+                    b"prompt_tokens" => {
+                        once(&mut prompt_seen)?;
+                        if !s.null() {
+                            c.prompt_usage = Some(s.u64()?);
                         }
                         Some(())
                     }
@@ -425,9 +432,10 @@ mod tests {
                 .prop_map(|c| format!("\"choices\":[{}]", c.join(", "))),
             value().prop_map(|v| format!("\"choices\":{v}")),
             value().prop_map(|v| format!("\"usage\":{v}")),
-            (0u64..1000).prop_map(|n| format!(
-                "\"usage\": {{\"prompt_tokens\": 3, \"completion_tokens\": {n}}}"
+            (0u64..1000, 0u64..100_000).prop_map(|(n, p)| format!(
+                "\"usage\": {{\"prompt_tokens\": {p}, \"completion_tokens\": {n}}}"
             )),
+            value().prop_map(|v| format!("\"usage\":{{\"prompt_tokens\":{v}}}")),
             value().prop_map(|v| format!("\"heisenbench_sent_ns\":{v}")),
             (0u64..u64::MAX).prop_map(|n| format!("\"heisenbench_sent_ns\":{n}")),
             value().prop_map(|v| format!("\"object\":{v}")),

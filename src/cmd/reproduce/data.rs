@@ -6,6 +6,7 @@ use heisenbench_figures::{
 };
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
+use heisenbench_live::prompt::Prompts;
 use heisenbench_live::run::config::{ApiKind, RunConfig, ShardMode};
 use heisenbench_live::run::result::RunReport;
 use heisenbench_live::run::stop::StopSignal;
@@ -207,6 +208,7 @@ fn live_config(
         csv: false,
         ca_cert: None,
         insecure: false,
+        prompts: Prompts::words(),
     }
 }
 
