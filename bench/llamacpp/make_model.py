@@ -4,7 +4,7 @@ No weights can be downloaded where heisenbench is tested, so the real engine run
 made here: 2 layers, width 64, 4 heads, context 512, F32 (under 1 MB). Its output is random
 words. Control, byte and word-piece tokens are pushed down: the residual stream's dimension
 0 is held at a constant positive value (every embedding has +1 there and no layer writes to
-it), and the output rows of those tokens weigh it by -50, so their logits sit far below any
+it), and the output rows of those tokens weigh it by -500, so their logits sit far below any
 whole word's.
 
 The vocabulary is a proper SentencePiece one: single characters, every prefix of every word
@@ -103,7 +103,7 @@ def main():
     w.add_tensor("output_norm.weight", np.ones(N_EMBD, np.float32))
     head = rand(n_vocab, N_EMBD, scale=1.0)
     head[:, 0] = 0.0
-    head[:n_special, 0] = -50.0
+    head[:n_special, 0] = -500.0
     w.add_tensor("output.weight", head)
 
     w.write_header_to_file()
