@@ -246,8 +246,9 @@ pub struct PlanArgs {
     /// Wait budget: mean=DURATION or pQ=DURATION (p50, p90, p99, p99.9).
     #[arg(long, value_parser = parse_budget)]
     pub budget: Budget,
-    /// How requests are dealt to loops: random or round-robin.
-    #[arg(long, default_value = "random", value_parser = parse_assignment)]
+    /// How requests reach the loops: round-robin (heisenbench's own shards), random
+    /// (independent choice) or pooled (one queue shared by all loops).
+    #[arg(long = "policy", alias = "assignment", default_value = "round-robin", value_parser = parse_assignment)]
     pub assignment: Assignment,
     /// Cores available to the client; with fewer cores than loops, loops share them.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -260,6 +261,7 @@ pub struct PlanArgs {
     pub max_qps: bool,
     /// Check the plan by simulation: the chosen count and one fewer, each loop simulated
     /// (Lindley's recursion over bursts, about 2 million events), with 95 % intervals.
+    /// Pooled plans are always sized this way (the pool by Kiefer-Wolfowitz's recursion).
     #[arg(long, conflicts_with = "max_qps")]
     pub check: bool,
     /// Loops, for --max-qps.

@@ -4,7 +4,8 @@
 //! Each loop is a single-threaded FIFO server with its own queue (one process or thread,
 //! one core). With random assignment of requests each loop sees Poisson bursts at 1/k of
 //! the rate: M^X/G/1 (M/G/1 for bursts of one). With round robin and one burst per
-//! request each loop sees every k-th request: E_k^X/G/1, smoother, solved on a lattice. When k
+//! request each loop sees every k-th request: E_k^X/G/1, smoother, solved on a lattice. Pooled
+//! loops share one queue: M/G/c for spread events, M^X/G/c for bursts. When k
 //! loops share C < k cores, each loop gets C/k of a core, so every event takes k/C times
 //! as long: utilisation stops falling with k and waits grow; the plan says so.
 
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::batch::BatchMg1;
 use crate::error::{ModelError, Result, min_stable_servers};
 use crate::gig1::Gig1;
+use crate::mmc::{Mgc, PooledBursts};
 use crate::queue::WaitModel;
 use crate::service::Service;
 use crate::units::{Quantile, Rate, Seconds, format_seconds};
@@ -95,15 +97,18 @@ impl fmt::Display for Budget {
     }
 }
 
-/// How requests are dealt to loops.
+/// How requests are dealt to loops: the dispatch policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Assignment {
     /// Each request to a loop chosen independently at random: every loop sees Poisson.
-    #[default]
     Random,
-    /// Requests dealt in turn: every loop sees each k-th request (Erlang-k gaps).
+    /// Requests dealt in turn, as heisenbench's own shards stripe the schedule: every loop
+    /// sees each k-th request (Erlang-k gaps). The default.
+    #[default]
     RoundRobin,
+    /// One queue shared by all loops: any idle loop takes the next event (a worker pool).
+    Pooled,
 }
 
 impl FromStr for Assignment {
@@ -112,10 +117,11 @@ impl FromStr for Assignment {
         match s {
             "random" | "poisson" => Ok(Self::Random),
             "round-robin" | "round_robin" | "rr" => Ok(Self::RoundRobin),
+            "pooled" | "shared" => Ok(Self::Pooled),
             _ => Err(ModelError::invalid(
-                "assignment",
+                "policy",
                 s,
-                "expected random or round-robin",
+                "expected random, round-robin or pooled",
             )),
         }
     }
@@ -180,13 +186,19 @@ impl Load {
     }
 
     /// What one of `workers` loops sees: bursts per second, and the k of its Erlang-k
-    /// gaps when round robin makes them so (None: Poisson bursts).
+    /// gaps when round robin makes them so (None: Poisson bursts). Pooled loops share one
+    /// queue: the rate is then the pool's, all the bursts.
     ///
     /// Erlang-k gaps hold only when a request is a single burst; otherwise a loop's
     /// arrivals superpose several bursts per request and are close to Poisson.
     pub fn loop_arrivals(&self, workers: u32) -> (f64, Option<u32>) {
         let bursts_per_request = f64::from(self.events_per_request) / f64::from(self.burst);
-        let rate = self.qps.get() * bursts_per_request / f64::from(workers);
+        let sharing = if self.assignment == Assignment::Pooled {
+            1.0
+        } else {
+            f64::from(workers)
+        };
+        let rate = self.qps.get() * bursts_per_request / sharing;
         let erlang = self.assignment == Assignment::RoundRobin
             && workers > 1
             && self.burst == self.events_per_request;
@@ -203,6 +215,13 @@ impl Load {
             self.event_cost.scaled(slowdown)
         };
         let load = rate * f64::from(self.burst) * service.mean_s();
+        if self.assignment == Assignment::Pooled {
+            return Ok(if self.burst == 1 {
+                Box::new(Mgc::new(rate, workers, service)?)
+            } else {
+                Box::new(PooledBursts::new(rate, self.burst, workers, service)?)
+            });
+        }
         if load >= 1.0 {
             return Err(ModelError::unstable(load * f64::from(workers), workers));
         }
@@ -343,7 +362,18 @@ pub fn plan_workers(load: &Load, budget: &Budget, hw: Hardware) -> Result<Worker
         let mid = lo + (hi - lo) / 2;
         if meets(mid) { hi = mid } else { lo = mid }
     }
-    let k = hi;
+    Ok(plan_with_workers(load, budget, hw, hi))
+}
+
+/// The plan for exactly `k` loops: its evaluation, the one at k - 1, the cores and
+/// machines, and the reasoning. [`plan_workers`] finds k by the model; a caller that
+/// sizes by other means (a simulation of pooled loops) explains its k with this.
+pub fn plan_with_workers(load: &Load, budget: &Budget, hw: Hardware, k: u32) -> WorkerPlan {
+    let k = k.max(1);
+    let erlangs = load.offered_erlangs();
+    let k_stable = u32::try_from(min_stable_servers(erlangs))
+        .unwrap_or(u32::MAX)
+        .max(1);
     let at_k = Evaluation::of(load, budget, k, 1.0);
     let fewer = (k > 1).then(|| Evaluation::of(load, budget, k - 1, 1.0));
     let mut reasoning = vec![
@@ -355,21 +385,23 @@ pub fn plan_workers(load: &Load, budget: &Budget, hw: Hardware) -> Result<Worker
         ),
         format!("at least {k_stable} loop(s) keep each loop's utilisation below 1"),
         format!(
-            "{k} loop(s): utilisation {:.3}, predicted {} = {} ({}), meets {budget}",
+            "{k} loop(s): utilisation {:.3}, predicted {} = {} ({}), {} {budget}",
             at_k.utilization,
             budget_stat_name(budget),
             format_seconds(at_k.predicted_wait_s.unwrap_or(f64::NAN)),
-            at_k.model
+            at_k.model,
+            if at_k.meets_budget { "meets" } else { "misses" }
         ),
     ];
     if let Some(f) = &fewer {
         reasoning.push(match f.predicted_wait_s {
             Some(w) => format!(
-                "{} loop(s): utilisation {:.3}, predicted {} = {}, misses the budget",
+                "{} loop(s): utilisation {:.3}, predicted {} = {}, {} the budget",
                 f.workers,
                 f.utilization,
                 budget_stat_name(budget),
-                format_seconds(w)
+                format_seconds(w),
+                if f.meets_budget { "meets" } else { "misses" }
             ),
             None => format!(
                 "{} loop(s): utilisation {:.3} >= 1, unstable",
@@ -408,7 +440,7 @@ pub fn plan_workers(load: &Load, budget: &Budget, hw: Hardware) -> Result<Worker
     if let (Some(m), Some(c)) = (machines, hw.cores_per_machine) {
         reasoning.push(format!("{k} cores at {c} per machine: {m} machine(s)"));
     }
-    Ok(WorkerPlan {
+    WorkerPlan {
         load: load.clone(),
         budget: *budget,
         offered_erlangs: erlangs,
@@ -421,7 +453,7 @@ pub fn plan_workers(load: &Load, budget: &Budget, hw: Hardware) -> Result<Worker
         machines_needed: machines,
         shared_cores: shared,
         reasoning,
-    })
+    }
 }
 
 fn budget_stat_name(b: &Budget) -> String {

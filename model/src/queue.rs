@@ -28,6 +28,9 @@ pub enum TailMethod {
     /// Lindley's equation solved on a lattice (Wiener-Hopf ladder heights), with a
     /// lattice-error estimate.
     LindleyLattice,
+    /// Pooled loops as one loop as fast as all of them (M^X/G/c): an approximation whose
+    /// error the simulation check measures.
+    FastServer,
 }
 
 impl TailMethod {
@@ -46,6 +49,7 @@ impl TailMethod {
             }
             Self::LindleyLattice => "Lindley's equation on a lattice (Wiener-Hopf ladder heights)",
             Self::ExponentialFit => "exponential tail fitted to P(wait) and the mean",
+            Self::FastServer => "pooled loops as one loop c times as fast (approximate)",
         }
     }
 }

@@ -4,6 +4,8 @@
 //!   the fast path.
 //! * [`events`]: arrivals and departures through the same [`EventQueue`] the client
 //!   engine uses, in integer nanoseconds.
+//! * [`pooled_bursts`]: c servers sharing one FIFO queue (Kiefer and Wolfowitz's
+//!   recursion), the pooled loops a plan may assume.
 //!
 //! Both draw gaps and service times from the same seeded streams in customer order, so
 //! on one seed they agree up to nanosecond rounding; each must also agree with the model
@@ -13,7 +15,8 @@
 //! thousand customers are long against the queue's correlation time except very near
 //! rho = 1, which makes the batch estimates close to independent.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 use heisenbench_model::queue::QueueReport;
 use heisenbench_model::service::Service;
@@ -299,6 +302,65 @@ fn lindley_core(spec: &QueueSpec, burst: u32) -> QueueResult {
         w = (w + ahead - gap(&mut arrivals)).max(0.0);
     }
     batches.finish("lindley")
+}
+
+/// `servers` loops sharing one FIFO queue, fed the bursts of `spec`: the per-event wait by
+/// Kiefer and Wolfowitz's recursion. The servers' next free times sit in a min-heap; each
+/// event, in arrival order (a burst in its own order), starts on the one free first and
+/// waits max(0, free - now). With one server it is [`lindley_bursts`] exactly: the same
+/// streams are drawn in the same order.
+pub fn pooled_bursts(spec: &BurstSpec, servers: u32) -> QueueResult {
+    let n = u64::from(spec.burst.max(1));
+    let q = QueueSpec {
+        rate_per_s: spec.burst_rate_per_s,
+        gaps: spec.gaps,
+        service: spec.service.clone(),
+        customers: spec.bursts * n,
+        warmup: spec.bursts / 10 * n,
+        batches: 32,
+        seed: spec.seed,
+    };
+    let mut arrivals = stream(q.seed, purpose::ARRIVALS);
+    let mut services = stream(q.seed, purpose::CLIENT);
+    let service = Sampler::new(&q.service);
+    let mut gap = gap_sampler(&q);
+    let mut batches = Batches::new(&q);
+    let warmup = q.warmup / n;
+    let mut free: BinaryHeap<Reverse<FreeAt>> =
+        (0..servers.max(1)).map(|_| Reverse(FreeAt(0.0))).collect();
+    let mut now = 0.0f64;
+    for b in 0..warmup + q.customers / n {
+        for _ in 0..n {
+            let Some(Reverse(FreeAt(at))) = free.pop() else {
+                unreachable!("the heap holds one entry per server")
+            };
+            let w = (at - now).max(0.0);
+            if b >= warmup {
+                batches.push(ns_from_secs(w));
+            }
+            free.push(Reverse(FreeAt(now + w + service.sample_s(&mut services))));
+        }
+        now += gap(&mut arrivals);
+    }
+    batches.finish("kiefer-wolfowitz")
+}
+
+/// A server's next free time, ordered as a number.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct FreeAt(f64);
+
+impl Eq for FreeAt {}
+
+impl PartialOrd for FreeAt {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for FreeAt {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -369,3 +369,76 @@ mod invariants {
         }
     }
 }
+
+mod pooled {
+    //! The pool's simulation (Kiefer-Wolfowitz) against what is known exactly: one server
+    //! is Lindley's recursion on the same draws, M/M/c is Erlang C, and M/D/c's mean is
+    //! Crommelin's.
+
+    use heisenbench_model::mmc::Mgc;
+    use heisenbench_model::queue::WaitModel;
+    use heisenbench_model::service::Service;
+    use heisenbench_model::units::Quantile;
+    use heisenbench_sim::textbook::{BurstSpec, Gaps, lindley_bursts, pooled_bursts};
+
+    fn spec(rate: f64, burst: u32, service: Service, bursts: u64) -> BurstSpec {
+        BurstSpec {
+            burst_rate_per_s: rate,
+            gaps: Gaps::Poisson,
+            burst,
+            service,
+            bursts,
+            seed: 11,
+        }
+    }
+
+    #[test]
+    fn one_server_is_lindleys_recursion_on_the_same_draws() {
+        for (burst, service) in [
+            (1, Service::exponential(1.0).unwrap()),
+            (20, Service::gamma(1.0, 4.0).unwrap()),
+        ] {
+            let s = spec(0.8 / f64::from(burst), burst, service, 100_000);
+            let (a, b) = (pooled_bursts(&s, 1), lindley_bursts(&s));
+            assert_eq!(a.customers, b.customers);
+            let rel = (a.wait_mean_s.value - b.wait_mean_s.value).abs() / b.wait_mean_s.value;
+            assert!(rel < 1e-9, "mean {} vs {}", a.wait_mean_s.value, b.wait_mean_s.value);
+            for (x, y) in a.wait_quantiles_s.iter().zip(&b.wait_quantiles_s) {
+                assert!((x.1.value - y.1.value).abs() <= 1e-9 * y.1.value.max(1.0));
+            }
+        }
+    }
+
+    /// M/M/c is exact in closed form (Erlang C); the simulation must cover it. 4 million
+    /// customers keep the mean's interval near 2 %.
+    #[test]
+    fn mmc_matches_erlang_c() {
+        for (c, rho) in [(4u32, 0.8), (10, 0.9)] {
+            let lambda = rho * f64::from(c);
+            let exact = Mgc::mmc(lambda, 1.0, c).unwrap();
+            let sim = pooled_bursts(
+                &spec(lambda, 1, Service::exponential(1.0).unwrap(), 4_000_000),
+                c,
+            );
+            assert!(
+                sim.wait_mean_s.covers(exact.wait_mean_s(), 3.0, 0.0),
+                "c {c}: mean {} vs {:?}",
+                exact.wait_mean_s(),
+                sim.wait_mean_s
+            );
+            let p99 = exact.wait_quantile_s(Quantile::P99);
+            let est = sim.wait_quantiles_s[2].1;
+            assert!(est.covers(p99, 3.0, 0.005 * p99), "c {c}: p99 {p99} vs {est:?}");
+        }
+    }
+
+    /// M/D/10 at rho 0.9: mean wait 0.3446 (Crommelin's exact value).
+    #[test]
+    fn md10_mean_is_crommelins() {
+        let sim = pooled_bursts(
+            &spec(9.0, 1, Service::deterministic(1.0).unwrap(), 4_000_000),
+            10,
+        );
+        assert!(sim.wait_mean_s.covers(0.3446, 3.0, 0.0), "{:?}", sim.wait_mean_s);
+    }
+}

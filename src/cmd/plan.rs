@@ -3,10 +3,15 @@
 use std::io::Write;
 
 use heisenbench_live::calibrate::{default_path, load};
-use heisenbench_model::plan::{Budget, Hardware, Load, max_qps, plan_workers};
+use std::collections::BTreeMap;
+
+use heisenbench_model::error::min_stable_servers;
+use heisenbench_model::plan::{
+    Assignment, Budget, Hardware, Load, max_qps, plan_with_workers, plan_workers,
+};
 use heisenbench_model::service::Service;
 use heisenbench_model::units::{Rate, format_seconds};
-use heisenbench_sim::textbook::{BurstSpec, Gaps, lindley_bursts};
+use heisenbench_sim::textbook::{BurstSpec, Gaps, QueueResult, lindley_bursts, pooled_bursts};
 
 use super::write_json;
 use crate::Failure;
@@ -72,34 +77,52 @@ pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
         )?;
         return Ok(());
     }
-    let mut plan = plan_workers(
-        &load,
-        &a.budget,
-        Hardware {
-            cores: a.cores,
-            cores_per_machine: a.cores_per_machine,
-        },
-    )?;
+    let hw = Hardware {
+        cores: a.cores,
+        cores_per_machine: a.cores_per_machine,
+    };
+    let mut plan = plan_workers(&load, &a.budget, hw)?;
+    let pooled = load.assignment == Assignment::Pooled;
+    let mut sims = Simulations::new(&load, &a.budget);
+    if pooled {
+        let model_k = plan.workers;
+        let k = sims.size_pool(model_k);
+        let model_name = plan.model.clone();
+        if k != model_k {
+            plan = plan_with_workers(&load, &a.budget, hw, k);
+        }
+        let sim_at_k = sims.get(k).map_or(f64::NAN, |c| c.simulated_s);
+        plan.reasoning.push(format!(
+            "pooled loops: the {model_name} model is an approximation ({}), so the pool is sized \
+             by simulating it (Kiefer-Wolfowitz's recursion, about 2 million events a count): \
+             the model asked for {model_k} loop(s); {k} is the fewest whose simulated {} = {} \
+             meets the budget",
+            if load.burst == 1 {
+                "Lee-Longton's mean with an exponential tail; the M/D/c mean is exact"
+            } else {
+                "one loop as fast as all of them"
+            },
+            budget_name(&a.budget),
+            format_seconds(sim_at_k)
+        ));
+    }
     if let Some(why) = source {
         plan.reasoning.insert(0, why);
     }
-    let checks = if a.check {
+    let checks: Vec<Check> = if a.check || pooled {
         [
             Some(plan.workers),
             plan.workers.checked_sub(1).filter(|k| *k > 0),
         ]
         .into_iter()
         .flatten()
-        .map(|k| check(&load, &a.budget, k))
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter()
-        .flatten()
+        .filter_map(|k| sims.get(k).cloned())
         .collect()
     } else {
         Vec::new()
     };
     if a.json {
-        if a.check {
+        if !checks.is_empty() {
             let mut v = serde_json::to_value(&plan).map_err(|e| Failure::Runtime(e.into()))?;
             v["checks"] = serde_json::to_value(&checks).map_err(|e| Failure::Runtime(e.into()))?;
             return write_json(out, &v);
@@ -132,7 +155,11 @@ pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
         writeln!(out, "  - {line}")?;
     }
     if !checks.is_empty() {
-        writeln!(out, "checked by simulation (one loop, 95 % intervals):")?;
+        writeln!(
+            out,
+            "checked by simulation ({}, 95 % intervals):",
+            if pooled { "the pool" } else { "one loop" }
+        )?;
         for c in &checks {
             writeln!(
                 out,
@@ -154,7 +181,7 @@ pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
 }
 
 /// A plan's loop count, simulated.
-#[derive(serde::Serialize)]
+#[derive(Clone, serde::Serialize)]
 struct Check {
     workers: u32,
     /// The budgeted statistic by the model, seconds.
@@ -168,24 +195,88 @@ struct Check {
     agrees: bool,
 }
 
-/// Simulates one of `workers` loops under `load` (None when that many are unstable).
-fn check(load: &Load, budget: &Budget, workers: u32) -> Result<Option<Check>, Failure> {
-    let Ok(model) = load.worker_queue(workers, 1.0) else {
-        return Ok(None);
-    };
+fn budget_name(b: &Budget) -> String {
+    match b {
+        Budget::Mean { .. } => "mean wait".into(),
+        Budget::Quantile { q, .. } => format!("{q} wait"),
+    }
+}
+
+/// Simulations of a load at several loop counts, each run once.
+struct Simulations<'a> {
+    load: &'a Load,
+    budget: &'a Budget,
+    done: BTreeMap<u32, Option<Check>>,
+}
+
+impl<'a> Simulations<'a> {
+    fn new(load: &'a Load, budget: &'a Budget) -> Self {
+        Self {
+            load,
+            budget,
+            done: BTreeMap::new(),
+        }
+    }
+
+    /// The check at `workers` (None when that many are unstable).
+    fn get(&mut self, workers: u32) -> Option<&Check> {
+        if !self.done.contains_key(&workers) {
+            let c = simulate(self.load, self.budget, workers);
+            self.done.insert(workers, c);
+        }
+        self.done.get(&workers).and_then(Option::as_ref)
+    }
+
+    fn meets(&mut self, workers: u32) -> bool {
+        let limit = self.budget.limit_s();
+        self.get(workers).is_some_and(|c| c.simulated_s <= limit)
+    }
+
+    /// The fewest pooled loops whose simulated statistic meets the budget: bisection
+    /// between the stable minimum and the model's count (searched upwards from there when
+    /// the simulation says the model's count misses). The common random numbers of one
+    /// seed keep the simulated statistic monotone in the count.
+    fn size_pool(&mut self, model_k: u32) -> u32 {
+        let stable = u32::try_from(min_stable_servers(self.load.offered_erlangs()))
+            .unwrap_or(u32::MAX)
+            .max(1);
+        let (mut lo, mut hi) = (stable.saturating_sub(1), model_k.max(stable));
+        while !self.meets(hi) {
+            if hi >= model_k.saturating_mul(64) {
+                return model_k;
+            }
+            lo = hi;
+            hi = hi.saturating_mul(2);
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.meets(mid) { hi = mid } else { lo = mid }
+        }
+        hi
+    }
+}
+
+/// Simulates `workers` loops under `load` (None when that many are unstable): one loop of
+/// a random or round-robin client, the whole pool of a pooled one.
+fn simulate(load: &Load, budget: &Budget, workers: u32) -> Option<Check> {
+    let model = load.worker_queue(workers, 1.0).ok()?;
     let (rate, erlang_k) = load.loop_arrivals(workers);
     // About 2 million events, whatever the burst.
-    let bursts = (2_000_000 / u64::from(load.burst)).max(1_000);
-    let sim = lindley_bursts(&BurstSpec {
+    let spec = BurstSpec {
         burst_rate_per_s: rate,
         gaps: erlang_k.map_or(Gaps::Poisson, |k| Gaps::Gamma {
             shape: f64::from(k),
         }),
         burst: load.burst,
         service: load.event_cost.clone(),
-        bursts,
+        bursts: (2_000_000 / u64::from(load.burst)).max(1_000),
         seed: 1,
-    });
+    };
+    let sim: QueueResult = if load.assignment == Assignment::Pooled {
+        pooled_bursts(&spec, workers)
+    } else {
+        lindley_bursts(&spec)
+    };
     let (model_s, est) = match budget {
         Budget::Mean { .. } => (model.wait_mean_s(), sim.wait_mean_s),
         Budget::Quantile { q, .. } => {
@@ -204,12 +295,12 @@ fn check(load: &Load, budget: &Budget, workers: u32) -> Result<Option<Check>, Fa
             (m, est)
         }
     };
-    Ok(Some(Check {
+    Some(Check {
         workers,
         model_s,
         simulated_s: est.value,
         ci95_s: est.ci95,
         events: sim.customers,
         agrees: est.covers(model_s, 3.0, 0.005 * model_s),
-    }))
+    })
 }

@@ -1255,3 +1255,44 @@ fn plan_check_simulates_the_chosen_count_and_one_fewer() {
         assert!(c["events"].as_u64().unwrap() >= 1_000_000);
     }
 }
+
+/// Pooled loops are sized by simulating the pool: the count chosen meets the budget in the
+/// simulation and one fewer does not, whatever the approximate model said.
+#[test]
+fn pooled_plans_are_sized_by_simulating_the_pool() {
+    for burst in ["1", "20"] {
+        let v = json(&[
+            "plan",
+            "--qps",
+            "1000",
+            "--events-per-request",
+            "20",
+            "--burst",
+            burst,
+            "--event-cost",
+            "100us",
+            "--event-cost-scv",
+            "4",
+            "--budget",
+            "p99=1ms",
+            "--policy",
+            "pooled",
+            "--json",
+        ]);
+        let checks = v["checks"].as_array().unwrap();
+        assert_eq!(checks[0]["workers"], v["workers"], "{v}");
+        let sim = |c: &Value| c["simulated_s"].as_f64().unwrap();
+        assert!(sim(&checks[0]) <= 1e-3, "{v}");
+        if let Some(fewer) = checks.get(1) {
+            assert!(sim(fewer) > 1e-3, "{v}");
+        }
+        assert!(
+            v["reasoning"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|l| l.as_str().unwrap().contains("sized by simulating")),
+            "{v}"
+        );
+    }
+}
