@@ -181,6 +181,18 @@ pub struct Timeline {
     pub sharded: Vec<Lane>,
 }
 
+/// Figure 9: how requests reach the loops (round robin, random, one shared queue) and
+/// the wait it gives, against the number of loops: model curves and simulated points.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Policies {
+    /// One model curve per policy: (loops, p99 wait seconds).
+    pub curves: Vec<Series>,
+    /// Simulated p99 waits with their 95 % intervals, one list per curve, in its order.
+    pub points: Vec<Vec<CiPoint>>,
+    /// The load in words.
+    pub load: String,
+}
+
 /// Everything the figures need.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FigureData {
@@ -200,19 +212,63 @@ pub struct FigureData {
     pub predicted_observed: Vec<PredictedObserved>,
     /// Figure 8.
     pub timeline: Timeline,
+    /// Figure 9.
+    #[serde(default)]
+    pub policies: Policies,
 }
 
-/// The figures' file stems, in order.
-pub const FIGURES: [&str; 8] = [
-    "1-rate-failure",
-    "2-wait-vs-utilization",
-    "3-ttft-cdf",
-    "4-ntpot-decomposition",
-    "5-latency-profile",
-    "6-workers-needed",
-    "7-predicted-vs-observed",
-    "8-timeline",
-];
+/// The figures, in the order `reproduce` numbers them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    /// Achieved vs offered rate.
+    RateFailure,
+    /// Client-side wait vs utilisation.
+    WaitVsUtilization,
+    /// TTFT distributions.
+    TtftCdf,
+    /// NTPOT decomposition.
+    NtpotDecomposition,
+    /// A latency profile and its knee.
+    LatencyProfile,
+    /// Loops needed vs target rate.
+    WorkersNeeded,
+    /// Predicted vs observed wait.
+    PredictedObserved,
+    /// Chunks through one loop vs k loops.
+    Timeline,
+    /// The three dispatch policies.
+    Policies,
+}
+
+impl Figure {
+    /// Every figure, in order.
+    pub const ALL: [Figure; 9] = [
+        Self::RateFailure,
+        Self::WaitVsUtilization,
+        Self::TtftCdf,
+        Self::NtpotDecomposition,
+        Self::LatencyProfile,
+        Self::WorkersNeeded,
+        Self::PredictedObserved,
+        Self::Timeline,
+        Self::Policies,
+    ];
+
+    /// The file stem: its number and name.
+    pub fn stem(self) -> &'static str {
+        match self {
+            Self::RateFailure => "1-rate-failure",
+            Self::WaitVsUtilization => "2-wait-vs-utilization",
+            Self::TtftCdf => "3-ttft-cdf",
+            Self::NtpotDecomposition => "4-ntpot-decomposition",
+            Self::LatencyProfile => "5-latency-profile",
+            Self::WorkersNeeded => "6-workers-needed",
+            Self::PredictedObserved => "7-predicted-vs-observed",
+            Self::Timeline => "8-timeline",
+            Self::Policies => "9-policies",
+        }
+    }
+}
 
 fn font() -> Result<(), FigureError> {
     static FONT_BYTES: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
@@ -238,22 +294,23 @@ pub fn draw_all(data: &FigureData, dir: &Path) -> Result<Vec<PathBuf>, FigureErr
         reason: e.to_string(),
     })?;
     let mut out = Vec::new();
-    for (i, stem) in FIGURES.iter().enumerate() {
+    for fig in Figure::ALL {
+        let stem = fig.stem();
         let png = dir.join(format!("{stem}.png"));
         let svg = dir.join(format!("{stem}.svg"));
         let wrap = |r: Result<(), String>| {
             r.map_err(|reason| FigureError::Draw {
-                figure: (*stem).to_string(),
+                figure: stem.to_string(),
                 reason,
             })
         };
         wrap(draw_one(
-            i,
+            fig,
             data,
             BitMapBackend::new(&png, SIZE).into_drawing_area(),
         ))?;
         wrap(draw_one(
-            i,
+            fig,
             data,
             SVGBackend::new(&svg, SIZE).into_drawing_area(),
         ))?;
@@ -264,20 +321,21 @@ pub fn draw_all(data: &FigureData, dir: &Path) -> Result<Vec<PathBuf>, FigureErr
 }
 
 fn draw_one<DB: DrawingBackend>(
-    i: usize,
+    fig: Figure,
     d: &FigureData,
     root: DrawingArea<DB, Shift>,
 ) -> Result<(), String> {
     root.fill(&WHITE).s()?;
-    match i {
-        0 => rate_failure(&root, &d.rate_failure),
-        1 => wait_vs_utilization(&root, &d.wait_vs_utilization),
-        2 => ttft_cdfs(&root, &d.ttft_cdfs),
-        3 => ntpot(&root, &d.ntpot),
-        4 => profile(&root, &d.profile),
-        5 => workers_needed(&root, &d.workers_needed),
-        6 => predicted_observed(&root, &d.predicted_observed),
-        _ => timeline(&root, &d.timeline),
+    match fig {
+        Figure::RateFailure => rate_failure(&root, &d.rate_failure),
+        Figure::WaitVsUtilization => wait_vs_utilization(&root, &d.wait_vs_utilization),
+        Figure::TtftCdf => ttft_cdfs(&root, &d.ttft_cdfs),
+        Figure::NtpotDecomposition => ntpot(&root, &d.ntpot),
+        Figure::LatencyProfile => profile(&root, &d.profile),
+        Figure::WorkersNeeded => workers_needed(&root, &d.workers_needed),
+        Figure::PredictedObserved => predicted_observed(&root, &d.predicted_observed),
+        Figure::Timeline => timeline(&root, &d.timeline),
+        Figure::Policies => policies(&root, &d.policies),
     }?;
     root.present().s()
 }
@@ -646,6 +704,81 @@ fn workers_needed<DB: DrawingBackend>(
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
+}
+
+fn policies<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &Policies) -> Result<(), String> {
+    let all = d
+        .curves
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .chain(d.points.iter().flatten().map(|p| (p.x, p.y)))
+        .filter(|p| p.1 > 0.0);
+    let ((x0, x1), (y0, y1)) = bounds(all).ok_or("no data")?;
+    // log10 units on a linear axis, labelled as durations at every tick (see figure 7).
+    let r = positive_range(y0, y1);
+    let mut chart = frame(
+        root,
+        format!("Dispatch policy and the client wait ({})", d.load),
+        95,
+    )
+    .build_cartesian_2d((x0 - 0.3)..(x1 + 0.3), r.start.log10()..r.end.log10())
+    .s()?;
+    chart
+        .configure_mesh()
+        .x_desc("client loops")
+        .y_desc("p99 wait per chunk (log scale)")
+        .y_labels(8)
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| seconds_label(10f64.powf(*v)))
+        .label_style((FONT, LABEL))
+        .axis_desc_style((FONT, LABEL))
+        .draw()
+        .s()?;
+    let log = |p: (f64, f64)| (p.0, p.1.log10());
+    for (i, s) in d.curves.iter().enumerate() {
+        let c = color(i);
+        let pts: Vec<_> = s
+            .points
+            .iter()
+            .copied()
+            .filter(|p| p.1 > 0.0)
+            .map(log)
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(3)))
+            .s()?
+            .label(format!("{} (model)", s.label))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
+        let sims: Vec<&CiPoint> = d
+            .points
+            .get(i)
+            .into_iter()
+            .flatten()
+            .filter(|p| p.y > 0.0)
+            .collect();
+        for p in &sims {
+            let lo = (p.y - p.ci).max(p.y * 0.01);
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(p.x, lo.log10()), (p.x, (p.y + p.ci).log10())],
+                    c.stroke_width(2),
+                )))
+                .s()?;
+        }
+        chart
+            .draw_series(
+                sims.iter()
+                    .map(|p| Circle::new(log((p.x, p.y)), 5, c.filled())),
+            )
+            .s()?;
+    }
+    let k = color(6);
+    chart
+        .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+        .s()?
+        .label("simulated (95% CI)")
+        .legend(move |(x, y)| Circle::new((x + 10, y), 5, k.filled()));
+    legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
 
 fn predicted_observed<DB: DrawingBackend>(

@@ -89,6 +89,18 @@ fn fixture() -> FigureData {
                 }],
             }],
         },
+        policies: Policies {
+            curves: vec![Series {
+                label: "round robin".into(),
+                points: vec![(1.0, 9e-3), (2.0, 1.5e-3)],
+            }],
+            points: vec![vec![CiPoint {
+                x: 2.0,
+                y: 1.6e-3,
+                ci: 1e-4,
+            }]],
+            load: "test load".into(),
+        },
     }
 }
 
@@ -96,7 +108,7 @@ fn fixture() -> FigureData {
 fn every_figure_is_drawn_with_its_labels() {
     let dir = std::env::temp_dir().join(format!("heisenbench-fig-{}", std::process::id()));
     let files = draw_all(&fixture(), &dir).unwrap();
-    assert_eq!(files.len(), 16);
+    assert_eq!(files.len(), 2 * Figure::ALL.len());
     for f in &files {
         let len = std::fs::metadata(f).unwrap().len();
         assert!(len > 2000, "{} is only {len} bytes", f.display());
@@ -139,6 +151,10 @@ fn every_figure_is_drawn_with_its_labels() {
             ],
         ),
         ("8-timeline", &["time (milliseconds)"]),
+        (
+            "9-policies",
+            &["client loops", "p99 wait per chunk (log scale)", "round robin (model)", " ms"],
+        ),
     ] {
         let text = svg(stem);
         for l in labels {

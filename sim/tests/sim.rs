@@ -402,7 +402,12 @@ mod pooled {
             let (a, b) = (pooled_bursts(&s, 1), lindley_bursts(&s));
             assert_eq!(a.customers, b.customers);
             let rel = (a.wait_mean_s.value - b.wait_mean_s.value).abs() / b.wait_mean_s.value;
-            assert!(rel < 1e-9, "mean {} vs {}", a.wait_mean_s.value, b.wait_mean_s.value);
+            assert!(
+                rel < 1e-9,
+                "mean {} vs {}",
+                a.wait_mean_s.value,
+                b.wait_mean_s.value
+            );
             for (x, y) in a.wait_quantiles_s.iter().zip(&b.wait_quantiles_s) {
                 assert!((x.1.value - y.1.value).abs() <= 1e-9 * y.1.value.max(1.0));
             }
@@ -428,7 +433,10 @@ mod pooled {
             );
             let p99 = exact.wait_quantile_s(Quantile::P99);
             let est = sim.wait_quantiles_s[2].1;
-            assert!(est.covers(p99, 3.0, 0.005 * p99), "c {c}: p99 {p99} vs {est:?}");
+            assert!(
+                est.covers(p99, 3.0, 0.005 * p99),
+                "c {c}: p99 {p99} vs {est:?}"
+            );
         }
     }
 
@@ -439,6 +447,10 @@ mod pooled {
             &spec(9.0, 1, Service::deterministic(1.0).unwrap(), 4_000_000),
             10,
         );
-        assert!(sim.wait_mean_s.covers(0.3446, 3.0, 0.0), "{:?}", sim.wait_mean_s);
+        assert!(
+            sim.wait_mean_s.covers(0.3446, 3.0, 0.0),
+            "{:?}",
+            sim.wait_mean_s
+        );
     }
 }

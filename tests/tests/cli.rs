@@ -761,7 +761,7 @@ fn reproduce_smoke_writes_every_file() {
     let dir = tmpdir("reproduce");
     let text = ok(&["reproduce", "--smoke", "--out", dir.to_str().unwrap()]);
     assert!(text.contains("single-process clients collapse"), "{text}");
-    for stem in heisenbench_figures::FIGURES {
+    for stem in heisenbench_figures::Figure::ALL.map(heisenbench_figures::Figure::stem) {
         for ext in ["png", "svg"] {
             let f = dir.join(format!("{stem}.{ext}"));
             assert!(

@@ -1,8 +1,8 @@
 //! Running every experiment of the reproduction and preparing the figures' data.
 
 use heisenbench_figures::{
-    ChunkPassage, CiPoint, FigureData, Lane, LatencyProfile, NtpotDecomposition, PredictedObserved,
-    RateFailure, Series, Timeline, TtftCdfs, WaitVsUtilization, WorkersNeeded,
+    ChunkPassage, CiPoint, FigureData, Lane, LatencyProfile, NtpotDecomposition, Policies,
+    PredictedObserved, RateFailure, Series, Timeline, TtftCdfs, WaitVsUtilization, WorkersNeeded,
 };
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
@@ -24,7 +24,9 @@ use heisenbench_sim::report::SimReport;
 use heisenbench_sim::scenario::{
     PYTHON_CHUNK_COST_S, ServerModel, SimScenario, preset, python_costs, sharded_workers,
 };
-use heisenbench_sim::textbook::{Gaps, QueueSpec, lindley};
+use heisenbench_sim::textbook::{
+    BurstSpec, Gaps, QueueSpec, lindley, lindley_bursts, pooled_bursts,
+};
 use serde::Serialize;
 
 use super::Scale;
@@ -108,6 +110,7 @@ pub fn gather(
     let (profile, stages) = latency_profile(scale)?;
     let timeline = timeline()?;
     let workers = workers_needed()?;
+    let policies = policies(scale)?;
     let (predicted_observed, agreement) = predicted_observed(&presets, &rate_runs, &live_runs);
     let heis = live_runs
         .iter()
@@ -126,6 +129,7 @@ pub fn gather(
             workers_needed: workers,
             predicted_observed,
             timeline,
+            policies,
         },
         reports: Reports {
             scale,
@@ -512,6 +516,58 @@ fn workers_needed() -> Result<WorkersNeeded, Failure> {
     Ok(WorkersNeeded {
         series: series_out,
         budget: "200 chunks per request, p99 wait <= 1 ms".into(),
+    })
+}
+
+/// Figure 9: p99 wait per chunk against the number of loops under the three dispatch
+/// policies, for one load: 1,000 requests/s of 20 chunks arriving together, 40 us
+/// (exponential) per chunk, 0.8 cores of work.
+fn policies(scale: Scale) -> Result<Policies, Failure> {
+    let cost = Service::exponential(40e-6)?;
+    let mut curves = Vec::new();
+    let mut points = Vec::new();
+    for (label, policy) in [
+        ("round robin", Assignment::RoundRobin),
+        ("random", Assignment::Random),
+        ("pooled", Assignment::Pooled),
+    ] {
+        let load = Load::new(Rate::per_s(1000.0)?, 20, 20, cost.clone(), policy)?;
+        let (mut curve, mut sims) = (Vec::new(), Vec::new());
+        for k in 1..=8u32 {
+            let Ok(model) = load.worker_queue(k, 1.0) else {
+                continue;
+            };
+            curve.push((f64::from(k), model.wait_quantile_s(Quantile::P99)));
+            let (rate, erlang_k) = load.loop_arrivals(k);
+            let spec = BurstSpec {
+                burst_rate_per_s: rate,
+                gaps: erlang_k.map_or(Gaps::Poisson, |e| Gaps::Gamma {
+                    shape: f64::from(e),
+                }),
+                burst: 20,
+                service: cost.clone(),
+                bursts: (scale.customers / 20).max(5_000),
+                seed: 9,
+            };
+            let r = if policy == Assignment::Pooled {
+                pooled_bursts(&spec, k)
+            } else {
+                lindley_bursts(&spec)
+            };
+            let p99 = r.wait_quantiles_s[2].1;
+            sims.push(CiPoint {
+                x: f64::from(k),
+                y: p99.value,
+                ci: p99.ci95,
+            });
+        }
+        curves.push(series(label, curve));
+        points.push(sims);
+    }
+    Ok(Policies {
+        curves,
+        points,
+        load: "1,000 req/s, 20-chunk bursts, 40 us per chunk".into(),
     })
 }
 

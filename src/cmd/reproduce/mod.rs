@@ -11,7 +11,7 @@ mod summary;
 
 use std::io::Write;
 
-use heisenbench_figures::{FIGURES, draw_all};
+use heisenbench_figures::{Figure, draw_all};
 use heisenbench_model::units::format_seconds;
 use serde::Serialize;
 
@@ -109,7 +109,7 @@ pub fn run(a: ReproduceArgs, out: &mut dyn Write) -> Result<(), Failure> {
     writeln!(
         out,
         "wrote {} figures (PNG and SVG), reports.json, figure-data.json, summary.md and summary.html to {}",
-        FIGURES.len(),
+        Figure::ALL.len(),
         dir.display()
     )?;
     Ok(())
