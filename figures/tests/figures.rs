@@ -153,7 +153,12 @@ fn every_figure_is_drawn_with_its_labels() {
         ("8-timeline", &["time (milliseconds)"]),
         (
             "9-policies",
-            &["client loops", "p99 wait per chunk (log scale)", "round robin (model)", " ms"],
+            &[
+                "client loops",
+                "p99 wait per chunk (log scale)",
+                "round robin (model)",
+                " ms",
+            ],
         ),
     ] {
         let text = svg(stem);

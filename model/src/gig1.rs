@@ -241,7 +241,11 @@ mod tests {
             let p99 = quantile_by_bisection(within, Quantile::P99, 1e-3);
             let got = q.wait_quantile_s(Quantile::P99);
             assert!(rel(got, p99) < 0.01, "k {k}: {got} vs {p99}");
-            assert!(rel(q.wait_mean_s(), 9.5 * cost) < 0.005, "{}", q.wait_mean_s());
+            assert!(
+                rel(q.wait_mean_s(), 9.5 * cost) < 0.005,
+                "{}",
+                q.wait_mean_s()
+            );
         }
     }
 }
