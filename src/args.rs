@@ -494,6 +494,11 @@ pub struct RunArgs {
     /// Calibration file (default: $HEISENBENCH_CALIBRATION or ~/.cache/heisenbench/calibration.json).
     #[arg(long)]
     pub calibration: Option<std::path::PathBuf>,
+    /// After the run, measure this machine's loopback floor (4 s: idle, and at the run's
+    /// chunk rate) and report the observer overhead as a multiple of it. Without it, the
+    /// floor stored by `heisenbench calibrate` is used when there is one.
+    #[arg(long)]
+    pub floor: bool,
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,

@@ -4,7 +4,8 @@
 //! thread) at a modest rate; the shard thread's CPU time divided by the events it handled
 //! is the mean cost of an event on this machine, everything included (HTTP, framing,
 //! stamping, bookkeeping). Its variability comes from the per-event processing times.
-//! `plan` and `run` use the stored figure instead of a guess.
+//! `plan` and `run` use the stored figure instead of a guess. The machine's loopback floor
+//! ([`crate::floor`]) is measured and stored with it.
 
 use std::path::{Path, PathBuf};
 
@@ -34,6 +35,9 @@ pub struct Calibration {
     pub duration_s: f64,
     /// Cores this machine reports.
     pub cores: usize,
+    /// This machine's loopback floor, idle and at the measurement's chunk rate.
+    #[serde(default)]
+    pub floor: Option<crate::floor::Floor>,
 }
 
 /// Why calibration failed.
@@ -49,6 +53,9 @@ pub enum CalibrationError {
     /// Nothing was measured.
     #[error("no events were received; is the loopback interface up?")]
     Empty,
+    /// The loopback floor could not be measured.
+    #[error("measuring the loopback floor: {0}")]
+    Floor(std::io::Error),
     /// The file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -166,5 +173,6 @@ pub fn measure(duration_s: f64, qps: f64) -> Result<Calibration, CalibrationErro
         qps,
         duration_s,
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        floor: Some(crate::floor::measure(qps * 200.0).map_err(CalibrationError::Floor)?),
     })
 }

@@ -13,10 +13,12 @@
 //!   [`run::stop`] stops a run without losing what it measured; [`run::http`] builds the
 //!   client (TLS trust) and asks a server which model it serves.
 //! * [`prompt`]: prompts of an exact token count (a Hugging Face tokenizer file) or of words.
+//! * [`floor`]: this machine's loopback floor, the least observer overhead it allows.
 //! * [`calibrate`]: the generator's measured per-event cost on this machine.
 
 pub mod calibrate;
 pub mod clock;
+pub mod floor;
 pub mod mock;
 pub mod prompt;
 pub mod run;

@@ -127,6 +127,8 @@ fn gap_sampler(spec: &QueueSpec) -> impl FnMut(&mut SimRng) -> f64 {
 /// Collects waits into batches.
 struct Batches {
     per_batch: u64,
+    /// Customers until the current batch closes (a countdown: no division per customer).
+    left: u64,
     seen: u64,
     closed_at: u64,
     overall: Recorder,
@@ -140,6 +142,7 @@ impl Batches {
     fn new(spec: &QueueSpec) -> Self {
         Self {
             per_batch: (spec.customers / u64::from(spec.batches.max(2))).max(1),
+            left: (spec.customers / u64::from(spec.batches.max(2))).max(1),
             seen: 0,
             closed_at: 0,
             overall: Recorder::default(),
@@ -160,7 +163,9 @@ impl Batches {
             self.current_waited += 1;
         }
         self.seen += 1;
-        if self.seen.is_multiple_of(self.per_batch) {
+        self.left -= 1;
+        if self.left == 0 {
+            self.left = self.per_batch;
             self.close_batch();
         }
     }

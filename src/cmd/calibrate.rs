@@ -33,5 +33,16 @@ pub fn run(a: CalibrateArgs, out: &mut dyn Write) -> Result<(), Failure> {
         1.0 / c.event_cost_mean_s,
         1.0 / (c.event_cost_mean_s * 202.0)
     )?;
+    if let Some(f) = &c.floor {
+        writeln!(
+            out,
+            "loopback floor (one-way, write stamp to read stamp): idle p50 {} p99 {}; at {:.0} msg/s p50 {} p99 {}",
+            format_seconds(f.idle.p50_s),
+            format_seconds(f.idle.p99_s),
+            f.loaded_rate_per_s,
+            format_seconds(f.loaded.p50_s),
+            format_seconds(f.loaded.p99_s)
+        )?;
+    }
     Ok(())
 }

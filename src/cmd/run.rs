@@ -114,7 +114,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     }
     let stop = StopSignal::new();
     listen_for_signals(stop.clone(), true)?;
-    let report = with_progress(&cfg, || {
+    let mut report = with_progress(&cfg, || {
         run_live(
             &cfg,
             &RunOptions {
@@ -129,6 +129,21 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
         other => Failure::Runtime(other.into()),
     })?;
     drop(mock);
+    report.floor = if a.floor && !report.interrupted {
+        // The chunk rate the run achieved, so the floor is loaded as the run was.
+        let rate = report.events as f64 / report.duration_s.max(1e-9);
+        if !a.json {
+            writeln!(out, "measuring this machine's loopback floor (4 s)...")?;
+            out.flush()?;
+        }
+        Some(heisenbench_live::floor::measure(rate).map_err(|e| Failure::Runtime(e.into()))?)
+    } else {
+        a.calibration
+            .clone()
+            .or_else(default_path)
+            .and_then(|p| load(&p).ok().flatten())
+            .and_then(|c| c.floor)
+    };
     if let Some(dir) = &a.out {
         write_outputs(dir, &report, a.csv)?;
     }
@@ -688,6 +703,19 @@ fn summary(out: &mut dyn Write, r: &RunReport) -> Result<(), Failure> {
             "{}",
             line("observer overhead per chunk", &r.observer_overhead)
         )?;
+        if let Some(f) = &r.floor {
+            writeln!(out, "{}", line("floor, idle", &f.idle))?;
+            writeln!(
+                out,
+                "{}",
+                line(
+                    &format!("floor at {:.0} msg/s", f.loaded_rate_per_s),
+                    &f.loaded
+                )
+            )?;
+            let o = &r.observer_overhead;
+            writeln!(out, "  {}", f.over(o.p50_s, o.p99_s))?;
+        }
     }
     writeln!(out, "{}", line("processing per chunk", &r.processing))?;
     let utils: Vec<String> = r

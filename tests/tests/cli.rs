@@ -1299,3 +1299,36 @@ fn pooled_plans_are_sized_by_simulating_the_pool() {
         );
     }
 }
+
+/// `run --floor` measures this machine's loopback floor after the run, at the run's chunk
+/// rate, stores it in the report and prints the overhead as multiples of it.
+#[test]
+fn run_floor_is_measured_and_reported() {
+    let dir = tmpdir("floor");
+    let text = ok(&[
+        "run",
+        "--qps",
+        "200",
+        "--requests",
+        "40",
+        "--output-tokens",
+        "20",
+        "--shard-mode",
+        "thread",
+        "--workers",
+        "1",
+        "--floor",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(text.contains("over this machine's loopback floor"), "{text}");
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let f = &r["floor"];
+    // 2 s at 1,000 messages/s less the 0.1 s warm-up: about 1,900 idle samples.
+    let idle = f["idle"]["count"].as_u64().unwrap();
+    assert!((1_800..=2_000).contains(&idle), "{f}");
+    assert!(f["loaded_rate_per_s"].as_f64().unwrap() >= 1_000.0, "{f}");
+    assert!(f["idle"]["p50_s"].as_f64().unwrap() > 0.0, "{f}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -410,6 +410,7 @@ pub fn report(
         prompt_tokens: merged.prompt_check(),
         events: merged.events,
         interrupted: merged.interrupted,
+        floor: None,
         merged,
     }
 }

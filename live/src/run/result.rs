@@ -469,6 +469,10 @@ pub struct RunReport {
     /// The run was stopped early (Ctrl-C, SIGTERM): what was measured until then.
     #[serde(default)]
     pub interrupted: bool,
+    /// This machine's loopback floor, when measured for the run (`run --floor`) or stored
+    /// with the calibration: the least observer overhead the machine allows.
+    #[serde(default)]
+    pub floor: Option<crate::floor::Floor>,
     /// The merged raw result (histograms included), so reports can be merged again.
     pub merged: ShardResult,
 }

@@ -68,6 +68,9 @@ pub struct Story {
     pub observer_p50_s: f64,
     /// Its p99.
     pub observer_p99_s: f64,
+    /// This machine's loopback floor at that run's chunk rate (not measured at the smoke
+    /// scale).
+    pub floor: Option<heisenbench_live::floor::Floor>,
     /// Predicted vs observed relative errors of the runs where the model's assumptions hold.
     pub agreement: Vec<(String, f64)>,
 }
@@ -118,6 +121,13 @@ pub fn gather(
     let (observer_p50_s, observer_p99_s) = heis.map_or((0.0, 0.0), |r| {
         (r.observer_overhead.p50_s, r.observer_overhead.p99_s)
     });
+    let floor = match heis {
+        Some(r) if scale.name != "smoke" && r.duration_s > 0.0 => {
+            progress("measuring this machine's loopback floor");
+            heisenbench_live::floor::measure(r.events as f64 / r.duration_s).ok()
+        }
+        _ => None,
+    };
     let claims = claims(&presets, &live_runs);
     Ok(Story {
         figures: FigureData {
@@ -140,6 +150,7 @@ pub fn gather(
         claims,
         observer_p50_s,
         observer_p99_s,
+        floor,
         agreement,
     })
 }

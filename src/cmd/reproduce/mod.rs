@@ -106,6 +106,13 @@ pub fn run(a: ReproduceArgs, out: &mut dyn Write) -> Result<(), Failure> {
         format_seconds(story.observer_p50_s),
         format_seconds(story.observer_p99_s)
     )?;
+    if let Some(f) = &story.floor {
+        writeln!(
+            out,
+            "{}",
+            f.over(story.observer_p50_s, story.observer_p99_s)
+        )?;
+    }
     writeln!(
         out,
         "wrote {} figures (PNG and SVG), reports.json, figure-data.json, summary.md and summary.html to {}",

@@ -114,6 +114,18 @@ pub fn markdown(s: &Story) -> String {
         format_seconds(s.observer_p50_s),
         format_seconds(s.observer_p99_s)
     );
+    if let Some(f) = &s.floor {
+        let _ = writeln!(
+            m,
+            "This machine's loopback floor (write stamp to read stamp between two runtimes, nothing else): idle p50 {}, p99 {}; at {:.0} messages/s p50 {}, p99 {}. {}.\n",
+            format_seconds(f.idle.p50_s),
+            format_seconds(f.idle.p99_s),
+            f.loaded_rate_per_s,
+            format_seconds(f.loaded.p50_s),
+            format_seconds(f.loaded.p99_s),
+            f.over(s.observer_p50_s, s.observer_p99_s)
+        );
+    }
     if !s.agreement.is_empty() {
         let _ = writeln!(
             m,

@@ -1,0 +1,185 @@
+//! The machine's floor: how late a message written on one loop is read on another, over
+//! loopback TCP on this machine, when nothing else is in the way.
+//!
+//! The observer overhead a report prints is the mock's send stamp subtracted from the
+//! shard's read stamp, per chunk. The floor is the same quantity for a sender and a reader
+//! that do nothing else, so a report can say how far its overhead is from what the machine
+//! allows. The method is fixed, so a noisier floor cannot make a goal easier:
+//!
+//! * two threads, each running a current-thread tokio runtime (as the mock and a shard do),
+//!   one TCP connection between them on 127.0.0.1 with `TCP_NODELAY`;
+//! * the sender wakes every millisecond and writes its messages for that millisecond, each
+//!   with its own `write` call, each 16 bytes holding the CLOCK_MONOTONIC time of its write;
+//! * the reader reads into a 16 KiB buffer and stamps every message in a read with the time
+//!   the read returned (as a shard stamps chunks); the sample is read stamp minus write stamp;
+//! * **idle**: one message a millisecond for [`IDLE_S`] seconds; **loaded**: a given rate
+//!   (the run's chunk rate) for [`LOADED_S`] seconds. The first 100 ms of each are not kept.
+
+use std::io;
+use std::time::Duration;
+
+use heisenbench_model::stats::{Dist, Recorder};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::clock::mono_ns;
+
+/// Length of the idle measurement, seconds.
+pub const IDLE_S: f64 = 2.0;
+/// Length of the loaded measurement, seconds.
+pub const LOADED_S: f64 = 2.0;
+/// Highest loaded rate measured, messages per second (beyond it the two threads would
+/// measure their own saturation, not the floor).
+pub const MAX_RATE: f64 = 2_000_000.0;
+/// Bytes per message.
+const MESSAGE: usize = 16;
+/// Samples before this are warm-up, not kept.
+const WARMUP_NS: u64 = 100_000_000;
+
+/// The floor measured on this machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Floor {
+    /// One message a millisecond: one-way delay.
+    pub idle: Dist,
+    /// At `loaded_rate_per_s`: one-way delay.
+    pub loaded: Dist,
+    /// Messages per second of the loaded measurement.
+    pub loaded_rate_per_s: f64,
+    /// The method, in one line.
+    pub method: String,
+}
+
+impl Floor {
+    /// `value` as a multiple of `floor`, when the floor is positive.
+    pub fn ratio(value: f64, floor: f64) -> Option<f64> {
+        (floor > 0.0 && value.is_finite()).then(|| value / floor)
+    }
+
+    /// An observer overhead's p50 and p99 as multiples of this floor, in one line.
+    pub fn over(&self, p50_s: f64, p99_s: f64) -> String {
+        let x = |v: f64, f: f64| Self::ratio(v, f).map_or("-".into(), |r| format!("{r:.2}x"));
+        format!(
+            "observer overhead over this machine's loopback floor: p50 {} idle / {} at {:.0} msg/s, p99 {} / {}",
+            x(p50_s, self.idle.p50_s),
+            x(p50_s, self.loaded.p50_s),
+            self.loaded_rate_per_s,
+            x(p99_s, self.idle.p99_s),
+            x(p99_s, self.loaded.p99_s)
+        )
+    }
+}
+
+/// Measures the idle floor and the floor under `loaded_rate_per_s` messages per second
+/// (clamped to 1,000..[`MAX_RATE`]).
+pub fn measure(loaded_rate_per_s: f64) -> io::Result<Floor> {
+    let rate = if loaded_rate_per_s.is_finite() {
+        loaded_rate_per_s.clamp(1_000.0, MAX_RATE)
+    } else {
+        1_000.0
+    };
+    let idle = stream(1_000.0, IDLE_S)?;
+    let loaded = stream(rate, LOADED_S)?;
+    Ok(Floor {
+        idle: idle.summary(),
+        loaded: loaded.summary(),
+        loaded_rate_per_s: rate,
+        method: format!(
+            "loopback TCP, two current-thread runtimes, 16-byte stamped writes every 1 ms, read stamp minus write stamp; idle 1,000/s for {IDLE_S} s, loaded {rate:.0}/s for {LOADED_S} s"
+        ),
+    })
+}
+
+/// One measurement: `rate` messages per second for `seconds`.
+fn stream(rate: f64, seconds: f64) -> io::Result<Recorder> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
+    let ticks = (seconds * 1e3).round() as u64;
+    let sender = std::thread::Builder::new()
+        .name("floor-sender".into())
+        .spawn(move || -> io::Result<()> {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener)?;
+                let (mut sock, _) = listener.accept().await?;
+                sock.set_nodelay(true)?;
+                let mut tick = tokio::time::interval(Duration::from_millis(1));
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+                // Messages due by the end of each tick, so fractional rates come out right.
+                let mut sent = 0u64;
+                for t in 1..=ticks {
+                    tick.tick().await;
+                    let due = (rate * t as f64 / 1e3) as u64;
+                    while sent < due {
+                        let mut m = [0u8; MESSAGE];
+                        m[..8].copy_from_slice(&mono_ns().to_le_bytes());
+                        m[8..].copy_from_slice(&sent.to_le_bytes());
+                        sock.write_all(&m).await?;
+                        sent += 1;
+                    }
+                }
+                sock.shutdown().await
+            })
+        })?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let rec = rt.block_on(async move {
+        let mut sock = tokio::net::TcpStream::connect(addr).await?;
+        sock.set_nodelay(true)?;
+        let mut rec = Recorder::default();
+        let mut buf = vec![0u8; 16 * 1024];
+        let (mut filled, mut start) = (0usize, None::<u64>);
+        loop {
+            let n = sock.read(&mut buf[filled..]).await?;
+            let now = mono_ns();
+            if n == 0 {
+                break;
+            }
+            filled += n;
+            let whole = filled / MESSAGE * MESSAGE;
+            for m in buf[..whole].chunks_exact(MESSAGE) {
+                let mut stamp = [0u8; 8];
+                stamp.copy_from_slice(&m[..8]);
+                let sent = u64::from_le_bytes(stamp);
+                let first = *start.get_or_insert(sent);
+                if sent.saturating_sub(first) >= WARMUP_NS {
+                    rec.record(now.saturating_sub(sent));
+                }
+            }
+            buf.copy_within(whole..filled, 0);
+            filled -= whole;
+        }
+        io::Result::Ok(rec)
+    })?;
+    sender
+        .join()
+        .map_err(|_| io::Error::other("the floor's sender thread panicked"))??;
+    Ok(rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The measurement counts what it sent (after the warm-up) and gives plausible delays:
+    /// positive, and far below the length of the run. Nothing about their size is asserted
+    /// (that is the machine's, measured in bench/).
+    #[test]
+    fn counts_every_message_after_the_warm_up() {
+        let r = stream(20_000.0, 0.3).unwrap();
+        // 0.3 s at 20,000/s, less the first 0.1 s: about 4,000 (the tick grid may shift
+        // the warm-up boundary by a tick).
+        assert!((3_500..=4_100).contains(&r.count()), "{}", r.count());
+        let d = r.summary();
+        assert!(d.p50_s > 0.0 && d.max_s < 0.3, "{d:?}");
+    }
+
+    #[test]
+    fn ratios_need_a_positive_floor() {
+        assert_eq!(Floor::ratio(2e-4, 1e-4), Some(2.0));
+        assert_eq!(Floor::ratio(2e-4, 0.0), None);
+    }
+}
