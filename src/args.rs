@@ -513,12 +513,13 @@ pub struct RunArgs {
 /// `heisenbench calibrate`.
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
-    /// How long to measure.
-    #[arg(long, default_value = "3s", value_parser = parse_positive_duration)]
+    /// How long to measure each load.
+    #[arg(long, default_value = "2s", value_parser = parse_positive_duration)]
     pub duration: Seconds,
-    /// Load during the measurement (200-token streams from the embedded mock).
-    #[arg(long, default_value = "200", value_parser = parse_rate)]
-    pub qps: Rate,
+    /// The loads to measure, requests per second of 200-token streams from the embedded
+    /// mock (the cost per event falls as the load rises).
+    #[arg(long, value_delimiter = ',', default_values = ["100", "500", "2000"], value_parser = parse_rate)]
+    pub qps: Vec<Rate>,
     /// Where to store the result (default: $HEISENBENCH_CALIBRATION or ~/.cache/heisenbench/calibration.json).
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,

@@ -1,15 +1,23 @@
 //! Measuring the generator's own per-event cost on this machine.
 //!
 //! One thread shard streams 200-token responses from the embedded mock (on its own
-//! thread) at a modest rate; the shard thread's CPU time divided by the events it handled
-//! is the mean cost of an event on this machine, everything included (HTTP, framing,
-//! stamping, bookkeeping). Its variability comes from the per-event processing times.
-//! `plan` and `run` use the stored figure instead of a guess. The machine's loopback floor
-//! ([`crate::floor`]) is measured and stored with it.
+//! thread); the shard thread's CPU time divided by the events it handled is the mean cost
+//! of an event on this machine, everything included (HTTP, framing, stamping,
+//! bookkeeping). Its variability comes from the per-event processing times.
+//!
+//! The cost falls as the load rises (more events per wake-up and per read), so it is
+//! measured at several loads ([`LOADS_QPS`]) and a plan reads it at the rate one shard will
+//! carry ([`Calibration::cost_at`], [`Calibration::plan`]): a cost measured at a light load
+//! would ask for shards a heavy one does not need. `plan` and `run` use the stored curve
+//! instead of a guess; `run` measures one by itself the first time it needs it. The
+//! machine's loopback floor ([`crate::floor`]) is measured and stored with it.
 
 use std::path::{Path, PathBuf};
 
+use heisenbench_model::error::ModelError;
+use heisenbench_model::plan::{Budget, Hardware, Load, WorkerPlan, plan_workers};
 use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
+use heisenbench_model::service::Service;
 use serde::{Deserialize, Serialize};
 
 use crate::mock::config::MockConfig;
@@ -17,6 +25,29 @@ use crate::mock::{MockError, MockServer};
 use crate::prompt::Prompts;
 use crate::run::config::{ApiKind, RunConfig, ShardMode};
 use crate::run::{RunOptions, run};
+
+/// The loads a calibration measures by default, requests per second of 200-token streams
+/// (about 20,000, 100,000 and 400,000 events per second).
+pub const LOADS_QPS: [f64; 3] = [100.0, 500.0, 2000.0];
+
+/// The build that measures: a calibration made by a debug build says nothing about a
+/// release build's costs, and the reverse.
+pub const BUILD: &str = if cfg!(debug_assertions) {
+    "debug"
+} else {
+    "release"
+};
+
+/// The per-event cost at one load.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CostPoint {
+    /// Events per second the shard handled.
+    pub events_per_s: f64,
+    /// Mean CPU cost of one event, seconds.
+    pub cost_mean_s: f64,
+    /// Squared coefficient of variation of the per-event processing time.
+    pub cost_scv: f64,
+}
 
 /// A stored calibration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,6 +69,82 @@ pub struct Calibration {
     /// This machine's loopback floor, idle and at the measurement's chunk rate.
     #[serde(default)]
     pub floor: Option<crate::floor::Floor>,
+    /// The cost at each load measured, by rising rate (the fields above are the first).
+    #[serde(default)]
+    pub points: Vec<CostPoint>,
+    /// The build that measured it ([`BUILD`]; empty in files from before it was kept).
+    #[serde(default)]
+    pub build: String,
+}
+
+impl Calibration {
+    /// Whether a build like this one measured it.
+    pub fn fits_this_build(&self) -> bool {
+        self.build.is_empty() || self.build == BUILD
+    }
+
+    /// The per-event cost (mean seconds, SCV) of a shard handling `events_per_s`:
+    /// interpolated linearly in log rate between the loads measured, the nearest one's
+    /// beyond them (never extrapolated).
+    pub fn cost_at(&self, events_per_s: f64) -> (f64, f64) {
+        let p = &self.points;
+        let (Some(first), Some(last)) = (p.first(), p.last()) else {
+            return (self.event_cost_mean_s, self.event_cost_scv);
+        };
+        if !(events_per_s > first.events_per_s) {
+            return (first.cost_mean_s, first.cost_scv);
+        }
+        if events_per_s >= last.events_per_s {
+            return (last.cost_mean_s, last.cost_scv);
+        }
+        let i = p
+            .windows(2)
+            .position(|w| events_per_s < w[1].events_per_s)
+            .unwrap_or(0);
+        let (a, b) = (p[i], p[i + 1]);
+        let t = (events_per_s / a.events_per_s).ln() / (b.events_per_s / a.events_per_s).ln();
+        (
+            a.cost_mean_s + t * (b.cost_mean_s - a.cost_mean_s),
+            a.cost_scv + t * (b.cost_scv - a.cost_scv),
+        )
+    }
+
+    /// Plans `load` with the cost this calibration gives at the rate each shard carries:
+    /// k shards each handle 1/k of the events, so the cost depends on the answer. Starting
+    /// from the cost at the whole rate (the lowest), k is replanned with the cost at rate /
+    /// k until it stops changing (the cost rises as k does, so k only grows; at most 16
+    /// rounds). Returns the plan and the cost it used.
+    pub fn plan(
+        &self,
+        load: &Load,
+        budget: &Budget,
+        hw: Hardware,
+    ) -> Result<(WorkerPlan, CostPoint), ModelError> {
+        let total = load.event_rate_per_s();
+        let mut k = 1u32;
+        let mut last = None;
+        for _ in 0..16 {
+            let rate = total / f64::from(k);
+            let (mean, scv) = self.cost_at(rate);
+            let with_cost = Load {
+                event_cost: Service::gamma(mean, scv.max(0.0))?,
+                ..load.clone()
+            };
+            let plan = plan_workers(&with_cost, budget, hw)?;
+            let point = CostPoint {
+                events_per_s: rate,
+                cost_mean_s: mean,
+                cost_scv: scv,
+            };
+            let next = plan.workers;
+            last = Some((plan, point));
+            if next <= k {
+                break;
+            }
+            k = next;
+        }
+        Ok(last.expect("at least one round"))
+    }
 }
 
 /// Why calibration failed.
@@ -119,8 +226,48 @@ pub fn store(path: &Path, c: &Calibration) -> Result<(), CalibrationError> {
     std::fs::rename(&tmp, path).map_err(io)
 }
 
-/// Measures the per-event cost for `duration_s` at `qps` requests per second.
-pub fn measure(duration_s: f64, qps: f64) -> Result<Calibration, CalibrationError> {
+/// Measures the per-event cost for `duration_s` at each of `loads_qps` requests per second
+/// (200-token streams), and, with `floor`, this machine's loopback floor.
+pub fn measure(
+    duration_s: f64,
+    loads_qps: &[f64],
+    floor: bool,
+) -> Result<Calibration, CalibrationError> {
+    let mut loads: Vec<f64> = loads_qps.to_vec();
+    loads.sort_by(f64::total_cmp);
+    loads.dedup();
+    let mut points = Vec::new();
+    let mut first = None;
+    for qps in &loads {
+        let (point, events, cpu_s) = measure_one(duration_s, *qps)?;
+        first.get_or_insert((point, events, cpu_s, *qps));
+        points.push(point);
+    }
+    let Some((p, events, cpu_s, qps)) = first else {
+        return Err(CalibrationError::Empty);
+    };
+    let floor = if floor {
+        let top = points.last().map_or(20_000.0, |p| p.events_per_s);
+        Some(crate::floor::measure(top).map_err(CalibrationError::Floor)?)
+    } else {
+        None
+    };
+    Ok(Calibration {
+        event_cost_mean_s: p.cost_mean_s,
+        event_cost_scv: p.cost_scv,
+        events,
+        cpu_s,
+        qps,
+        duration_s,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        floor,
+        points,
+        build: BUILD.to_string(),
+    })
+}
+
+/// One load: the cost point, the events handled and the shard's CPU seconds.
+fn measure_one(duration_s: f64, qps: f64) -> Result<(CostPoint, u64, f64), CalibrationError> {
     let mock = MockServer::start(MockConfig {
         port: 0,
         max_num_seqs: 100_000,
@@ -156,7 +303,7 @@ pub fn measure(duration_s: f64, qps: f64) -> Result<Calibration, CalibrationErro
     let report = run(&cfg, &RunOptions::default())?;
     mock.shutdown();
     let r = &report.merged;
-    if r.events == 0 {
+    if r.events == 0 || r.wall_ns == 0 {
         return Err(CalibrationError::Empty);
     }
     let proc = &r.recorders.processing;
@@ -165,14 +312,94 @@ pub fn measure(duration_s: f64, qps: f64) -> Result<Calibration, CalibrationErro
     } else {
         1.0
     };
-    Ok(Calibration {
-        event_cost_mean_s: r.cpu_ns as f64 * 1e-9 / r.events as f64,
-        event_cost_scv: scv,
-        events: r.events,
-        cpu_s: r.cpu_ns as f64 * 1e-9,
-        qps,
-        duration_s,
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        floor: Some(crate::floor::measure(qps * 200.0).map_err(CalibrationError::Floor)?),
-    })
+    let cpu_s = r.cpu_ns as f64 * 1e-9;
+    Ok((
+        CostPoint {
+            events_per_s: r.events as f64 / (r.wall_ns as f64 * 1e-9),
+            cost_mean_s: cpu_s / r.events as f64,
+            cost_scv: scv,
+        },
+        r.events,
+        cpu_s,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn curve() -> Calibration {
+        let pt = |r: f64, c: f64| CostPoint {
+            events_per_s: r,
+            cost_mean_s: c,
+            cost_scv: 1.0,
+        };
+        Calibration {
+            event_cost_mean_s: 2e-6,
+            event_cost_scv: 1.0,
+            events: 1,
+            cpu_s: 1.0,
+            qps: 100.0,
+            duration_s: 1.0,
+            cores: 2,
+            floor: None,
+            points: vec![pt(2e4, 2e-6), pt(1e5, 1e-6), pt(4e5, 0.5e-6)],
+            build: BUILD.into(),
+        }
+    }
+
+    #[test]
+    fn cost_is_interpolated_in_log_rate_and_never_extrapolated() {
+        let c = curve();
+        assert_eq!(c.cost_at(1e3).0, 2e-6);
+        assert_eq!(c.cost_at(1e7).0, 0.5e-6);
+        assert!((c.cost_at(1e5).0 - 1e-6).abs() < 1e-18);
+        // Halfway in log rate between 1e5 and 4e5 (2e5): halfway in cost.
+        assert!((c.cost_at(2e5).0 - 0.75e-6).abs() < 1e-12);
+        let old = Calibration {
+            points: Vec::new(),
+            ..curve()
+        };
+        assert_eq!(old.cost_at(5e5), (2e-6, 1.0));
+    }
+
+    /// The cost at the rate each shard carries: a fixed point where the plan's count and
+    /// the cost at 1/count of the load agree.
+    #[test]
+    fn the_plan_uses_the_cost_at_its_own_shard_rate() {
+        use heisenbench_model::plan::Assignment;
+        use heisenbench_model::units::{Quantile, Rate, Seconds};
+        let c = curve();
+        let load = Load::new(
+            Rate::per_s(5000.0).unwrap(),
+            200,
+            1,
+            Service::exponential(1e-6).unwrap(),
+            Assignment::RoundRobin,
+        )
+        .unwrap();
+        let budget = Budget::Quantile {
+            q: Quantile::P99,
+            limit_s: Seconds::new(100e-6).unwrap(),
+        };
+        let (plan, used) = c.plan(&load, &budget, Hardware::default()).unwrap();
+        let k = plan.workers;
+        assert!(
+            (used.events_per_s - 1e6 / f64::from(k)).abs() < 1e-6,
+            "{used:?}"
+        );
+        assert_eq!(used.cost_mean_s, c.cost_at(1e6 / f64::from(k)).0);
+        // One shard fewer does not meet the budget at its own (lower) per-event cost.
+        if k > 1 {
+            let rate = 1e6 / f64::from(k - 1);
+            let fewer = Load {
+                event_cost: Service::gamma(c.cost_at(rate).0, 1.0).unwrap(),
+                ..load.clone()
+            };
+            let meets = fewer
+                .worker_queue(k - 1, 1.0)
+                .is_ok_and(|q| budget.is_met_by(q.as_ref()));
+            assert!(!meets, "{k} - 1 shards would do at their own cost");
+        }
+    }
 }

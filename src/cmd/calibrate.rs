@@ -13,20 +13,26 @@ pub fn run(a: CalibrateArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let path = a.out.or_else(default_path).ok_or_else(|| {
         Failure::Usage("no place to store the calibration: give --out FILE".into())
     })?;
-    let c = measure(a.duration.get(), a.qps.get()).map_err(|e| Failure::Runtime(e.into()))?;
+    let loads: Vec<f64> = a.qps.iter().map(|q| q.get()).collect();
+    let c = measure(a.duration.get(), &loads, true).map_err(|e| Failure::Runtime(e.into()))?;
     store(&path, &c).map_err(|e| Failure::Runtime(e.into()))?;
     if a.json {
         return write_json(out, &c);
     }
     writeln!(
         out,
-        "per-event cost on this machine: mean {} (SCV {:.2}) over {} events at {} req/s x 200 tokens; stored in {}",
-        format_seconds(c.event_cost_mean_s),
-        c.event_cost_scv,
-        c.events,
-        c.qps,
+        "per-event cost on this machine, by load (200-token streams); stored in {}",
         path.display()
     )?;
+    for p in &c.points {
+        writeln!(
+            out,
+            "  {:>9.0} events/s: mean {} (SCV {:.2})",
+            p.events_per_s,
+            format_seconds(p.cost_mean_s),
+            p.cost_scv
+        )?;
+    }
     writeln!(
         out,
         "one shard loop tops out near {:.0} events/s, i.e. {:.0} req/s of 200-token streams",

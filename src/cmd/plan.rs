@@ -19,7 +19,7 @@ use crate::args::PlanArgs;
 use crate::table::write_pairs;
 
 pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let (mean, scv, source) = match a.event_cost {
+    let (mean, scv, calibration) = match a.event_cost {
         Some(c) => (c.get(), a.event_cost_scv.unwrap_or(0.0), None),
         None => {
             let path = a.calibration.clone().or_else(default_path).ok_or_else(|| {
@@ -31,16 +31,10 @@ pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
                     path.display()
                 ))
             })?;
-            let why = format!(
-                "per-event cost {} (SCV {:.2}) measured by `heisenbench calibrate` ({})",
-                format_seconds(c.event_cost_mean_s),
-                c.event_cost_scv,
-                path.display()
-            );
             (
                 c.event_cost_mean_s,
                 a.event_cost_scv.unwrap_or(c.event_cost_scv),
-                Some(why),
+                Some((c, path)),
             )
         }
     };
@@ -81,7 +75,29 @@ pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
         cores: a.cores,
         cores_per_machine: a.cores_per_machine,
     };
-    let mut plan = plan_workers(&load, &a.budget, hw)?;
+    // With a calibration, the cost each shard pays at the rate it carries.
+    let (mut plan, load) = match &calibration {
+        Some((c, path)) => {
+            let (plan, used) = c.plan(&load, &a.budget, hw)?;
+            let mut plan = plan;
+            plan.reasoning.insert(
+                0,
+                format!(
+                    "per-event cost {} (SCV {:.2}) at {:.0} events/s per loop, read from the cost-by-load curve measured by `heisenbench calibrate` ({})",
+                    format_seconds(used.cost_mean_s),
+                    used.cost_scv,
+                    used.events_per_s,
+                    path.display()
+                ),
+            );
+            let load = Load {
+                event_cost: Service::gamma(used.cost_mean_s, used.cost_scv.max(0.0))?,
+                ..load
+            };
+            (plan, load)
+        }
+        None => (plan_workers(&load, &a.budget, hw)?, load),
+    };
     let pooled = load.assignment == Assignment::Pooled;
     let mut sims = Simulations::new(&load, &a.budget);
     if pooled {
@@ -105,9 +121,6 @@ pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
             budget_name(&a.budget),
             format_seconds(sim_at_k)
         ));
-    }
-    if let Some(why) = source {
-        plan.reasoning.insert(0, why);
     }
     let checks: Vec<Check> = if a.check || pooled {
         [

@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::Instant;
 
-use heisenbench_live::calibrate::{Calibration, default_path, load};
+use heisenbench_live::calibrate::{Calibration, LOADS_QPS, default_path, load, measure, store};
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
 use heisenbench_live::prompt::Prompts;
@@ -12,7 +12,7 @@ use heisenbench_live::run::config::{ApiKind, RunConfig, ShardMode};
 use heisenbench_live::run::result::RunReport;
 use heisenbench_live::run::stop::{StopSignal, listen_for_signals};
 use heisenbench_live::run::{RunOptions, run as run_live};
-use heisenbench_model::plan::{Assignment, Budget, Hardware, Load, plan_workers};
+use heisenbench_model::plan::{Assignment, Budget, Hardware, Load};
 use heisenbench_model::scenario::{Arrivals, ClientModel, Lengths, Stop, Workload};
 use heisenbench_model::service::Service;
 use heisenbench_model::units::{Quantile, Rate, Seconds, format_seconds};
@@ -22,8 +22,8 @@ use super::{write_atomic, write_json};
 use crate::Failure;
 use crate::args::RunArgs;
 
-/// The per-event cost assumed when the machine has not been calibrated.
-const GUESSED_EVENT_COST_S: f64 = 10e-6;
+/// Seconds per load of the calibration `run` makes by itself when there is none.
+const AUTO_CALIBRATION_S: f64 = 1.0;
 /// The default worker count keeps the p99 wait of an event for its shard's loop under this.
 const WORKER_BUDGET_S: f64 = 100e-6;
 
@@ -77,7 +77,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     }
     let mut reasoning = Vec::new();
     if !workers_given {
-        let (k, why) = default_workers(&cfg, a.calibration.as_deref())?;
+        let (k, why) = default_workers(&cfg, a.calibration.as_deref(), out, a.json)?;
         cfg.workers = k;
         reasoning = why;
     }
@@ -497,34 +497,16 @@ pub(crate) fn served_model(cfg: &RunConfig) -> Result<String, Failure> {
     }
 }
 
-/// The shard count `plan` gives for this load with the measured (or guessed) event cost,
-/// capped at the cores this machine has.
+/// The shard count `plan` gives for this load with this machine's measured event cost at
+/// the rate each shard will carry, capped at the cores this machine has. Without a
+/// calibration (or with one from another build), one is measured now and stored.
 fn default_workers(
     cfg: &RunConfig,
     calibration: Option<&Path>,
+    out: &mut dyn Write,
+    quiet: bool,
 ) -> Result<(u32, Vec<String>), Failure> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-    let path = calibration.map(Path::to_path_buf).or_else(default_path);
-    let measured: Option<Calibration> = match &path {
-        Some(p) => load(p).map_err(|e| Failure::Usage(e.to_string()))?,
-        None => None,
-    };
-    let (mean, scv, source) = match &measured {
-        Some(c) => (
-            c.event_cost_mean_s,
-            c.event_cost_scv,
-            format!(
-                "measured by `heisenbench calibrate` ({})",
-                path.as_ref()
-                    .map_or(String::new(), |p| p.display().to_string())
-            ),
-        ),
-        None => (
-            GUESSED_EVENT_COST_S,
-            1.0,
-            "a guess: run `heisenbench calibrate` to measure it".to_string(),
-        ),
-    };
     let mut why = Vec::new();
     let Some(qps) = cfg.workload.arrivals.rate_per_s() else {
         let users = match cfg.workload.arrivals {
@@ -537,14 +519,50 @@ fn default_workers(
         ));
         return Ok((k, why));
     };
+    let path = calibration.map(Path::to_path_buf).or_else(default_path);
+    let stored: Option<Calibration> = match &path {
+        Some(p) => load(p)
+            .map_err(|e| Failure::Usage(e.to_string()))?
+            .filter(Calibration::fits_this_build),
+        None => None,
+    };
+    let (cal, source) = match stored {
+        Some(c) => {
+            let shown = path
+                .as_ref()
+                .map_or(String::new(), |p| p.display().to_string());
+            (c, format!("measured by `heisenbench calibrate` ({shown})"))
+        }
+        None => {
+            if !quiet {
+                writeln!(
+                    out,
+                    "workers: this machine has no calibration yet; measuring the generator's cost per event at {} loads (about {} s)...",
+                    LOADS_QPS.len(),
+                    LOADS_QPS.len() * AUTO_CALIBRATION_S as usize
+                )?;
+                out.flush()?;
+            }
+            let c = measure(AUTO_CALIBRATION_S, &LOADS_QPS, false)
+                .map_err(|e| Failure::Runtime(e.into()))?;
+            let kept = match &path {
+                Some(p) => match store(p, &c) {
+                    Ok(()) => format!("stored in {}", p.display()),
+                    Err(e) => format!("not stored: {e}"),
+                },
+                None => "not stored: no cache directory".into(),
+            };
+            (c, format!("measured just now, automatically ({kept})"))
+        }
+    };
     let events = (cfg.workload.output_tokens.mean().round() as u32).max(1) + 2;
-    let cost = Service::gamma(mean, scv.max(0.0))?;
+    let cost = Service::gamma(cal.event_cost_mean_s, cal.event_cost_scv.max(0.0))?;
     let load = Load::new(Rate::per_s(qps)?, events, 1, cost, Assignment::RoundRobin)?;
     let budget = Budget::Quantile {
         q: Quantile::P99,
         limit_s: Seconds::new(WORKER_BUDGET_S)?,
     };
-    let plan = plan_workers(
+    let (plan, used) = cal.plan(
         &load,
         &budget,
         Hardware {
@@ -553,8 +571,10 @@ fn default_workers(
         },
     )?;
     why.push(format!(
-        "per-event cost {} (SCV {scv:.2}), {source}",
-        format_seconds(mean)
+        "per-event cost {} (SCV {:.2}) at {:.0} events/s per shard, {source}",
+        format_seconds(used.cost_mean_s),
+        used.cost_scv,
+        used.events_per_s
     ));
     why.push(format!(
         "{qps} req/s x {events} events = {:.3} cores of event handling; plan: {} shard(s) keep the p99 wait of an event under {} (utilisation {:.3})",

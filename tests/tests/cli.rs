@@ -1321,7 +1321,10 @@ fn run_floor_is_measured_and_reported() {
         "--out",
         dir.to_str().unwrap(),
     ]);
-    assert!(text.contains("over this machine's loopback floor"), "{text}");
+    assert!(
+        text.contains("over this machine's loopback floor"),
+        "{text}"
+    );
     let r: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     let f = &r["floor"];
