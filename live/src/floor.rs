@@ -55,17 +55,32 @@ impl Floor {
         (floor > 0.0 && value.is_finite()).then(|| value / floor)
     }
 
-    /// An observer overhead's p50 and p99 as multiples of this floor, in one line.
-    pub fn over(&self, p50_s: f64, p99_s: f64) -> String {
+    /// An observer overhead's p50 and p99 as multiples of this floor, in one line, for a
+    /// run that received `rate_per_s` chunks a second. The loaded floor is compared only
+    /// when it was measured at a rate within a factor of two of the run's (a floor under
+    /// another load says nothing about this one).
+    pub fn over(&self, p50_s: f64, p99_s: f64, rate_per_s: f64) -> String {
         let x = |v: f64, f: f64| Self::ratio(v, f).map_or("-".into(), |r| format!("{r:.2}x"));
-        format!(
-            "observer overhead over this machine's loopback floor: p50 {} idle / {} at {:.0} msg/s, p99 {} / {}",
-            x(p50_s, self.idle.p50_s),
-            x(p50_s, self.loaded.p50_s),
-            self.loaded_rate_per_s,
-            x(p99_s, self.idle.p99_s),
-            x(p99_s, self.loaded.p99_s)
-        )
+        let near = rate_per_s > 0.0
+            && (0.5..=2.0).contains(&(self.loaded_rate_per_s / rate_per_s.max(1_000.0)));
+        if near {
+            format!(
+                "observer overhead over this machine's loopback floor: p50 {} idle / {} at {:.0} msg/s, p99 {} / {}",
+                x(p50_s, self.idle.p50_s),
+                x(p50_s, self.loaded.p50_s),
+                self.loaded_rate_per_s,
+                x(p99_s, self.idle.p99_s),
+                x(p99_s, self.loaded.p99_s)
+            )
+        } else {
+            format!(
+                "observer overhead over this machine's idle loopback floor: p50 {}, p99 {} (the loaded floor was measured at {:.0} msg/s, not this run's {:.0}: --floor measures it at this rate)",
+                x(p50_s, self.idle.p50_s),
+                x(p99_s, self.idle.p99_s),
+                self.loaded_rate_per_s,
+                rate_per_s
+            )
+        }
     }
 }
 

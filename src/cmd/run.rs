@@ -734,7 +734,8 @@ fn summary(out: &mut dyn Write, r: &RunReport) -> Result<(), Failure> {
                 )
             )?;
             let o = &r.observer_overhead;
-            writeln!(out, "  {}", f.over(o.p50_s, o.p99_s))?;
+            let rate = r.events as f64 / r.duration_s.max(1e-9);
+            writeln!(out, "  {}", f.over(o.p50_s, o.p99_s, rate))?;
         }
     }
     writeln!(out, "{}", line("processing per chunk", &r.processing))?;

@@ -110,7 +110,11 @@ pub fn run(a: ReproduceArgs, out: &mut dyn Write) -> Result<(), Failure> {
         writeln!(
             out,
             "{}",
-            f.over(story.observer_p50_s, story.observer_p99_s)
+            f.over(
+                story.observer_p50_s,
+                story.observer_p99_s,
+                f.loaded_rate_per_s
+            )
         )?;
     }
     writeln!(

@@ -123,7 +123,7 @@ pub fn markdown(s: &Story) -> String {
             f.loaded_rate_per_s,
             format_seconds(f.loaded.p50_s),
             format_seconds(f.loaded.p99_s),
-            f.over(s.observer_p50_s, s.observer_p99_s)
+            f.over(s.observer_p50_s, s.observer_p99_s, f.loaded_rate_per_s)
         );
     }
     if !s.agreement.is_empty() {
