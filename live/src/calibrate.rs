@@ -91,7 +91,7 @@ impl Calibration {
         let (Some(first), Some(last)) = (p.first(), p.last()) else {
             return (self.event_cost_mean_s, self.event_cost_scv);
         };
-        if !(events_per_s > first.events_per_s) {
+        if events_per_s.is_nan() || events_per_s <= first.events_per_s {
             return (first.cost_mean_s, first.cost_scv);
         }
         if events_per_s >= last.events_per_s {
