@@ -25,9 +25,11 @@ use rand_distr::{Distribution, Exp1, Gamma};
 use serde::{Deserialize, Serialize};
 
 use crate::events::EventQueue;
+
+mod hist;
 use crate::time::{SimTime, ns_from_secs};
 use heisenbench_model::sample::{Sampler, SimRng, purpose, stream};
-use heisenbench_model::stats::Recorder;
+use hist::WaitHist;
 
 /// The shape of the inter-arrival times.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -129,73 +131,81 @@ struct Batches {
     per_batch: u64,
     /// Customers until the current batch closes (a countdown: no division per customer).
     left: u64,
-    seen: u64,
+    /// Customers in the closed batches.
     closed_at: u64,
-    overall: Recorder,
-    waited: u64,
-    current: Recorder,
-    current_waited: u64,
+    overall: WaitHist,
+    current: WaitHist,
     done: Vec<[f64; 6]>,
 }
 
 impl Batches {
     fn new(spec: &QueueSpec) -> Self {
+        let per_batch = (spec.customers / u64::from(spec.batches.max(2))).max(1);
         Self {
-            per_batch: (spec.customers / u64::from(spec.batches.max(2))).max(1),
-            left: (spec.customers / u64::from(spec.batches.max(2))).max(1),
-            seen: 0,
+            per_batch,
+            left: per_batch,
             closed_at: 0,
-            overall: Recorder::default(),
-            waited: 0,
-            current: Recorder::default(),
-            current_waited: 0,
+            overall: WaitHist::default(),
+            current: WaitHist::default(),
             done: Vec::new(),
         }
     }
 
+    /// A wait in integer nanoseconds (the event engine's clock).
     #[inline]
-    fn push(&mut self, wait_ns: u64) {
-        // Only the batch's histogram per customer, and only positive waits: the zeros
-        // (a fraction 1 - rho) are counted and added in one go when the batch closes,
-        // when the batch also joins the overall histogram (an exact merge).
-        if wait_ns > 0 {
-            self.current.record(wait_ns);
-            self.current_waited += 1;
+    fn push_ns(&mut self, wait_ns: u64) {
+        self.push(wait_ns as f64 * 1e-9);
+    }
+
+    #[inline]
+    fn push(&mut self, wait_s: f64) {
+        // Only positive waits go into the histogram; the zeros (a fraction 1 - rho) are
+        // the customers seen less those recorded.
+        if wait_s > 0.0 {
+            self.current.record(wait_s);
         }
-        self.seen += 1;
         self.left -= 1;
         if self.left == 0 {
-            self.left = self.per_batch;
             self.close_batch();
         }
     }
 
+    /// Many waits in order: recorded a batch's share at a time.
+    fn push_all(&mut self, mut waits: &[f64]) {
+        while !waits.is_empty() {
+            let m = (self.left.min(waits.len() as u64)) as usize;
+            self.current.record_all(&waits[..m]);
+            waits = &waits[m..];
+            self.left -= m as u64;
+            if self.left == 0 {
+                self.close_batch();
+            }
+        }
+    }
+
     fn close_batch(&mut self) {
-        let zeros = self.seen - self.closed_at - self.current_waited;
-        self.current.record_n(0, zeros);
-        self.closed_at = self.seen;
-        self.waited += self.current_waited;
-        let n = self.current.count() as f64;
-        let q = Quantile::STANDARD.map(|q| self.current.quantile_s(q.get()));
+        let n = self.per_batch;
+        self.left = self.per_batch;
+        let zeros = n - self.current.count();
+        self.closed_at += n;
+        let q = Quantile::STANDARD.map(|q| self.current.quantile_s(q.get(), zeros));
         self.done.push([
-            self.current.mean_s(),
-            self.current_waited as f64 / n,
+            self.current.sum_s() / n as f64,
+            self.current.count() as f64 / n as f64,
             q[0],
             q[1],
             q[2],
             q[3],
         ]);
         self.overall.merge(&self.current);
-        self.current = Recorder::default();
-        self.current_waited = 0;
+        self.current = WaitHist::default();
     }
 
     fn finish(mut self, engine: &str) -> QueueResult {
         // A last partial batch still counts towards the overall estimates.
-        let zeros = self.seen - self.closed_at - self.current_waited;
-        self.current.record_n(0, zeros);
-        self.waited += self.current_waited;
         self.overall.merge(&self.current);
+        let n = self.closed_at + (self.per_batch - self.left);
+        let zeros = n - self.overall.count();
         let b = self.done.len();
         let ci = |i: usize| -> f64 {
             if b < 2 {
@@ -205,16 +215,15 @@ impl Batches {
             let var = self.done.iter().map(|x| (x[i] - mean).powi(2)).sum::<f64>() / (b - 1) as f64;
             student_t_975(b - 1) * (var / b as f64).sqrt()
         };
-        let n = self.overall.count();
         QueueResult {
             engine: engine.to_string(),
             customers: n,
             wait_mean_s: Estimate {
-                value: self.overall.mean_s(),
+                value: self.overall.sum_s() / n.max(1) as f64,
                 ci95: ci(0),
             },
             p_wait: Estimate {
-                value: self.waited as f64 / n.max(1) as f64,
+                value: self.overall.count() as f64 / n.max(1) as f64,
                 ci95: ci(1),
             },
             wait_quantiles_s: Quantile::STANDARD
@@ -224,7 +233,7 @@ impl Batches {
                     (
                         *q,
                         Estimate {
-                            value: self.overall.quantile_s(q.get()),
+                            value: self.overall.quantile_s(q.get(), zeros),
                             ci95: ci(2 + i),
                         },
                     )
@@ -296,17 +305,67 @@ fn lindley_core(spec: &QueueSpec, burst: u32) -> QueueResult {
     let mut batches = Batches::new(spec);
     let warmup = spec.warmup / n;
     let mut w = 0.0f64;
+    if n == 1 {
+        // The textbook queue: waits into a block, then the block into the histogram, so
+        // the recursion's loop carries only w (w + (S - A): one add and a max on its
+        // chain). Poisson gaps get their own copy of the loop, without the gap sampler's
+        // dispatch.
+        let total = warmup + spec.customers;
+        match (spec.gaps, &service) {
+            (Gaps::Poisson, Sampler::Exp(s_mean)) => {
+                let (a_mean, s_mean) = (1.0 / spec.rate_per_s, *s_mean);
+                textbook_blocks(total, warmup, &mut batches, || {
+                    let s: f64 = Exp1.sample(&mut services);
+                    let a: f64 = Exp1.sample(&mut arrivals);
+                    s * s_mean - a * a_mean
+                });
+            }
+            (Gaps::Poisson, _) => {
+                let mean = 1.0 / spec.rate_per_s;
+                textbook_blocks(total, warmup, &mut batches, || {
+                    let e: f64 = Exp1.sample(&mut arrivals);
+                    service.sample_s(&mut services) - e * mean
+                });
+            }
+            _ => {
+                textbook_blocks(total, warmup, &mut batches, || {
+                    service.sample_s(&mut services) - gap(&mut arrivals)
+                });
+            }
+        }
+        return batches.finish("lindley");
+    }
     for b in 0..warmup + spec.customers / n {
         let mut ahead = 0.0f64;
         for _ in 0..n {
             if b >= warmup {
-                batches.push(ns_from_secs(w + ahead));
+                batches.push(w + ahead);
             }
             ahead += service.sample_s(&mut services);
         }
         w = (w + ahead - gap(&mut arrivals)).max(0.0);
     }
     batches.finish("lindley")
+}
+
+/// Lindley's recursion over `total` customers whose S - A `next` draws (the service first,
+/// as one customer at a time does), a block of waits at a time into `batches`, the first
+/// `warmup` left out.
+fn textbook_blocks(total: u64, warmup: u64, batches: &mut Batches, mut next: impl FnMut() -> f64) {
+    const BLOCK: usize = 1024;
+    let mut block = [0.0f64; BLOCK];
+    let mut w = 0.0f64;
+    let mut done = 0u64;
+    while done < total {
+        let m = (total - done).min(BLOCK as u64) as usize;
+        for slot in &mut block[..m] {
+            *slot = w;
+            w = (w + next()).max(0.0);
+        }
+        let skip = warmup.saturating_sub(done).min(m as u64) as usize;
+        batches.push_all(&block[skip..m]);
+        done += m as u64;
+    }
 }
 
 /// `servers` loops sharing one FIFO queue, fed the bursts of `spec`: the per-event wait by
@@ -341,7 +400,7 @@ pub fn pooled_bursts(spec: &BurstSpec, servers: u32) -> QueueResult {
             };
             let w = (at - now).max(0.0);
             if b >= warmup {
-                batches.push(ns_from_secs(w));
+                batches.push(w);
             }
             free.push(Reverse(FreeAt(now + w + service.sample_s(&mut services))));
         }
@@ -398,7 +457,7 @@ pub fn events(spec: &QueueSpec) -> QueueResult {
                      wait_sum: &mut u128| {
         *wait_sum += u128::from(now - arrived_at);
         if *started >= spec.warmup {
-            batches.push(now - arrived_at);
+            batches.push_ns(now - arrived_at);
         }
         *started += 1;
         let s = service.sample_s(&mut services);
