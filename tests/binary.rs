@@ -64,40 +64,65 @@ fn process_shards_match_thread_shards_and_one_shard() {
     assert_eq!(procs["shards"].as_array().unwrap().len(), 3);
 }
 
+/// A shard process that dies halfway (the fault is injected through `RunOptions`, and
+/// reaches the shard process in its task) is reported, and its slice counted as lost.
 #[test]
 fn a_killed_shard_is_reported_and_its_requests_lost() {
-    // Exit 3: the run finished, but requests were lost with the shard.
-    let r = run_json_exit(
-        &[
-            "run",
-            "--qps",
-            "200",
-            "--duration",
-            "1s",
-            "--workers",
-            "2",
-            "--shard-mode",
-            "process",
-            "--output-tokens",
-            "5",
-            "--json",
-        ],
-        &[("HEISENBENCH_TEST_CRASH_SHARD", "1")],
-        3,
-    );
-    let shards = r["shards"].as_array().unwrap();
-    assert_eq!(shards[0]["ok"], true);
-    assert_eq!(shards[1]["ok"], false);
-    assert!(
-        shards[1]["error"].as_str().unwrap().contains("exited"),
-        "{}",
-        shards[1]
-    );
-    let a = &r["accounting"];
-    assert_eq!(a["balanced"], true);
-    assert_eq!(a["lost"], shards[1]["scheduled"]);
-    assert!(a["lost"].as_u64().unwrap() > 50);
-    assert_eq!(a["completed"], shards[0]["scheduled"]);
+    use heisenbench_live::mock::MockServer;
+    use heisenbench_live::mock::config::MockConfig;
+    use heisenbench_live::prompt::Prompts;
+    use heisenbench_live::run::config::{ApiKind, RunConfig, ShardMode};
+    use heisenbench_live::run::{RunOptions, run};
+    use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
+
+    let mock = MockServer::start(MockConfig {
+        port: 0,
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let cfg = RunConfig {
+        name: "crash".into(),
+        seed: 1,
+        workload: Workload {
+            arrivals: Arrivals::Poisson { rate_per_s: 200.0 },
+            stop: Stop::Duration { seconds: 1.0 },
+            input_tokens: Lengths::Fixed { tokens: 4 },
+            output_tokens: Lengths::Fixed { tokens: 5 },
+        },
+        url: mock.url(),
+        api: ApiKind::Completions,
+        stream: true,
+        model: MockConfig::default().model,
+        api_key_env: None,
+        timeout_s: Some(10.0),
+        max_in_flight_per_shard: None,
+        workers: 2,
+        shard_mode: ShardMode::Process,
+        client_cost_s: 0.0,
+        csv: false,
+        ca_cert: None,
+        insecure: false,
+        prompts: Prompts::words(),
+    };
+    let r = run(
+        &cfg,
+        &RunOptions {
+            exe: Some(env!("CARGO_BIN_EXE_heisenbench").into()),
+            crash_shard: Some(1),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
+    mock.shutdown();
+    assert!(r.shards[0].ok);
+    assert!(!r.shards[1].ok);
+    let error = r.shards[1].error.clone().unwrap_or_default();
+    assert!(error.contains("exited"), "{error}");
+    let a = &r.accounting;
+    assert!(a.balanced);
+    assert_eq!(a.lost, r.shards[1].scheduled);
+    assert!(a.lost > 50, "{}", a.lost);
+    assert_eq!(a.completed, r.shards[0].scheduled);
 }
 
 #[test]

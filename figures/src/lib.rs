@@ -45,12 +45,12 @@ pub enum FigureError {
     #[error("the bundled font could not be loaded")]
     Font,
     /// Drawing or writing failed.
-    #[error("{figure}: {reason}")]
+    #[error("{figure}: {source}")]
     Draw {
         /// The figure's file stem.
         figure: String,
         /// Why.
-        reason: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// Nothing to draw.
     #[error("{0}: no data")]
@@ -291,17 +291,17 @@ pub fn draw_all(data: &FigureData, dir: &Path) -> Result<Vec<PathBuf>, FigureErr
     font()?;
     std::fs::create_dir_all(dir).map_err(|e| FigureError::Draw {
         figure: dir.display().to_string(),
-        reason: e.to_string(),
+        source: Box::new(e),
     })?;
     let mut out = Vec::new();
     for fig in Figure::ALL {
         let stem = fig.stem();
         let png = dir.join(format!("{stem}.png"));
         let svg = dir.join(format!("{stem}.svg"));
-        let wrap = |r: Result<(), String>| {
-            r.map_err(|reason| FigureError::Draw {
+        let wrap = |r: Result<(), DrawError>| {
+            r.map_err(|source| FigureError::Draw {
                 figure: stem.to_string(),
-                reason,
+                source,
             })
         };
         wrap(draw_one(
@@ -320,12 +320,12 @@ pub fn draw_all(data: &FigureData, dir: &Path) -> Result<Vec<PathBuf>, FigureErr
     Ok(out)
 }
 
-fn draw_one<DB: DrawingBackend>(
+fn draw_one<DB: DrawingBackend<ErrorType: 'static>>(
     fig: Figure,
     d: &FigureData,
     root: DrawingArea<DB, Shift>,
-) -> Result<(), String> {
-    root.fill(&WHITE).s()?;
+) -> Result<(), DrawError> {
+    root.fill(&WHITE)?;
     match fig {
         Figure::RateFailure => rate_failure(&root, &d.rate_failure),
         Figure::WaitVsUtilization => wait_vs_utilization(&root, &d.wait_vs_utilization),
@@ -337,19 +337,13 @@ fn draw_one<DB: DrawingBackend>(
         Figure::Timeline => timeline(&root, &d.timeline),
         Figure::Policies => policies(&root, &d.policies),
     }?;
-    root.present().s()
+    root.present()?;
+    Ok(())
 }
 
-/// Errors of plotters calls as strings.
-trait S<T> {
-    fn s(self) -> Result<T, String>;
-}
-
-impl<T, E: std::fmt::Display> S<T> for Result<T, E> {
-    fn s(self) -> Result<T, String> {
-        self.map_err(|e| e.to_string())
-    }
-}
+/// What a chart's drawing can fail with: plotters' errors (the backend's, boxed) or a
+/// message about the data.
+type DrawError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A chart frame in the shared style: caption, margins, label areas.
 fn frame<'a, 'b, DB: DrawingBackend>(
@@ -400,34 +394,33 @@ fn positive_range(lo: f64, hi: f64) -> std::ops::Range<f64> {
     (lo / 1.5)..(hi.max(lo * 10.0) * 1.5)
 }
 
-fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
+fn legend<'a, DB: DrawingBackend<ErrorType: 'static> + 'a, X: Ranged, Y: Ranged>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
     position: SeriesLabelPosition,
-) -> Result<(), String> {
+) -> Result<(), DrawError> {
     chart
         .configure_series_labels()
         .position(position)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.4))
         .label_font((FONT, LABEL))
-        .draw()
-        .s()
+        .draw()?;
+    Ok(())
 }
 
 fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
-fn rate_failure<DB: DrawingBackend>(
+fn rate_failure<DB: DrawingBackend<ErrorType: 'static>>(
     root: &DrawingArea<DB, Shift>,
     d: &RateFailure,
-) -> Result<(), String> {
+) -> Result<(), DrawError> {
     let ((_, x1), (_, y1)) =
         bounds(d.series.iter().flat_map(|s| s.points.iter().copied())).ok_or("no data")?;
     let top = x1.max(y1) * 1.05;
     let mut chart = frame(root, "Achieved vs offered request rate", 80)
-        .build_cartesian_2d(0f64..top, 0f64..top)
-        .s()?;
+        .build_cartesian_2d(0f64..top, 0f64..top)?;
     chart
         .configure_mesh()
         .x_desc("offered rate (requests/s)")
@@ -436,34 +429,29 @@ fn rate_failure<DB: DrawingBackend>(
         .y_label_formatter(&|v| format!("{v:.0}"))
         .label_style((FONT, LABEL))
         .axis_desc_style((FONT, LABEL))
-        .draw()
-        .s()?;
+        .draw()?;
     chart
         .draw_series(LineSeries::new(
             [(0.0, 0.0), (top, top)],
             BLACK.mix(0.3).stroke_width(1),
-        ))
-        .s()?
+        ))?
         .label("achieved = offered")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.3)));
     for (i, s) in d.series.iter().enumerate() {
         let c = color(i);
         chart
-            .draw_series(LineSeries::new(s.points.clone(), c.stroke_width(3)))
-            .s()?
+            .draw_series(LineSeries::new(s.points.clone(), c.stroke_width(3)))?
             .label(s.label.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
-        chart
-            .draw_series(s.points.iter().map(|p| Circle::new(*p, 4, c.filled())))
-            .s()?;
+        chart.draw_series(s.points.iter().map(|p| Circle::new(*p, 4, c.filled())))?;
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
-fn wait_vs_utilization<DB: DrawingBackend>(
+fn wait_vs_utilization<DB: DrawingBackend<ErrorType: 'static>>(
     root: &DrawingArea<DB, Shift>,
     d: &WaitVsUtilization,
-) -> Result<(), String> {
+) -> Result<(), DrawError> {
     let all = d
         .curves
         .iter()
@@ -479,16 +467,14 @@ fn wait_vs_utilization<DB: DrawingBackend>(
         .build_cartesian_2d(
             (x0 * 0.95)..(x1 * 1.02).min(1.0),
             positive_range(y0, y1).log_scale(),
-        )
-        .s()?;
+        )?;
     chart
         .configure_mesh()
         .x_desc("utilisation rho")
         .y_desc("wait (units of the mean service time)")
         .label_style((FONT, LABEL))
         .axis_desc_style((FONT, LABEL))
-        .draw()
-        .s()?;
+        .draw()?;
     for (i, s) in d.curves.iter().enumerate() {
         let c = color(i);
         let dashed = s.label.contains("p99");
@@ -499,8 +485,7 @@ fn wait_vs_utilization<DB: DrawingBackend>(
         };
         let pts: Vec<_> = s.points.iter().copied().filter(|p| p.1 > 0.0).collect();
         chart
-            .draw_series(LineSeries::new(pts, style))
-            .s()?
+            .draw_series(LineSeries::new(pts, style))?
             .label(s.label.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
     }
@@ -511,12 +496,10 @@ fn wait_vs_utilization<DB: DrawingBackend>(
         let c = color(6);
         for p in points.iter().filter(|p| p.y > 0.0) {
             let lo = (p.y - p.ci).max(p.y * 0.01);
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![(p.x, lo), (p.x, p.y + p.ci)],
-                    c.stroke_width(2),
-                )))
-                .s()?;
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(p.x, lo), (p.x, p.y + p.ci)],
+                c.stroke_width(2),
+            )))?;
         }
         let pts: Vec<(f64, f64)> = points
             .iter()
@@ -525,14 +508,12 @@ fn wait_vs_utilization<DB: DrawingBackend>(
             .collect();
         if marker == 0 {
             chart
-                .draw_series(pts.iter().map(|p| Circle::new(*p, 5, c.filled())))
-                .s()?
+                .draw_series(pts.iter().map(|p| Circle::new(*p, 5, c.filled())))?
                 .label(label)
                 .legend(move |(x, y)| Circle::new((x + 10, y), 5, c.filled()));
         } else {
             chart
-                .draw_series(pts.iter().map(|p| TriangleMarker::new(*p, 7, c.filled())))
-                .s()?
+                .draw_series(pts.iter().map(|p| TriangleMarker::new(*p, 7, c.filled())))?
                 .label(label)
                 .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, c.filled()));
         }
@@ -540,10 +521,10 @@ fn wait_vs_utilization<DB: DrawingBackend>(
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
-fn ttft_cdfs<DB: DrawingBackend>(
+fn ttft_cdfs<DB: DrawingBackend<ErrorType: 'static>>(
     root: &DrawingArea<DB, Shift>,
     d: &TtftCdfs,
-) -> Result<(), String> {
+) -> Result<(), DrawError> {
     let ((x0, x1), _) = bounds(
         d.series
             .iter()
@@ -552,32 +533,29 @@ fn ttft_cdfs<DB: DrawingBackend>(
     )
     .ok_or("no data")?;
     let mut chart = frame(root, "Measured vs true TTFT at 1,000 requests/s", 80)
-        .build_cartesian_2d(positive_range(x0, x1).log_scale(), 0f64..1.0)
-        .s()?;
+        .build_cartesian_2d(positive_range(x0, x1).log_scale(), 0f64..1.0)?;
     chart
         .configure_mesh()
         .x_desc("TTFT (seconds, log scale)")
         .y_desc("fraction of requests")
         .label_style((FONT, LABEL))
         .axis_desc_style((FONT, LABEL))
-        .draw()
-        .s()?;
+        .draw()?;
     for (i, s) in d.series.iter().enumerate() {
         let c = color(i);
         let pts: Vec<_> = s.points.iter().copied().filter(|p| p.0 > 0.0).collect();
         chart
-            .draw_series(LineSeries::new(pts, c.stroke_width(3)))
-            .s()?
+            .draw_series(LineSeries::new(pts, c.stroke_width(3)))?
             .label(s.label.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
     }
     legend(&mut chart, SeriesLabelPosition::LowerRight)
 }
 
-fn ntpot<DB: DrawingBackend>(
+fn ntpot<DB: DrawingBackend<ErrorType: 'static>>(
     root: &DrawingArea<DB, Shift>,
     d: &NtpotDecomposition,
-) -> Result<(), String> {
+) -> Result<(), DrawError> {
     let n = d.input_tokens.len();
     if n == 0 {
         return Err("no data".into());
@@ -587,8 +565,7 @@ fn ntpot<DB: DrawingBackend>(
         .collect();
     let top = totals.iter().copied().fold(0.0, f64::max) * 1.15;
     let mut chart = frame(root, "NTPOT and its parts against prompt length", 80)
-        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..top.max(1e-9))
-        .s()?;
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..top.max(1e-9))?;
     let labels: Vec<String> = d.input_tokens.iter().map(|t| t.to_string()).collect();
     chart
         .configure_mesh()
@@ -599,8 +576,7 @@ fn ntpot<DB: DrawingBackend>(
         .label_style((FONT, LABEL))
         .axis_desc_style((FONT, LABEL))
         .disable_x_mesh()
-        .draw()
-        .s()?;
+        .draw()?;
     let parts = [
         ("decode", &d.decode_s, 2),
         ("prefill (and server queue)", &d.prefill_s, 1),
@@ -617,48 +593,42 @@ fn ntpot<DB: DrawingBackend>(
             })
             .collect();
         chart
-            .draw_series(bars)
-            .s()?
+            .draw_series(bars)?
             .label(label)
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled()));
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
-fn profile<DB: DrawingBackend>(
+fn profile<DB: DrawingBackend<ErrorType: 'static>>(
     root: &DrawingArea<DB, Shift>,
     d: &LatencyProfile,
-) -> Result<(), String> {
+) -> Result<(), DrawError> {
     let ((x0, x1), (y0, y1)) =
         bounds(d.p99.iter().copied().filter(|p| p.1 > 0.0)).ok_or("no data")?;
     let mut chart = frame(root, "Latency profile and its knee", 80)
-        .build_cartesian_2d((x0 * 0.9)..(x1 * 1.05), positive_range(y0, y1).log_scale())
-        .s()?;
+        .build_cartesian_2d((x0 * 0.9)..(x1 * 1.05), positive_range(y0, y1).log_scale())?;
     chart
         .configure_mesh()
         .x_desc("offered rate (requests/s)")
         .y_desc("p99 TTFT from the intended send (seconds)")
         .label_style((FONT, LABEL))
         .axis_desc_style((FONT, LABEL))
-        .draw()
-        .s()?;
+        .draw()?;
     let c = color(0);
     chart
         .draw_series(LineSeries::new(
             d.p99.iter().copied().filter(|p| p.1 > 0.0),
             c.stroke_width(3),
-        ))
-        .s()?
+        ))?
         .label("p99 TTFT")
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
-    chart
-        .draw_series(
-            d.p99
-                .iter()
-                .filter(|p| p.1 > 0.0)
-                .map(|p| Circle::new(*p, 4, c.filled())),
-        )
-        .s()?;
+    chart.draw_series(
+        d.p99
+            .iter()
+            .filter(|p| p.1 > 0.0)
+            .map(|p| Circle::new(*p, 4, c.filled())),
+    )?;
     if let Some(k) = d.knee {
         let r = color(1);
         let lo = positive_range(y0, y1).start;
@@ -667,46 +637,45 @@ fn profile<DB: DrawingBackend>(
             .draw_series(std::iter::once(PathElement::new(
                 vec![(k, lo), (k, hi)],
                 r.stroke_width(2),
-            )))
-            .s()?
+            )))?
             .label(format!("knee: {k:.0} requests/s ({})", d.criterion))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], r.stroke_width(2)));
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
-fn workers_needed<DB: DrawingBackend>(
+fn workers_needed<DB: DrawingBackend<ErrorType: 'static>>(
     root: &DrawingArea<DB, Shift>,
     d: &WorkersNeeded,
-) -> Result<(), String> {
+) -> Result<(), DrawError> {
     let ((x0, x1), (y0, y1)) =
         bounds(d.series.iter().flat_map(|s| s.points.iter().copied())).ok_or("no data")?;
     let mut chart = frame(root, format!("Client loops needed ({})", d.budget), 80)
         .build_cartesian_2d(
             positive_range(x0, x1).log_scale(),
             positive_range(y0.max(1.0), y1).log_scale(),
-        )
-        .s()?;
+        )?;
     chart
         .configure_mesh()
         .x_desc("target rate (requests/s)")
         .y_desc("loops (one core each)")
         .label_style((FONT, LABEL))
         .axis_desc_style((FONT, LABEL))
-        .draw()
-        .s()?;
+        .draw()?;
     for (i, s) in d.series.iter().enumerate() {
         let c = color(i);
         chart
-            .draw_series(LineSeries::new(s.points.clone(), c.stroke_width(3)))
-            .s()?
+            .draw_series(LineSeries::new(s.points.clone(), c.stroke_width(3)))?
             .label(s.label.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
-fn policies<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &Policies) -> Result<(), String> {
+fn policies<DB: DrawingBackend<ErrorType: 'static>>(
+    root: &DrawingArea<DB, Shift>,
+    d: &Policies,
+) -> Result<(), DrawError> {
     let all = d
         .curves
         .iter()
@@ -721,8 +690,7 @@ fn policies<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &Policies) -> 
         format!("Dispatch policy and the client wait ({})", d.load),
         95,
     )
-    .build_cartesian_2d((x0 - 0.3)..(x1 + 0.3), r.start.log10()..r.end.log10())
-    .s()?;
+    .build_cartesian_2d((x0 - 0.3)..(x1 + 0.3), r.start.log10()..r.end.log10())?;
     chart
         .configure_mesh()
         .x_desc("client loops")
@@ -732,8 +700,7 @@ fn policies<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &Policies) -> 
         .y_label_formatter(&|v| seconds_label(10f64.powf(*v)))
         .label_style((FONT, LABEL))
         .axis_desc_style((FONT, LABEL))
-        .draw()
-        .s()?;
+        .draw()?;
     let log = |p: (f64, f64)| (p.0, p.1.log10());
     for (i, s) in d.curves.iter().enumerate() {
         let c = color(i);
@@ -745,8 +712,7 @@ fn policies<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &Policies) -> 
             .map(log)
             .collect();
         chart
-            .draw_series(LineSeries::new(pts, c.stroke_width(3)))
-            .s()?
+            .draw_series(LineSeries::new(pts, c.stroke_width(3)))?
             .label(format!("{} (model)", s.label))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
         let sims: Vec<&CiPoint> = d
@@ -758,33 +724,28 @@ fn policies<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &Policies) -> 
             .collect();
         for p in &sims {
             let lo = (p.y - p.ci).max(p.y * 0.01);
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![(p.x, lo.log10()), (p.x, (p.y + p.ci).log10())],
-                    c.stroke_width(2),
-                )))
-                .s()?;
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(p.x, lo.log10()), (p.x, (p.y + p.ci).log10())],
+                c.stroke_width(2),
+            )))?;
         }
-        chart
-            .draw_series(
-                sims.iter()
-                    .map(|p| Circle::new(log((p.x, p.y)), 5, c.filled())),
-            )
-            .s()?;
+        chart.draw_series(
+            sims.iter()
+                .map(|p| Circle::new(log((p.x, p.y)), 5, c.filled())),
+        )?;
     }
     let k = color(6);
     chart
-        .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
-        .s()?
+        .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())?
         .label("simulated (95% CI)")
         .legend(move |(x, y)| Circle::new((x + 10, y), 5, k.filled()));
     legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
 
-fn predicted_observed<DB: DrawingBackend>(
+fn predicted_observed<DB: DrawingBackend<ErrorType: 'static>>(
     root: &DrawingArea<DB, Shift>,
     d: &[PredictedObserved],
-) -> Result<(), String> {
+) -> Result<(), DrawError> {
     let pts = d
         .iter()
         .map(|p| (p.predicted_s, p.observed_s))
@@ -796,8 +757,7 @@ fn predicted_observed<DB: DrawingBackend>(
     let r = r.start.log10()..r.end.log10();
     let log = |p: (f64, f64)| (p.0.log10(), p.1.log10());
     let mut chart = frame(root, "Predicted vs observed client wait, every run", 95)
-        .build_cartesian_2d(r.clone(), r.clone())
-        .s()?;
+        .build_cartesian_2d(r.clone(), r.clone())?;
     chart
         .configure_mesh()
         .x_desc("predicted mean wait (log scale)")
@@ -808,14 +768,12 @@ fn predicted_observed<DB: DrawingBackend>(
         .y_label_formatter(&|v| seconds_label(10f64.powf(*v)))
         .label_style((FONT, LABEL))
         .axis_desc_style((FONT, LABEL))
-        .draw()
-        .s()?;
+        .draw()?;
     chart
         .draw_series(LineSeries::new(
             [(r.start, r.start), (r.end, r.end)],
             BLACK.mix(0.4).stroke_width(1),
-        ))
-        .s()?
+        ))?
         .label("y = x")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.4)));
     for (i, source) in ["sim", "live"].iter().enumerate() {
@@ -829,15 +787,17 @@ fn predicted_observed<DB: DrawingBackend>(
             continue;
         }
         chart
-            .draw_series(pts.iter().map(|p| Circle::new(*p, 6, c.filled())))
-            .s()?
+            .draw_series(pts.iter().map(|p| Circle::new(*p, 6, c.filled())))?
             .label(*source)
             .legend(move |(x, y)| Circle::new((x + 10, y), 6, c.filled()));
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
-fn timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &Timeline) -> Result<(), String> {
+fn timeline<DB: DrawingBackend<ErrorType: 'static>>(
+    root: &DrawingArea<DB, Shift>,
+    d: &Timeline,
+) -> Result<(), DrawError> {
     let lanes: Vec<&Lane> = d.single.iter().chain(&d.sharded).collect();
     let all = lanes.iter().flat_map(|l| {
         l.chunks
@@ -849,8 +809,7 @@ fn timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &Timeline) -> 
     let span = ms(x1) * 1.03;
     let n = lanes.len() as f64;
     let mut chart = frame(root, "Chunks through one loop and through k loops", 150)
-        .build_cartesian_2d(0f64..span.max(1e-6), -0.5f64..(n - 0.5))
-        .s()?;
+        .build_cartesian_2d(0f64..span.max(1e-6), -0.5f64..(n - 0.5))?;
     let names: Vec<String> = lanes.iter().map(|l| l.label.clone()).collect();
     chart
         .configure_mesh()
@@ -860,31 +819,24 @@ fn timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, d: &Timeline) -> 
         .label_style((FONT, LABEL))
         .axis_desc_style((FONT, LABEL))
         .disable_y_mesh()
-        .draw()
-        .s()?;
+        .draw()?;
     for (row, lane) in lanes.iter().enumerate() {
         let y = row as f64;
         for c in &lane.chunks {
             let col = color(c.request as usize);
             // Waiting for the loop: a faint bar; processing: a solid bar; arrival: a tick.
-            chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [(ms(c.arrival), y - 0.08), (ms(c.start), y + 0.08)],
-                    col.mix(0.25).filled(),
-                )))
-                .s()?;
-            chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [(ms(c.start), y - 0.3), (ms(c.end), y + 0.3)],
-                    col.filled(),
-                )))
-                .s()?;
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![(ms(c.arrival), y - 0.4), (ms(c.arrival), y - 0.3)],
-                    col.stroke_width(2),
-                )))
-                .s()?;
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(ms(c.arrival), y - 0.08), (ms(c.start), y + 0.08)],
+                col.mix(0.25).filled(),
+            )))?;
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(ms(c.start), y - 0.3), (ms(c.end), y + 0.3)],
+                col.filled(),
+            )))?;
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(ms(c.arrival), y - 0.4), (ms(c.arrival), y - 0.3)],
+                col.stroke_width(2),
+            )))?;
         }
     }
     Ok(())

@@ -118,9 +118,9 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
         run_live(
             &cfg,
             &RunOptions {
-                exe: None,
                 workers_reasoning: reasoning.clone(),
                 stop: stop.clone(),
+                ..RunOptions::default()
             },
         )
     })

@@ -63,6 +63,7 @@ pub fn run_one_shard(
         config: cfg.clone(),
         shard,
         start_mono_ns: mono_ns() + ahead_ns,
+        crash_halfway: false,
     };
     let result = run_shard(&task, stop)?;
     Ok(ShardReport {
@@ -219,7 +220,7 @@ pub fn merge(results: Vec<ShardReport>) -> Result<(RunReport, MergeNotes), Merge
             Some(r) => Ok(r.result),
             None => {
                 notes.missing.push(i);
-                Err("no result for this shard".to_string())
+                Err(super::ShardError::Missing)
             }
         })
         .collect();

@@ -49,6 +49,54 @@ pub enum RunError {
     Exe(std::io::Error),
 }
 
+/// Why a shard gave no result; its slice of the schedule is then counted as lost.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShardError {
+    /// The shard's thread could not be started.
+    #[error("cannot start the shard thread: {0}")]
+    Thread(std::io::Error),
+    /// The shard's thread panicked.
+    #[error("the shard thread panicked")]
+    Panicked,
+    /// The shard failed to run (its runtime or client could not be built).
+    #[error("the shard failed: {0}")]
+    Failed(std::io::Error),
+    /// The shard's process could not be started.
+    #[error("cannot start {exe}: {source}", exe = exe.display())]
+    Spawn {
+        /// The binary.
+        exe: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The task could not be written to the shard's process.
+    #[error("cannot hand the task over: {0}")]
+    Handover(String),
+    /// The shard's process ended without a result.
+    #[error("shard process exited with {status}{}", if last_line.is_empty() { String::new() } else { format!(": {last_line}") })]
+    Exited {
+        /// How it ended.
+        status: std::process::ExitStatus,
+        /// The last line it wrote to stderr.
+        last_line: String,
+    },
+    /// The shard's process wrote something that is not a result.
+    #[error("unreadable shard result: {0}")]
+    Unreadable(serde_json::Error),
+    /// The shard had not reported by the run's deadline; its process was killed.
+    #[error(
+        "no result by the run's deadline ({0:.1} s after the start): killed and counted as lost"
+    )]
+    Deadline(f64),
+    /// The shard never reported (its channel closed).
+    #[error("the shard never reported")]
+    Silent,
+    /// A merge found no result for this shard.
+    #[error("no result for this shard")]
+    Missing,
+}
+
 /// Options that are not part of the run's identity.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -58,6 +106,9 @@ pub struct RunOptions {
     pub workers_reasoning: Vec<String>,
     /// Stops the run early; the report is still made, marked interrupted.
     pub stop: StopSignal,
+    /// Fault injection for tests: the process of this shard aborts halfway through its
+    /// slice, as a crash would (process shards only; a thread cannot crash alone).
+    pub crash_shard: Option<u32>,
 }
 
 /// Slack past a run's expected end (its schedule, the per-request timeout, the grace
@@ -85,10 +136,12 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
             config: cfg.clone(),
             shard,
             start_mono_ns: start,
+            crash_halfway: opts.crash_shard == Some(shard),
         })
         .collect();
-    let (tx, rx) = mpsc::channel::<(usize, Result<ShardResult, String>)>();
-    let mut outcomes: Vec<Option<Result<ShardResult, String>>> = vec![None; tasks.len()];
+    let (tx, rx) = mpsc::channel::<(usize, Result<ShardResult, ShardError>)>();
+    let mut outcomes: Vec<Option<Result<ShardResult, ShardError>>> =
+        (0..tasks.len()).map(|_| None).collect();
     let mut children: Vec<Option<Pid>> = vec![None; tasks.len()];
     for (i, t) in tasks.into_iter().enumerate() {
         let tx = tx.clone();
@@ -99,12 +152,12 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
                     .name(format!("heisenbench-shard-{}", t.shard))
                     .spawn(move || {
                         let r = std::panic::catch_unwind(|| run_shard(&t, &stop))
-                            .map_err(|_| "the shard thread panicked".to_string())
-                            .and_then(|r| r.map_err(|e| e.to_string()));
+                            .map_err(|_| ShardError::Panicked)
+                            .and_then(|r| r.map_err(ShardError::Failed));
                         let _ = tx.send((i, r));
                     });
                 if let Err(e) = spawned {
-                    outcomes[i] = Some(Err(format!("cannot start the shard thread: {e}")));
+                    outcomes[i] = Some(Err(ShardError::Thread(e)));
                 }
             }
             Some(exe) => match spawn_process(exe, &t) {
@@ -156,10 +209,7 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
                     if let Some(pid) = children[i] {
                         let _ = kill_process(pid, Signal::KILL);
                     }
-                    *o = Some(Err(format!(
-                        "no result by the run's deadline ({:.1} s after the start): killed and counted as lost",
-                        expected.as_secs_f64()
-                    )));
+                    *o = Some(Err(ShardError::Deadline(expected.as_secs_f64())));
                 }
             }
             break;
@@ -173,47 +223,44 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
     }
     let outcomes = outcomes
         .into_iter()
-        .map(|o| o.unwrap_or_else(|| Err("the shard never reported".into())))
+        .map(|o| o.unwrap_or(Err(ShardError::Silent)))
         .collect();
     let mut rep = report(cfg, opts, outcomes);
     rep.interrupted |= opts.stop.is_stopped();
     Ok(rep)
 }
 
-fn spawn_process(exe: &PathBuf, task: &ShardTask) -> Result<std::process::Child, String> {
+fn spawn_process(exe: &PathBuf, task: &ShardTask) -> Result<std::process::Child, ShardError> {
     let mut child = Command::new(exe)
         .arg("__shard")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
-    let json = serde_json::to_vec(task).map_err(|e| e.to_string())?;
+        .map_err(|source| ShardError::Spawn {
+            exe: exe.clone(),
+            source,
+        })?;
+    let json = serde_json::to_vec(task).map_err(|e| ShardError::Handover(e.to_string()))?;
     child
         .stdin
         .take()
-        .ok_or("no stdin")?
+        .ok_or_else(|| ShardError::Handover("the process has no stdin".into()))?
         .write_all(&json)
-        .map_err(|e| format!("cannot hand the task over: {e}"))?;
+        .map_err(|e| ShardError::Handover(e.to_string()))?;
     Ok(child)
 }
 
-fn wait_process(child: std::process::Child) -> Result<ShardResult, String> {
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+fn wait_process(child: std::process::Child) -> Result<ShardResult, ShardError> {
+    let out = child.wait_with_output().map_err(ShardError::Failed)?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let last = err.lines().last().unwrap_or("").trim();
-        return Err(format!(
-            "shard process exited with {}{}",
-            out.status,
-            if last.is_empty() {
-                String::new()
-            } else {
-                format!(": {last}")
-            }
-        ));
+        return Err(ShardError::Exited {
+            status: out.status,
+            last_line: err.lines().last().unwrap_or("").trim().to_string(),
+        });
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("unreadable shard result: {e}"))
+    serde_json::from_slice(&out.stdout).map_err(ShardError::Unreadable)
 }
 
 /// The hidden worker's main: a task on stdin, the result on stdout. The worker dies with
@@ -233,12 +280,7 @@ pub fn shard_process_main() -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let task: ShardTask =
         serde_json::from_slice(&input).map_err(|e| format!("bad shard task: {e}"))?;
-    // A test hook: abort this shard halfway through its slice, as a crash would.
-    if std::env::var("HEISENBENCH_TEST_CRASH_SHARD")
-        .ok()
-        .and_then(|s| s.parse::<u32>().ok())
-        == Some(task.shard)
-    {
+    if task.crash_halfway {
         let wait = slice_duration_ns(&task.config) / 2;
         std::thread::sleep(std::time::Duration::from_nanos(
             task.start_mono_ns.saturating_sub(mono_ns()) + wait,
@@ -267,7 +309,7 @@ fn slice_duration_ns(cfg: &RunConfig) -> u64 {
 pub fn report(
     cfg: &RunConfig,
     opts: &RunOptions,
-    outcomes: Vec<Result<ShardResult, String>>,
+    outcomes: Vec<Result<ShardResult, ShardError>>,
 ) -> RunReport {
     let mut merged = ShardResult::default();
     let mut shards = Vec::new();
@@ -302,7 +344,7 @@ pub fn report(
                 shards.push(ShardStatus {
                     index,
                     ok: false,
-                    error: Some(e),
+                    error: Some(e.to_string()),
                     scheduled: n,
                     utilization: 0.0,
                     start_slip_s: None,

@@ -32,6 +32,10 @@ pub struct ShardTask {
     pub shard: u32,
     /// When the schedule's time zero is, on CLOCK_MONOTONIC.
     pub start_mono_ns: u64,
+    /// Fault injection for tests ([`super::RunOptions::crash_shard`]): the shard process
+    /// aborts halfway through its slice.
+    #[serde(default)]
+    pub crash_halfway: bool,
 }
 
 /// The requests of `shard`'s slice of an open-loop schedule (None for closed loops).
