@@ -5,6 +5,22 @@
 //! running; 2 for bad input (a malformed flag, an impossible or unstable configuration);
 //! 3 when a run or merge finished but its accounting shows requests lost or unbalanced;
 //! 130 when interrupted (Ctrl-C, SIGTERM), after writing what was measured.
+//!
+//! ```
+//! // The mean wait of M/M/1 at rho 0.5 with a 1 s service: rho / (mu - lambda) = 1 s.
+//! let mut out = Vec::new();
+//! heisenbench::run(
+//!     ["heisenbench", "model", "mm1", "--rate", "0.5", "--service-mean", "1s", "--json"],
+//!     &mut out,
+//! )
+//! .unwrap();
+//! let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+//! assert!((v["wq_mean_s"].as_f64().unwrap() - 1.0).abs() < 1e-12);
+//!
+//! // Bad input: exit status 2 and one line saying why.
+//! let e = heisenbench::run(["heisenbench", "model", "mm1", "--rate", "-1"], &mut out).unwrap_err();
+//! assert_eq!(e.exit_code(), 2);
+//! ```
 
 use std::ffi::OsString;
 use std::fmt;

@@ -4,6 +4,23 @@
 //! all), so figures are redrawn from a data file alone. Each is written as PNG (the
 //! bundled DejaVu Sans renders its text, so no system fonts are needed) and as SVG.
 //! Style constants live in [`style`].
+//!
+//! ```
+//! use heisenbench_figures::{Figure, FigureData, Series, draw_all};
+//!
+//! let mut data = FigureData::default();
+//! data.rate_failure.series.push(Series {
+//!     label: "a client".into(),
+//!     points: vec![(100.0, 100.0), (1000.0, 400.0)],
+//! });
+//! // Every figure needs its data: with the others empty, drawing stops at the first
+//! // empty one and names it.
+//! let dir = std::env::temp_dir().join(format!("hb-figures-doc-{}", std::process::id()));
+//! let err = draw_all(&data, &dir).unwrap_err();
+//! assert!(err.to_string().starts_with(Figure::WaitVsUtilization.stem()));
+//! assert!(dir.join("1-rate-failure.png").exists());
+//! # std::fs::remove_dir_all(&dir).ok();
+//! ```
 
 use std::path::{Path, PathBuf};
 

@@ -16,6 +16,26 @@
 //! * [`floor`]: this machine's loopback floor, the least observer overhead it allows.
 //! * [`calibrate`]: the generator's measured per-event cost on this machine.
 
+//! Reading a server's stream: the bytes as they come (split anywhere), each event's meaning,
+//! and how the stream ended.
+//!
+//! ```
+//! use heisenbench_live::sse::SseParser;
+//! use heisenbench_live::stream::{Ending, StreamState, interpret};
+//!
+//! let bytes = b"data: {\"choices\":[{\"text\":\"Hi\"}]}\r\n\r\n: keep-alive\n\n\
+//!               data: {\"choices\":[{\"text\":\"!\",\"finish_reason\":\"stop\"}],\
+//!               \"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
+//! let (mut parser, mut state) = (SseParser::new(), StreamState::default());
+//! for piece in bytes.chunks(7) {
+//!     parser.feed(piece, |event| {
+//!         state.apply(interpret(event));
+//!     });
+//! }
+//! assert_eq!((state.tokens, state.usage, state.prompt_usage), (2, Some(2), Some(3)));
+//! assert_eq!(state.ending(parser.incomplete()), Ending::Completed);
+//! ```
+
 pub mod calibrate;
 pub mod clock;
 pub mod floor;
