@@ -221,9 +221,7 @@ pub fn store(path: &Path, c: &Calibration) -> Result<(), CalibrationError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, serde_json::to_vec_pretty(c).unwrap_or_default()).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+    crate::files::write_atomic(path, &serde_json::to_vec_pretty(c).unwrap_or_default()).map_err(io)
 }
 
 /// Measures the per-event cost for `duration_s` at each of `loads_qps` requests per second

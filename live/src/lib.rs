@@ -13,9 +13,10 @@
 //!   [`run::stop`] stops a run without losing what it measured; [`run::http`] builds the
 //!   client (TLS trust) and asks a server which model it serves.
 //! * [`prompt`]: prompts of an exact token count (a Hugging Face tokenizer file) or of words.
+//! * [`files`]: the one atomic file writer.
 //! * [`floor`]: this machine's loopback floor, the least observer overhead it allows.
 //! * [`calibrate`]: the generator's measured per-event cost on this machine.
-
+//!
 //! Reading a server's stream: the bytes as they come (split anywhere), each event's meaning,
 //! and how the stream ended.
 //!
@@ -38,6 +39,7 @@
 
 pub mod calibrate;
 pub mod clock;
+pub mod files;
 pub mod floor;
 pub mod mock;
 pub mod prompt;

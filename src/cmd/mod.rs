@@ -59,25 +59,9 @@ pub(crate) fn write_json(
 /// Writes `bytes` to `path` atomically: a temporary file beside it, then a rename, so a
 /// reader never sees half a report.
 pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<(), Failure> {
-    use anyhow::Context;
-    let dir = file_dir(path)?;
-    let name = path
-        .file_name()
-        .ok_or_else(|| Failure::Usage(format!("--out {} names no file", path.display())))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    if let Err(e) = std::fs::rename(&tmp, path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Failure::Runtime(anyhow::anyhow!(
-            "cannot write {}: {e}",
-            path.display()
-        )));
-    }
-    Ok(())
+    file_dir(path)?;
+    heisenbench_live::files::write_atomic(path, bytes)
+        .map_err(|e| Failure::Runtime(anyhow::anyhow!("cannot write {}: {e}", path.display())))
 }
 
 /// Checks, before any work, that `dir` can be made and written into, so that minutes of
