@@ -444,7 +444,7 @@ pub struct RunArgs {
     /// Requests per second.
     #[arg(long, value_parser = parse_rate, allow_hyphen_values = true)]
     pub qps: Option<Rate>,
-    /// Arrival process: poisson, constant, gamma:shape=X.
+    /// Arrival process: poisson, constant, gamma:shape=X or erlang:k=K.
     #[arg(long)]
     pub arrival: Option<String>,
     /// Closed loop with this many users instead of a rate.

@@ -47,7 +47,76 @@ pub enum Arrivals {
     },
 }
 
+/// The shape of renewal inter-arrival gaps, whatever their rate: the one grammar every
+/// command's `--arrival` reads (`poisson`, `constant`, `gamma:shape=X`, `erlang:k=K`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Gaps {
+    /// Exponential (M).
+    Poisson,
+    /// Constant (D).
+    Constant,
+    /// Gamma with this shape (SCV 1 / shape; Erlang-k for integer k).
+    Gamma {
+        /// Shape.
+        shape: f64,
+    },
+}
+
+impl std::str::FromStr for Gaps {
+    type Err = ModelError;
+
+    /// `poisson`, `constant`, `gamma:shape=X` (X between 1e-6 and 1e6) or `erlang:k=K`
+    /// (a whole K from 1 to 1e6).
+    fn from_str(s: &str) -> Result<Self> {
+        let value = |prefix: &str| -> Option<Result<f64>> {
+            s.strip_prefix(prefix).map(|v| {
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|x| (1e-6..=1e6).contains(x))
+                    .ok_or_else(|| {
+                        ModelError::invalid("arrival", s, "the number must be between 1e-6 and 1e6")
+                    })
+            })
+        };
+        match s {
+            "poisson" => Ok(Self::Poisson),
+            "constant" => Ok(Self::Constant),
+            _ => {
+                if let Some(shape) = value("gamma:shape=") {
+                    return Ok(Self::Gamma { shape: shape? });
+                }
+                if let Some(k) = value("erlang:k=") {
+                    let k = k?;
+                    if k.fract() != 0.0 {
+                        return Err(ModelError::invalid(
+                            "arrival",
+                            s,
+                            "k must be a whole number",
+                        ));
+                    }
+                    return Ok(Self::Gamma { shape: k });
+                }
+                Err(ModelError::invalid(
+                    "arrival",
+                    s,
+                    "use poisson, constant, gamma:shape=X or erlang:k=K",
+                ))
+            }
+        }
+    }
+}
+
 impl Arrivals {
+    /// Renewal arrivals at `rate_per_s` whose gaps have the shape `gaps`.
+    pub fn renewal(gaps: Gaps, rate_per_s: f64) -> Self {
+        match gaps {
+            Gaps::Poisson => Self::Poisson { rate_per_s },
+            Gaps::Constant => Self::Constant { rate_per_s },
+            Gaps::Gamma { shape } => Self::Gamma { rate_per_s, shape },
+        }
+    }
+
     /// The mean offered rate, when the schedule fixes one (not for closed loops).
     pub fn rate_per_s(&self) -> Option<f64> {
         match self {
@@ -431,4 +500,40 @@ fn rate(field: &'static str, v: f64) -> Result<()> {
             },
             other => other,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_arrival_grammar() {
+        assert_eq!("poisson".parse::<Gaps>().unwrap(), Gaps::Poisson);
+        assert_eq!("constant".parse::<Gaps>().unwrap(), Gaps::Constant);
+        assert_eq!(
+            "gamma:shape=0.25".parse::<Gaps>().unwrap(),
+            Gaps::Gamma { shape: 0.25 }
+        );
+        assert_eq!(
+            "erlang:k=21".parse::<Gaps>().unwrap(),
+            Gaps::Gamma { shape: 21.0 }
+        );
+        for bad in [
+            "bursty",
+            "gamma:shape=0",
+            "gamma:shape=-1",
+            "gamma:shape=NaN",
+            "erlang:k=2.5",
+            "gamma:shape=",
+        ] {
+            assert!(bad.parse::<Gaps>().is_err(), "{bad}");
+        }
+        assert_eq!(
+            Arrivals::renewal(Gaps::Gamma { shape: 4.0 }, 10.0),
+            Arrivals::Gamma {
+                rate_per_s: 10.0,
+                shape: 4.0
+            }
+        );
+    }
 }

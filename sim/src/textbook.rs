@@ -31,20 +31,7 @@ use crate::time::{SimTime, ns_from_secs};
 use heisenbench_model::sample::{Sampler, SimRng, purpose, stream};
 use hist::WaitHist;
 
-/// The shape of the inter-arrival times.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Gaps {
-    /// Exponential (M).
-    Poisson,
-    /// Constant (D).
-    Constant,
-    /// Gamma with this shape (SCV 1 / shape; Erlang-k for integer k).
-    Gamma {
-        /// Shape.
-        shape: f64,
-    },
-}
+pub use heisenbench_model::scenario::Gaps;
 
 /// One textbook experiment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -355,24 +355,8 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
         .or(workload.arrivals.rate_per_s())
         .unwrap_or(100.0);
     if let Some(spec) = &a.arrival {
-        workload.arrivals = match spec.as_str() {
-            "poisson" => Arrivals::Poisson { rate_per_s: rate },
-            "constant" => Arrivals::Constant { rate_per_s: rate },
-            s if s.starts_with("gamma:shape=") => {
-                let shape: f64 = s["gamma:shape=".len()..]
-                    .parse()
-                    .map_err(|_| Failure::Usage(format!("bad arrival '{s}'")))?;
-                Arrivals::Gamma {
-                    rate_per_s: rate,
-                    shape,
-                }
-            }
-            s => {
-                return Err(Failure::Usage(format!(
-                    "unknown arrival '{s}': use poisson, constant or gamma:shape=X"
-                )));
-            }
-        };
+        let gaps: heisenbench_model::scenario::Gaps = spec.parse()?;
+        workload.arrivals = Arrivals::renewal(gaps, rate);
     } else if let Some(q) = a.qps {
         match &mut workload.arrivals {
             Arrivals::Poisson { rate_per_s }

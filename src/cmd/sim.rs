@@ -325,38 +325,9 @@ fn parse_service(spec: &str) -> Result<Service, Failure> {
     })
 }
 
-fn parse_gaps(spec: &str) -> Result<Gaps, Failure> {
-    let (kind, kv) = parse_kv(spec)?;
-    let num = |key: &str| -> Result<f64, Failure> {
-        let v: f64 = get(&kv, key, spec)?
-            .parse()
-            .map_err(|_| Failure::Usage(format!("{key} in '{spec}' is not a number")))?;
-        if v.is_finite() && v > 0.0 {
-            Ok(v)
-        } else {
-            Err(Failure::Usage(format!("{key} in '{spec}' must be > 0")))
-        }
-    };
-    Ok(match kind.as_str() {
-        "poisson" => Gaps::Poisson,
-        "constant" => Gaps::Constant,
-        "gamma" => Gaps::Gamma {
-            shape: num("shape")?,
-        },
-        "erlang" => Gaps::Gamma {
-            shape: num("k")?.round().max(1.0),
-        },
-        other => {
-            return Err(Failure::Usage(format!(
-                "unknown arrival '{other}': use poisson, constant, gamma:shape=X or erlang:k=K"
-            )));
-        }
-    })
-}
-
 fn textbook(a: QueueSimArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let service = parse_service(&a.service)?;
-    let gaps = parse_gaps(&a.arrival)?;
+    let gaps: Gaps = a.arrival.parse()?;
     let spec = QueueSpec {
         rate_per_s: a.rate.get(),
         gaps,
