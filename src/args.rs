@@ -2,7 +2,10 @@
 //! malformed duration or rate is refused before anything runs.
 
 use clap::{Args, Parser, Subcommand};
+use heisenbench_live::run::config::{ApiKind, ShardMode};
+use heisenbench_live::run::distributed::ShardSpec;
 use heisenbench_model::plan::{Assignment, Budget};
+use heisenbench_model::scenario::{Gaps, Lengths};
 use heisenbench_model::service::ServiceKind;
 use heisenbench_model::units::{Rate, Seconds};
 
@@ -324,6 +327,18 @@ fn parse_assignment(s: &str) -> Result<Assignment, String> {
         .map_err(|e: heisenbench_model::ModelError| e.to_string())
 }
 
+/// Any value whose meaning (and grammar) lives in its library type.
+fn from_str<T: std::str::FromStr<Err = heisenbench_model::ModelError>>(
+    s: &str,
+) -> Result<T, String> {
+    s.parse()
+        .map_err(|e: heisenbench_model::ModelError| e.to_string())
+}
+
+fn parse_utc_arg(s: &str) -> Result<f64, String> {
+    heisenbench_live::run::distributed::parse_utc(s).map_err(|e| e.to_string())
+}
+
 /// `heisenbench mock`: flag names and defaults follow llm-d-inference-sim. Latencies take a
 /// bare integer as milliseconds (as older llm-d-inference-sim versions did) or a duration
 /// with a unit (250us, 2ms, 1s). Unlike llm-d-inference-sim, sub-millisecond latencies are
@@ -417,17 +432,17 @@ pub struct RunArgs {
     /// Run only shard I of N (I from 0): the plan is the N-shard plan, the result is this
     /// shard's, printed between marker lines (or written to --out DIR/shard-I.json) for
     /// `heisenbench merge`.
-    #[arg(long)]
-    pub shard: Option<String>,
+    #[arg(long, value_parser = from_str::<ShardSpec>)]
+    pub shard: Option<ShardSpec>,
     /// With --shard: the common start, UTC (2026-11-30T10:00:00Z or seconds since the epoch).
-    #[arg(long, requires = "shard")]
-    pub start_at: Option<String>,
+    #[arg(long, requires = "shard", value_parser = parse_utc_arg)]
+    pub start_at: Option<f64>,
     /// Base URL of the server; without it, the embedded mock is started in this process.
     #[arg(long)]
     pub url: Option<String>,
     /// completions or chat.
-    #[arg(long, default_value = "completions")]
-    pub api: String,
+    #[arg(long, default_value = "completions", value_parser = from_str::<ApiKind>)]
+    pub api: ApiKind,
     /// Ask for whole responses instead of streams.
     #[arg(long)]
     pub no_stream: bool,
@@ -445,8 +460,8 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse_rate, allow_hyphen_values = true)]
     pub qps: Option<Rate>,
     /// Arrival process: poisson, constant, gamma:shape=X or erlang:k=K.
-    #[arg(long)]
-    pub arrival: Option<String>,
+    #[arg(long, value_parser = from_str::<Gaps>)]
+    pub arrival: Option<Gaps>,
     /// Closed loop with this many users instead of a rate.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub users: Option<u32>,
@@ -460,11 +475,11 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
     pub requests: Option<u64>,
     /// Prompt tokens: N, uniform:MIN,MAX, normal:MEAN,SD or lognormal:MEAN,SCV.
-    #[arg(long)]
-    pub prompt_tokens: Option<String>,
+    #[arg(long, value_parser = from_str::<Lengths>)]
+    pub prompt_tokens: Option<Lengths>,
     /// Output tokens (sent with ignore_eos): same forms as --prompt-tokens.
-    #[arg(long)]
-    pub output_tokens: Option<String>,
+    #[arg(long, value_parser = from_str::<Lengths>)]
+    pub output_tokens: Option<Lengths>,
     /// A Hugging Face tokenizer.json: prompts of exactly --prompt-tokens tokens of the
     /// prompt text (without BOS or chat template), checked against the server's usage.
     /// Without it a token is a word, exact only for the embedded mock.
@@ -483,8 +498,8 @@ pub struct RunArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub workers: Option<u32>,
     /// process or thread.
-    #[arg(long, default_value = "process")]
-    pub shard_mode: String,
+    #[arg(long, default_value = "process", value_parser = from_str::<ShardMode>)]
+    pub shard_mode: ShardMode,
     /// Emulated client cost per received event (busy work on the shard's loop), e.g. 12us.
     #[arg(long, value_parser = parse_duration_zero_ok, allow_hyphen_values = true)]
     pub client_cost: Option<Seconds>,

@@ -47,7 +47,8 @@ pub enum ModelError {
 }
 
 impl ModelError {
-    pub(crate) fn invalid(name: &'static str, value: impl ToString, reason: &'static str) -> Self {
+    /// A bad value of the input `name`: what it was and why it is refused.
+    pub fn invalid(name: &'static str, value: impl ToString, reason: &'static str) -> Self {
         Self::Invalid {
             name,
             value: short_number(value.to_string()),

@@ -251,6 +251,45 @@ pub enum Lengths {
     },
 }
 
+impl std::str::FromStr for Lengths {
+    type Err = ModelError;
+
+    /// `N`, `uniform:MIN,MAX`, `normal:MEAN,SD` or `lognormal:MEAN,SCV` (the values are
+    /// checked where a workload is validated).
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || {
+            ModelError::invalid(
+                "tokens",
+                s,
+                "use N, uniform:MIN,MAX, normal:MEAN,SD or lognormal:MEAN,SCV",
+            )
+        };
+        let num = |x: &str| x.trim().parse::<f64>().map_err(|_| bad());
+        let count = |x: &str| x.trim().parse::<u32>().map_err(|_| bad());
+        let Some((kind, args)) = s.split_once(':') else {
+            return Ok(Self::Fixed { tokens: count(s)? });
+        };
+        let Some((a, b)) = args.split_once(',') else {
+            return Err(bad());
+        };
+        match kind {
+            "uniform" => Ok(Self::Uniform {
+                min: count(a)?,
+                max: count(b)?,
+            }),
+            "normal" => Ok(Self::Normal {
+                mean: num(a)?,
+                sd: num(b)?,
+            }),
+            "lognormal" => Ok(Self::Lognormal {
+                mean: num(a)?,
+                scv: num(b)?,
+            }),
+            _ => Err(bad()),
+        }
+    }
+}
+
 impl Lengths {
     /// The mean (before rounding and clamping).
     pub fn mean(&self) -> f64 {
@@ -505,6 +544,35 @@ fn rate(field: &'static str, v: f64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn length_grammar() {
+        assert_eq!(
+            "200".parse::<Lengths>().unwrap(),
+            Lengths::Fixed { tokens: 200 }
+        );
+        assert_eq!(
+            "uniform:1,30".parse::<Lengths>().unwrap(),
+            Lengths::Uniform { min: 1, max: 30 }
+        );
+        assert_eq!(
+            "lognormal:100,0.5".parse::<Lengths>().unwrap(),
+            Lengths::Lognormal {
+                mean: 100.0,
+                scv: 0.5
+            }
+        );
+        for bad in [
+            "many",
+            "uniform:1",
+            "uniform:1,2,3",
+            "poisson:1,2",
+            "-3",
+            "normal:a,b",
+        ] {
+            assert!(bad.parse::<Lengths>().is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn one_arrival_grammar() {

@@ -18,6 +18,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
+use heisenbench_live::run::config::ShardMode;
+
 use super::run::config as run_config;
 use crate::Failure;
 use crate::args::K8sArgs;
@@ -62,7 +64,7 @@ fn check_names(a: &K8sArgs) -> Result<(), Failure> {
         ("--shard", r.shard.is_some()),
         ("--start-at", r.start_at.is_some()),
         ("--workers (use --shards)", r.workers.is_some()),
-        ("--shard-mode", r.shard_mode != "process"),
+        ("--shard-mode", r.shard_mode != ShardMode::Process),
         ("--calibration", r.calibration.is_some()),
         ("--out", r.out.is_some()),
         ("--csv", r.csv),

@@ -8,7 +8,7 @@ use heisenbench_live::calibrate::{Calibration, LOADS_QPS, default_path, load, me
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
 use heisenbench_live::prompt::Prompts;
-use heisenbench_live::run::config::{ApiKind, RunConfig, ShardMode};
+use heisenbench_live::run::config::RunConfig;
 use heisenbench_live::run::result::RunReport;
 use heisenbench_live::run::stop::{StopSignal, listen_for_signals};
 use heisenbench_live::run::{RunOptions, run as run_live};
@@ -44,16 +44,16 @@ struct ScenarioFile {
 
 pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let (mut cfg, workers_given) = config(&a)?;
-    if let Some(spec) = &a.shard {
-        let (shard, shards) = parse_shard(spec)?;
-        cfg.workers = shards;
+    if let Some(spec) = a.shard {
+        let shard = spec.index;
+        cfg.workers = spec.of;
         cfg.validate()?;
         if a.url.is_none() && a.config.is_none() {
             return Err(Failure::Usage(
                 "--shard needs the server's --url (or a --config that has it)".into(),
             ));
         }
-        let start = a.start_at.as_deref().map(parse_utc).transpose()?;
+        let start = a.start_at;
         let stop = StopSignal::new();
         listen_for_signals(stop.clone(), true)?;
         let report = heisenbench_live::run::distributed::run_one_shard(&cfg, shard, start, &stop)
@@ -214,106 +214,6 @@ fn with_progress<T>(cfg: &RunConfig, f: impl FnOnce() -> T) -> T {
     r
 }
 
-fn parse_lengths(s: &str) -> Result<Lengths, Failure> {
-    let bad = || {
-        Failure::Usage(format!(
-            "'{s}' is not a length: use N, uniform:MIN,MAX, normal:MEAN,SD or lognormal:MEAN,SCV"
-        ))
-    };
-    let num = |x: &str| x.trim().parse::<f64>().map_err(|_| bad());
-    let l = match s.split_once(':') {
-        None => Lengths::Fixed {
-            tokens: s.trim().parse().map_err(|_| bad())?,
-        },
-        Some((kind, args)) => {
-            let v: Vec<&str> = args.split(',').collect();
-            if v.len() != 2 {
-                return Err(bad());
-            }
-            match kind {
-                "uniform" => Lengths::Uniform {
-                    min: v[0].trim().parse().map_err(|_| bad())?,
-                    max: v[1].trim().parse().map_err(|_| bad())?,
-                },
-                "normal" => Lengths::Normal {
-                    mean: num(v[0])?,
-                    sd: num(v[1])?,
-                },
-                "lognormal" => Lengths::Lognormal {
-                    mean: num(v[0])?,
-                    scv: num(v[1])?,
-                },
-                _ => return Err(bad()),
-            }
-        }
-    };
-    Ok(l)
-}
-
-/// `I/N` with I < N.
-fn parse_shard(spec: &str) -> Result<(u32, u32), Failure> {
-    let bad = || Failure::Usage(format!("--shard {spec}: expected I/N with 0 <= I < N"));
-    let (i, n) = spec.split_once('/').ok_or_else(bad)?;
-    let (i, n): (u32, u32) = (
-        i.trim().parse().map_err(|_| bad())?,
-        n.trim().parse().map_err(|_| bad())?,
-    );
-    if n == 0 || i >= n {
-        return Err(bad());
-    }
-    Ok((i, n))
-}
-
-/// UTC as seconds since the epoch, or `YYYY-MM-DDTHH:MM:SS[.fff]Z`.
-pub(crate) fn parse_utc(s: &str) -> Result<f64, Failure> {
-    let bad = || {
-        Failure::Usage(format!(
-            "'{s}' is not a UTC time: use 2026-11-30T10:00:00Z or seconds since the epoch"
-        ))
-    };
-    if let Ok(v) = s.trim().parse::<f64>() {
-        return if v.is_finite() && v >= 0.0 {
-            Ok(v)
-        } else {
-            Err(bad())
-        };
-    }
-    let t = s.trim().strip_suffix('Z').ok_or_else(bad)?;
-    let (date, time) = t.split_once('T').ok_or_else(bad)?;
-    let d: Vec<i64> = date
-        .split('-')
-        .map(|x| x.parse().map_err(|_| bad()))
-        .collect::<Result<_, _>>()?;
-    let (hms, frac) = time.split_once('.').map_or((time, "0"), |(a, b)| (a, b));
-    let h: Vec<i64> = hms
-        .split(':')
-        .map(|x| x.parse().map_err(|_| bad()))
-        .collect::<Result<_, _>>()?;
-    if d.len() != 3
-        || h.len() != 3
-        || !(1..=12).contains(&d[1])
-        || !(1..=31).contains(&d[2])
-        || h[0] > 23
-        || h[1] > 59
-        || h[2] > 60
-    {
-        return Err(bad());
-    }
-    // Days from the civil date (Howard Hinnant's algorithm), proleptic Gregorian.
-    let (y, m) = if d[1] <= 2 {
-        (d[0] - 1, d[1] + 9)
-    } else {
-        (d[0], d[1] - 3)
-    };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * m + 2) / 5 + d[2] - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let frac: f64 = format!("0.{frac}").parse().map_err(|_| bad())?;
-    Ok((days * 86_400 + h[0] * 3600 + h[1] * 60 + h[2]) as f64 + frac)
-}
-
 /// The run the flags (and the scenario or config file) describe, and whether the worker
 /// count was given.
 pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
@@ -355,8 +255,7 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
         .or(workload.arrivals.rate_per_s())
         .unwrap_or(100.0);
     if let Some(spec) = &a.arrival {
-        let gaps: heisenbench_model::scenario::Gaps = spec.parse()?;
-        workload.arrivals = Arrivals::renewal(gaps, rate);
+        workload.arrivals = Arrivals::renewal(*spec, rate);
     } else if let Some(q) = a.qps {
         match &mut workload.arrivals {
             Arrivals::Poisson { rate_per_s }
@@ -391,30 +290,13 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
         workload.stop = Stop::Count { requests: n };
     }
     if let Some(p) = &a.prompt_tokens {
-        workload.input_tokens = parse_lengths(p)?;
+        workload.input_tokens = *p;
     }
     if let Some(o) = &a.output_tokens {
-        workload.output_tokens = parse_lengths(o)?;
+        workload.output_tokens = *o;
     }
     let client = file.as_ref().and_then(|f| f.client.clone());
-    let api = match a.api.as_str() {
-        "completions" => ApiKind::Completions,
-        "chat" => ApiKind::Chat,
-        other => {
-            return Err(Failure::Usage(format!(
-                "unknown API '{other}': use completions or chat"
-            )));
-        }
-    };
-    let shard_mode = match a.shard_mode.as_str() {
-        "process" => ShardMode::Process,
-        "thread" => ShardMode::Thread,
-        other => {
-            return Err(Failure::Usage(format!(
-                "unknown shard mode '{other}': use process or thread"
-            )));
-        }
-    };
+    let (api, shard_mode) = (a.api, a.shard_mode);
     let workers = a.workers.or(client.as_ref().map(|c| c.workers));
     let mut cfg = RunConfig {
         name: file
@@ -751,32 +633,4 @@ fn summary(out: &mut dyn Write, r: &RunReport) -> Result<(), Failure> {
         )?,
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn utc_times_parse() {
-        assert_eq!(parse_utc("1970-01-01T00:00:00Z").unwrap(), 0.0);
-        assert_eq!(parse_utc("2000-03-01T00:00:00Z").unwrap(), 951_868_800.0);
-        assert_eq!(
-            parse_utc("2026-11-30T10:00:00.5Z").unwrap(),
-            1_796_032_800.5
-        );
-        assert_eq!(parse_utc("12.5").unwrap(), 12.5);
-        for bad in [
-            "2026-13-01T00:00:00Z",
-            "2026-11-30 10:00:00",
-            "yesterday",
-            "-5",
-        ] {
-            assert!(parse_utc(bad).is_err(), "{bad}");
-        }
-        assert_eq!(parse_shard("2/5").unwrap(), (2, 5));
-        assert!(
-            parse_shard("5/5").is_err() && parse_shard("1/0").is_err() && parse_shard("x").is_err()
-        );
-    }
 }

@@ -29,6 +29,36 @@ pub enum ShardMode {
     Thread,
 }
 
+impl std::str::FromStr for ApiKind {
+    type Err = ModelError;
+
+    /// `completions` or `chat`.
+    fn from_str(s: &str) -> Result<Self, ModelError> {
+        match s {
+            "completions" => Ok(Self::Completions),
+            "chat" => Ok(Self::Chat),
+            _ => Err(ModelError::invalid("api", s, "use completions or chat")),
+        }
+    }
+}
+
+impl std::str::FromStr for ShardMode {
+    type Err = ModelError;
+
+    /// `process` or `thread`.
+    fn from_str(s: &str) -> Result<Self, ModelError> {
+        match s {
+            "process" => Ok(Self::Process),
+            "thread" => Ok(Self::Thread),
+            _ => Err(ModelError::invalid(
+                "shard mode",
+                s,
+                "use process or thread",
+            )),
+        }
+    }
+}
+
 /// The per-request timeout when none is given: long enough for any sane generation, short
 /// enough that a server which accepts and never answers cannot hold a run forever.
 pub const DEFAULT_TIMEOUT_S: f64 = 300.0;

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use heisenbench_model::ModelError;
 use serde::{Deserialize, Serialize};
 
 use super::config::RunConfig;
@@ -19,6 +20,86 @@ use super::shard::{ShardTask, run_shard, slice_len};
 use super::stop::StopSignal;
 use super::{RunOptions, report};
 use crate::clock::mono_ns;
+
+/// One shard of an N-shard run: `I/N`, I from 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardSpec {
+    /// This shard's index.
+    pub index: u32,
+    /// Shards in the run.
+    pub of: u32,
+}
+
+impl std::str::FromStr for ShardSpec {
+    type Err = ModelError;
+
+    /// `I/N` with 0 <= I < N.
+    fn from_str(spec: &str) -> Result<Self, ModelError> {
+        let bad = || ModelError::invalid("shard", spec, "expected I/N with 0 <= I < N");
+        let (i, n) = spec.split_once('/').ok_or_else(bad)?;
+        let (index, of): (u32, u32) = (
+            i.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if of == 0 || index >= of {
+            return Err(bad());
+        }
+        Ok(Self { index, of })
+    }
+}
+
+/// A UTC time as seconds since the epoch: a number of seconds, or
+/// `YYYY-MM-DDTHH:MM:SS[.fff]Z` (the proleptic Gregorian calendar, no leap seconds).
+pub fn parse_utc(s: &str) -> Result<f64, ModelError> {
+    let bad = || {
+        ModelError::invalid(
+            "start time",
+            s,
+            "use 2026-11-30T10:00:00Z or seconds since the epoch",
+        )
+    };
+    if let Ok(v) = s.trim().parse::<f64>() {
+        return if v.is_finite() && v >= 0.0 {
+            Ok(v)
+        } else {
+            Err(bad())
+        };
+    }
+    let t = s.trim().strip_suffix('Z').ok_or_else(bad)?;
+    let (date, time) = t.split_once('T').ok_or_else(bad)?;
+    let d: Vec<i64> = date
+        .split('-')
+        .map(|x| x.parse().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    let (hms, frac) = time.split_once('.').map_or((time, "0"), |(a, b)| (a, b));
+    let h: Vec<i64> = hms
+        .split(':')
+        .map(|x| x.parse().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    if d.len() != 3
+        || h.len() != 3
+        || !(1..=12).contains(&d[1])
+        || !(1..=31).contains(&d[2])
+        || !(0..=23).contains(&h[0])
+        || !(0..=59).contains(&h[1])
+        || !(0..=60).contains(&h[2])
+    {
+        return Err(bad());
+    }
+    // Days from the civil date (Howard Hinnant's algorithm), proleptic Gregorian.
+    let (y, m) = if d[1] <= 2 {
+        (d[0] - 1, d[1] + 9)
+    } else {
+        (d[0], d[1] - 3)
+    };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d[2] - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let frac: f64 = format!("0.{frac}").parse().map_err(|_| bad())?;
+    Ok((days * 86_400 + h[0] * 3600 + h[1] * 60 + h[2]) as f64 + frac)
+}
 
 /// The line before a shard's result in a log (a pod's log, say).
 pub const RESULT_BEGIN: &str = "=== heisenbench shard result begin ===";
@@ -230,4 +311,35 @@ pub fn merge(results: Vec<ShardReport>) -> Result<(RunReport, MergeNotes), Merge
         cfg.plan_hash()
     ));
     Ok((report(&cfg, &opts, outcomes), notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_times_and_shard_specs_parse() {
+        assert_eq!(parse_utc("1970-01-01T00:00:00Z").unwrap(), 0.0);
+        assert_eq!(parse_utc("2000-03-01T00:00:00Z").unwrap(), 951_868_800.0);
+        assert_eq!(
+            parse_utc("2026-11-30T10:00:00.5Z").unwrap(),
+            1_796_032_800.5
+        );
+        assert_eq!(parse_utc("12.5").unwrap(), 12.5);
+        for bad in [
+            "2026-13-01T00:00:00Z",
+            "2026-11-30 10:00:00",
+            "yesterday",
+            "-5",
+        ] {
+            assert!(parse_utc(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            "2/5".parse::<ShardSpec>().unwrap(),
+            ShardSpec { index: 2, of: 5 }
+        );
+        for bad in ["5/5", "1/0", "x"] {
+            assert!(bad.parse::<ShardSpec>().is_err(), "{bad}");
+        }
+    }
 }
