@@ -8,7 +8,8 @@
 //!   the shared workload and client types of `heisenbench-model`. It shows the paper's
 //!   collapse (a single loop at 1,000 requests/s x 200 tokens) and its cure.
 //! * [`textbook`]: one queue, by the Lindley recursion and by an explicit event engine,
-//!   with batch-means confidence intervals, to check the theory where it holds.
+//!   with batch-means confidence intervals, to check the theory where it holds;
+//!   [`plancheck`] uses its recursions to check plans and to size pooled loops.
 //!
 //! # Example
 //!
@@ -33,6 +34,7 @@
 
 pub mod engine;
 pub mod events;
+pub mod plancheck;
 pub mod report;
 pub mod scenario;
 pub mod textbook;
