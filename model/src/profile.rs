@@ -51,6 +51,55 @@ pub fn knee(stages: &[Stage], c: &Criterion) -> Option<f64> {
         .map(|s| s.offered_qps)
 }
 
+/// A finished (or stopped) sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// What a stage had to do.
+    pub criterion: Criterion,
+    /// The same in words.
+    pub criterion_text: String,
+    /// The stages run, in order.
+    pub stages: Vec<Stage>,
+    /// The knee ([`knee`]).
+    pub knee_qps: Option<f64>,
+    /// Stopped after two failing stages in a row, before the last rate.
+    pub stopped_early: bool,
+}
+
+/// Runs a sweep: `run_stage(i, rate)` measures stage i at each of `rates` in turn (it
+/// returns `None` when the sweep was interrupted: the stages before are kept), and the
+/// sweep stops after two stages in a row miss `criterion` (unless `early_stop` is off),
+/// since past the knee every further stage only loads the server more. How a stage is run
+/// (simulated, or against a live server) is the caller's.
+pub fn sweep<E>(
+    rates: &[f64],
+    criterion: Criterion,
+    early_stop: bool,
+    mut run_stage: impl FnMut(usize, f64) -> Result<Option<Stage>, E>,
+) -> Result<Profile, E> {
+    let mut stages = Vec::new();
+    let (mut failing, mut stopped_early) = (0, false);
+    for (i, rate) in rates.iter().enumerate() {
+        let Some(stage) = run_stage(i, *rate)? else {
+            break;
+        };
+        let ok = criterion.is_met_by(&stage);
+        stages.push(stage);
+        failing = if ok { 0 } else { failing + 1 };
+        if failing >= 2 && early_stop && i + 1 < rates.len() {
+            stopped_early = true;
+            break;
+        }
+    }
+    Ok(Profile {
+        criterion,
+        criterion_text: criterion.describe(),
+        knee_qps: knee(&stages, &criterion),
+        stages,
+        stopped_early,
+    })
+}
+
 /// `steps` rates from `from` to `to`, evenly spaced or geometric.
 pub fn rates(from: f64, to: f64, steps: usize, geometric: bool) -> Vec<f64> {
     if steps <= 1 {
@@ -71,6 +120,30 @@ pub fn rates(from: f64, to: f64, steps: usize, geometric: bool) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sweep_stops_after_two_misses_and_keeps_what_it_ran() {
+        let c = Criterion {
+            min_achieved_ratio: 0.99,
+            max_p99_s: 0.1,
+        };
+        // A server that keeps up to 30 req/s.
+        let stage = |q: f64| Stage {
+            offered_qps: q,
+            achieved_qps: q.min(30.0),
+            p99_s: if q <= 30.0 { 0.01 } else { 1.0 },
+        };
+        let rates = rates(10.0, 60.0, 6, false);
+        let p = sweep::<()>(&rates, c, true, |_, q| Ok(Some(stage(q)))).unwrap();
+        assert_eq!(p.stages.len(), 5, "stops after 40 and 50 miss");
+        assert!(p.stopped_early);
+        assert_eq!(p.knee_qps, Some(30.0));
+        let all = sweep::<()>(&rates, c, false, |_, q| Ok(Some(stage(q)))).unwrap();
+        assert_eq!(all.stages.len(), 6);
+        // Interrupted at the third stage: two kept.
+        let cut = sweep::<()>(&rates, c, true, |i, q| Ok((i < 2).then(|| stage(q)))).unwrap();
+        assert_eq!((cut.stages.len(), cut.knee_qps), (2, Some(20.0)));
+    }
 
     #[test]
     fn knee_is_the_last_stage_before_the_first_failure() {

@@ -201,6 +201,24 @@ pub fn python_costs() -> EventCosts {
     }
 }
 
+/// The server `sweep` profiles when given neither a URL nor a scenario (and the
+/// reproduction's latency profile): 8 slots, 20 ms to the first token, 1 ms per later
+/// token, 50 tokens, behind a sharded client; a request holds a slot 69 ms, so the server
+/// saturates at 8 / 0.069 = 116 req/s.
+pub fn profile_server(seconds: f64) -> Result<SimScenario, ScenarioError> {
+    let mut sc = preset("paper-1000", seconds, 1)?.remove(1);
+    sc.name = "profile".into();
+    sc.workload.output_tokens = Lengths::Fixed { tokens: 50 };
+    sc.server = ServerModel {
+        max_num_seqs: 8,
+        max_waiting_queue_length: 100_000,
+        time_to_first_token_s: 20e-3,
+        inter_token_latency_s: 1e-3,
+        ..ServerModel::default()
+    };
+    Ok(sc)
+}
+
 /// The paper's presets: `paper-1000` and `paper-5000` (320 input and 200 output tokens,
 /// zero-latency server, Poisson arrivals for `seconds`), each as a pair: one Python-like
 /// loop, and the same client sharded over the loop count `plan` gives.

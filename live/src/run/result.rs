@@ -476,3 +476,15 @@ pub struct RunReport {
     /// The merged raw result (histograms included), so reports can be merged again.
     pub merged: ShardResult,
 }
+
+impl RunReport {
+    /// This run as a stage of a latency profile offered `offered_qps` (its p99 is TTFT's
+    /// from the intended send).
+    pub fn profile_stage(&self, offered_qps: f64) -> heisenbench_model::profile::Stage {
+        heisenbench_model::profile::Stage {
+            offered_qps,
+            achieved_qps: self.achieved_qps,
+            p99_s: self.ttft.from_intended.p99_s,
+        }
+    }
+}

@@ -22,7 +22,8 @@ use heisenbench_model::units::{Quantile, Rate, Seconds};
 use heisenbench_sim::engine::Simulation;
 use heisenbench_sim::report::SimReport;
 use heisenbench_sim::scenario::{
-    PYTHON_CHUNK_COST_S, ServerModel, SimScenario, preset, python_costs, sharded_workers,
+    PYTHON_CHUNK_COST_S, ServerModel, SimScenario, preset, profile_server, python_costs,
+    sharded_workers,
 };
 use heisenbench_sim::textbook::{
     BurstSpec, Gaps, QueueSpec, lindley, lindley_bursts, pooled_bursts,
@@ -411,17 +412,12 @@ fn profile_criterion() -> Criterion {
 }
 
 fn latency_profile(scale: Scale) -> Result<(LatencyProfile, Vec<Stage>), Failure> {
-    let base = crate::cmd::sweep::builtin(scale.sim_s.max(20.0))?;
+    let base = profile_server(scale.sim_s.max(20.0)).map_err(|e| Failure::Runtime(e.into()))?;
     let mut stages = Vec::new();
     for q in rates(40.0, 160.0, 13, false) {
         let mut sc = base.clone();
         sc.workload.arrivals = Arrivals::Poisson { rate_per_s: q };
-        let r = sim(sc);
-        stages.push(Stage {
-            offered_qps: q,
-            achieved_qps: r.achieved_qps,
-            p99_s: r.ttft.from_intended.p99_s,
-        });
+        stages.push(sim(sc).profile_stage(q));
     }
     let c = profile_criterion();
     Ok((
