@@ -52,7 +52,31 @@ pub mod style {
     ];
 }
 
-use style::{CAPTION, FONT, LABEL, PALETTE, SIZE};
+use style::{FONT, SIZE};
+
+mod chart;
+mod figure {
+    pub(crate) mod latency_profile;
+    pub(crate) mod ntpot;
+    pub(crate) mod policies;
+    pub(crate) mod predicted_observed;
+    pub(crate) mod rate_failure;
+    pub(crate) mod timeline;
+    pub(crate) mod ttft_cdf;
+    pub(crate) mod wait_vs_utilization;
+    pub(crate) mod workers_needed;
+}
+
+use chart::DrawError;
+pub use figure::latency_profile::LatencyProfile;
+pub use figure::ntpot::NtpotDecomposition;
+pub use figure::policies::Policies;
+pub use figure::predicted_observed::PredictedObserved;
+pub use figure::rate_failure::RateFailure;
+pub use figure::timeline::{ChunkPassage, Lane, Timeline};
+pub use figure::ttft_cdf::TtftCdfs;
+pub use figure::wait_vs_utilization::WaitVsUtilization;
+pub use figure::workers_needed::WorkersNeeded;
 
 /// Why a figure could not be drawn.
 #[derive(Debug, thiserror::Error)]
@@ -92,122 +116,6 @@ pub struct CiPoint {
     pub y: f64,
     /// Half-width of the 95 % interval.
     pub ci: f64,
-}
-
-/// Figure 1: achieved vs offered rate.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RateFailure {
-    /// One series per client (offered, achieved), requests per second.
-    pub series: Vec<Series>,
-}
-
-/// Figure 2: client-side wait vs utilisation, theory curves and simulated points.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct WaitVsUtilization {
-    /// Theory curves (utilisation, wait in units of E\[S\]).
-    pub curves: Vec<Series>,
-    /// Simulated mean waits with their intervals.
-    pub mean_points: Vec<CiPoint>,
-    /// Simulated p99 waits with their intervals.
-    pub p99_points: Vec<CiPoint>,
-}
-
-/// Figure 3: TTFT distributions as CDFs (seconds, cumulative probability).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct TtftCdfs {
-    /// One CDF per view (points: value in seconds, probability).
-    pub series: Vec<Series>,
-}
-
-/// Figure 4: NTPOT decomposition against input length.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct NtpotDecomposition {
-    /// Input lengths, tokens.
-    pub input_tokens: Vec<u32>,
-    /// Mean queue part, seconds per output token.
-    pub queue_s: Vec<f64>,
-    /// Mean prefill part, seconds per output token.
-    pub prefill_s: Vec<f64>,
-    /// Mean decode part, seconds per output token.
-    pub decode_s: Vec<f64>,
-}
-
-/// Figure 5: a latency profile with its knee.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LatencyProfile {
-    /// (offered rate, p99 latency seconds) per stage.
-    pub p99: Vec<(f64, f64)>,
-    /// (offered rate, achieved rate) per stage.
-    pub achieved: Vec<(f64, f64)>,
-    /// The knee: the highest offered rate meeting the criterion.
-    pub knee: Option<f64>,
-    /// The criterion in words.
-    pub criterion: String,
-}
-
-/// Figure 6: workers needed vs target rate.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct WorkersNeeded {
-    /// One series per (cost, burst): (requests per second, workers).
-    pub series: Vec<Series>,
-    /// The budget in words.
-    pub budget: String,
-}
-
-/// One run's predicted and observed client wait.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PredictedObserved {
-    /// Run label.
-    pub label: String,
-    /// `sim` or `live`.
-    pub source: String,
-    /// Predicted mean wait, seconds.
-    pub predicted_s: f64,
-    /// Observed mean wait, seconds.
-    pub observed_s: f64,
-}
-
-/// One chunk's passage through a loop (seconds).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ChunkPassage {
-    /// Request number (for colour).
-    pub request: u32,
-    /// Network arrival.
-    pub arrival: f64,
-    /// Processing starts.
-    pub start: f64,
-    /// Processing ends (the timestamp of a stamp-after-processing client).
-    pub end: f64,
-}
-
-/// One loop's lane in the timeline.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Lane {
-    /// Lane label.
-    pub label: String,
-    /// Its chunks.
-    pub chunks: Vec<ChunkPassage>,
-}
-
-/// Figure 8: a few requests through one loop vs through k loops.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Timeline {
-    /// The single loop's lane(s).
-    pub single: Vec<Lane>,
-    /// The k loops' lanes.
-    pub sharded: Vec<Lane>,
-}
-
-/// Figure 9: how requests reach the loops (round robin, random, one shared queue) and
-/// the wait it gives, against the number of loops: model curves and simulated points.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Policies {
-    /// One model curve per policy: (loops, p99 wait seconds).
-    pub curves: Vec<Series>,
-    /// Simulated p99 waits with their 95 % intervals, one list per curve, in its order.
-    pub points: Vec<Vec<CiPoint>>,
-    /// The load in words.
-    pub load: String,
 }
 
 /// Everything the figures need.
@@ -270,6 +178,21 @@ impl Figure {
         Self::Timeline,
         Self::Policies,
     ];
+
+    /// Its title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::RateFailure => "Achieved vs offered rate",
+            Self::WaitVsUtilization => "Client-side wait vs utilisation",
+            Self::TtftCdf => "Measured vs true TTFT",
+            Self::NtpotDecomposition => "NTPOT decomposition",
+            Self::LatencyProfile => "Latency profile",
+            Self::WorkersNeeded => "Client loops needed",
+            Self::PredictedObserved => "Predicted vs observed client wait",
+            Self::Timeline => "Chunks through one loop vs k loops",
+            Self::Policies => "Dispatch policy and the client wait",
+        }
+    }
 
     /// The file stem: its number and name.
     pub fn stem(self) -> &'static str {
@@ -343,518 +266,18 @@ fn draw_one<DB: DrawingBackend<ErrorType: 'static>>(
     root: DrawingArea<DB, Shift>,
 ) -> Result<(), DrawError> {
     root.fill(&WHITE)?;
+    use figure::*;
     match fig {
-        Figure::RateFailure => rate_failure(&root, &d.rate_failure),
-        Figure::WaitVsUtilization => wait_vs_utilization(&root, &d.wait_vs_utilization),
-        Figure::TtftCdf => ttft_cdfs(&root, &d.ttft_cdfs),
-        Figure::NtpotDecomposition => ntpot(&root, &d.ntpot),
-        Figure::LatencyProfile => profile(&root, &d.profile),
-        Figure::WorkersNeeded => workers_needed(&root, &d.workers_needed),
-        Figure::PredictedObserved => predicted_observed(&root, &d.predicted_observed),
-        Figure::Timeline => timeline(&root, &d.timeline),
-        Figure::Policies => policies(&root, &d.policies),
+        Figure::RateFailure => rate_failure::draw(&root, &d.rate_failure),
+        Figure::WaitVsUtilization => wait_vs_utilization::draw(&root, &d.wait_vs_utilization),
+        Figure::TtftCdf => ttft_cdf::draw(&root, &d.ttft_cdfs),
+        Figure::NtpotDecomposition => ntpot::draw(&root, &d.ntpot),
+        Figure::LatencyProfile => latency_profile::draw(&root, &d.profile),
+        Figure::WorkersNeeded => workers_needed::draw(&root, &d.workers_needed),
+        Figure::PredictedObserved => predicted_observed::draw(&root, &d.predicted_observed),
+        Figure::Timeline => timeline::draw(&root, &d.timeline),
+        Figure::Policies => policies::draw(&root, &d.policies),
     }?;
     root.present()?;
-    Ok(())
-}
-
-/// What a chart's drawing can fail with: plotters' errors (the backend's, boxed) or a
-/// message about the data.
-type DrawError = Box<dyn std::error::Error + Send + Sync>;
-
-/// A chart frame in the shared style: caption, margins, label areas.
-fn frame<'a, 'b, DB: DrawingBackend>(
-    root: &'a DrawingArea<DB, Shift>,
-    caption: impl AsRef<str>,
-    y_area: u32,
-) -> ChartBuilder<'a, 'b, DB> {
-    let mut b = ChartBuilder::on(root);
-    b.caption(caption, (FONT, CAPTION))
-        .margin(20)
-        .x_label_area_size(50)
-        .y_label_area_size(y_area);
-    b
-}
-
-fn bounds(points: impl Iterator<Item = (f64, f64)>) -> Option<((f64, f64), (f64, f64))> {
-    let mut b: Option<((f64, f64), (f64, f64))> = None;
-    for (x, y) in points.filter(|(x, y)| x.is_finite() && y.is_finite()) {
-        b = Some(match b {
-            None => ((x, x), (y, y)),
-            Some(((x0, x1), (y0, y1))) => ((x0.min(x), x1.max(x)), (y0.min(y), y1.max(y))),
-        });
-    }
-    b
-}
-
-/// A tick label for a duration in seconds: ms or us with at most three significant digits.
-fn seconds_label(s: f64) -> String {
-    let (v, unit) = if s >= 1.0 {
-        (s, "s")
-    } else if s >= 1e-3 {
-        (s * 1e3, "ms")
-    } else {
-        (s * 1e6, "us")
-    };
-    let digits = if v >= 100.0 {
-        0
-    } else if v >= 10.0 {
-        1
-    } else {
-        2
-    };
-    format!("{:.*} {unit}", digits, v)
-}
-
-fn positive_range(lo: f64, hi: f64) -> std::ops::Range<f64> {
-    let lo = if lo > 0.0 { lo } else { hi.max(1e-12) * 1e-3 };
-    (lo / 1.5)..(hi.max(lo * 10.0) * 1.5)
-}
-
-fn legend<'a, DB: DrawingBackend<ErrorType: 'static> + 'a, X: Ranged, Y: Ranged>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
-    position: SeriesLabelPosition,
-) -> Result<(), DrawError> {
-    chart
-        .configure_series_labels()
-        .position(position)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font((FONT, LABEL))
-        .draw()?;
-    Ok(())
-}
-
-fn color(i: usize) -> RGBColor {
-    PALETTE[i % PALETTE.len()]
-}
-
-fn rate_failure<DB: DrawingBackend<ErrorType: 'static>>(
-    root: &DrawingArea<DB, Shift>,
-    d: &RateFailure,
-) -> Result<(), DrawError> {
-    let ((_, x1), (_, y1)) =
-        bounds(d.series.iter().flat_map(|s| s.points.iter().copied())).ok_or("no data")?;
-    let top = x1.max(y1) * 1.05;
-    let mut chart = frame(root, "Achieved vs offered request rate", 80)
-        .build_cartesian_2d(0f64..top, 0f64..top)?;
-    chart
-        .configure_mesh()
-        .x_desc("offered rate (requests/s)")
-        .y_desc("achieved rate (requests/s)")
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .label_style((FONT, LABEL))
-        .axis_desc_style((FONT, LABEL))
-        .draw()?;
-    chart
-        .draw_series(LineSeries::new(
-            [(0.0, 0.0), (top, top)],
-            BLACK.mix(0.3).stroke_width(1),
-        ))?
-        .label("achieved = offered")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.3)));
-    for (i, s) in d.series.iter().enumerate() {
-        let c = color(i);
-        chart
-            .draw_series(LineSeries::new(s.points.clone(), c.stroke_width(3)))?
-            .label(s.label.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
-        chart.draw_series(s.points.iter().map(|p| Circle::new(*p, 4, c.filled())))?;
-    }
-    legend(&mut chart, SeriesLabelPosition::UpperLeft)
-}
-
-fn wait_vs_utilization<DB: DrawingBackend<ErrorType: 'static>>(
-    root: &DrawingArea<DB, Shift>,
-    d: &WaitVsUtilization,
-) -> Result<(), DrawError> {
-    let all = d
-        .curves
-        .iter()
-        .flat_map(|s| s.points.iter().copied())
-        .chain(
-            d.mean_points
-                .iter()
-                .chain(&d.p99_points)
-                .map(|p| (p.x, p.y)),
-        );
-    let ((x0, x1), (y0, y1)) = bounds(all.filter(|(_, y)| *y > 0.0)).ok_or("no data")?;
-    let mut chart = frame(root, "Client-side wait vs utilisation of one loop", 80)
-        .build_cartesian_2d(
-            (x0 * 0.95)..(x1 * 1.02).min(1.0),
-            positive_range(y0, y1).log_scale(),
-        )?;
-    chart
-        .configure_mesh()
-        .x_desc("utilisation rho")
-        .y_desc("wait (units of the mean service time)")
-        .label_style((FONT, LABEL))
-        .axis_desc_style((FONT, LABEL))
-        .draw()?;
-    for (i, s) in d.curves.iter().enumerate() {
-        let c = color(i);
-        let dashed = s.label.contains("p99");
-        let style = if dashed {
-            c.stroke_width(2)
-        } else {
-            c.stroke_width(3)
-        };
-        let pts: Vec<_> = s.points.iter().copied().filter(|p| p.1 > 0.0).collect();
-        chart
-            .draw_series(LineSeries::new(pts, style))?
-            .label(s.label.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
-    }
-    for (points, label, marker) in [
-        (&d.mean_points, "simulated mean (95% CI)", 0),
-        (&d.p99_points, "simulated p99 (95% CI)", 1),
-    ] {
-        let c = color(6);
-        for p in points.iter().filter(|p| p.y > 0.0) {
-            let lo = (p.y - p.ci).max(p.y * 0.01);
-            chart.draw_series(std::iter::once(PathElement::new(
-                vec![(p.x, lo), (p.x, p.y + p.ci)],
-                c.stroke_width(2),
-            )))?;
-        }
-        let pts: Vec<(f64, f64)> = points
-            .iter()
-            .filter(|p| p.y > 0.0)
-            .map(|p| (p.x, p.y))
-            .collect();
-        if marker == 0 {
-            chart
-                .draw_series(pts.iter().map(|p| Circle::new(*p, 5, c.filled())))?
-                .label(label)
-                .legend(move |(x, y)| Circle::new((x + 10, y), 5, c.filled()));
-        } else {
-            chart
-                .draw_series(pts.iter().map(|p| TriangleMarker::new(*p, 7, c.filled())))?
-                .label(label)
-                .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, c.filled()));
-        }
-    }
-    legend(&mut chart, SeriesLabelPosition::UpperLeft)
-}
-
-fn ttft_cdfs<DB: DrawingBackend<ErrorType: 'static>>(
-    root: &DrawingArea<DB, Shift>,
-    d: &TtftCdfs,
-) -> Result<(), DrawError> {
-    let ((x0, x1), _) = bounds(
-        d.series
-            .iter()
-            .flat_map(|s| s.points.iter().copied())
-            .filter(|(x, _)| *x > 0.0),
-    )
-    .ok_or("no data")?;
-    let mut chart = frame(root, "Measured vs true TTFT at 1,000 requests/s", 80)
-        .build_cartesian_2d(positive_range(x0, x1).log_scale(), 0f64..1.0)?;
-    chart
-        .configure_mesh()
-        .x_desc("TTFT (seconds, log scale)")
-        .y_desc("fraction of requests")
-        .label_style((FONT, LABEL))
-        .axis_desc_style((FONT, LABEL))
-        .draw()?;
-    for (i, s) in d.series.iter().enumerate() {
-        let c = color(i);
-        let pts: Vec<_> = s.points.iter().copied().filter(|p| p.0 > 0.0).collect();
-        chart
-            .draw_series(LineSeries::new(pts, c.stroke_width(3)))?
-            .label(s.label.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
-    }
-    legend(&mut chart, SeriesLabelPosition::LowerRight)
-}
-
-fn ntpot<DB: DrawingBackend<ErrorType: 'static>>(
-    root: &DrawingArea<DB, Shift>,
-    d: &NtpotDecomposition,
-) -> Result<(), DrawError> {
-    let n = d.input_tokens.len();
-    if n == 0 {
-        return Err("no data".into());
-    }
-    let totals: Vec<f64> = (0..n)
-        .map(|i| (d.queue_s[i] + d.prefill_s[i] + d.decode_s[i]) * 1e3)
-        .collect();
-    let top = totals.iter().copied().fold(0.0, f64::max) * 1.15;
-    let mut chart = frame(root, "NTPOT and its parts against prompt length", 80)
-        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..top.max(1e-9))?;
-    let labels: Vec<String> = d.input_tokens.iter().map(|t| t.to_string()).collect();
-    chart
-        .configure_mesh()
-        .x_desc("prompt tokens")
-        .y_desc("NTPOT (milliseconds per output token)")
-        .x_labels(n)
-        .x_label_formatter(&|x| labels.get(x.round() as usize).cloned().unwrap_or_default())
-        .label_style((FONT, LABEL))
-        .axis_desc_style((FONT, LABEL))
-        .disable_x_mesh()
-        .draw()?;
-    let parts = [
-        ("decode", &d.decode_s, 2),
-        ("prefill (and server queue)", &d.prefill_s, 1),
-        ("client queue (send lag)", &d.queue_s, 0),
-    ];
-    let mut base = vec![0.0; n];
-    for (label, values, ci) in parts {
-        let c = color(ci);
-        let bars: Vec<_> = (0..n)
-            .map(|i| {
-                let (lo, hi) = (base[i], base[i] + values[i] * 1e3);
-                base[i] = hi;
-                Rectangle::new([(i as f64 - 0.3, lo), (i as f64 + 0.3, hi)], c.filled())
-            })
-            .collect();
-        chart
-            .draw_series(bars)?
-            .label(label)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled()));
-    }
-    legend(&mut chart, SeriesLabelPosition::UpperLeft)
-}
-
-fn profile<DB: DrawingBackend<ErrorType: 'static>>(
-    root: &DrawingArea<DB, Shift>,
-    d: &LatencyProfile,
-) -> Result<(), DrawError> {
-    let ((x0, x1), (y0, y1)) =
-        bounds(d.p99.iter().copied().filter(|p| p.1 > 0.0)).ok_or("no data")?;
-    let mut chart = frame(root, "Latency profile and its knee", 80)
-        .build_cartesian_2d((x0 * 0.9)..(x1 * 1.05), positive_range(y0, y1).log_scale())?;
-    chart
-        .configure_mesh()
-        .x_desc("offered rate (requests/s)")
-        .y_desc("p99 TTFT from the intended send (seconds)")
-        .label_style((FONT, LABEL))
-        .axis_desc_style((FONT, LABEL))
-        .draw()?;
-    let c = color(0);
-    chart
-        .draw_series(LineSeries::new(
-            d.p99.iter().copied().filter(|p| p.1 > 0.0),
-            c.stroke_width(3),
-        ))?
-        .label("p99 TTFT")
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
-    chart.draw_series(
-        d.p99
-            .iter()
-            .filter(|p| p.1 > 0.0)
-            .map(|p| Circle::new(*p, 4, c.filled())),
-    )?;
-    if let Some(k) = d.knee {
-        let r = color(1);
-        let lo = positive_range(y0, y1).start;
-        let hi = positive_range(y0, y1).end;
-        chart
-            .draw_series(std::iter::once(PathElement::new(
-                vec![(k, lo), (k, hi)],
-                r.stroke_width(2),
-            )))?
-            .label(format!("knee: {k:.0} requests/s ({})", d.criterion))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], r.stroke_width(2)));
-    }
-    legend(&mut chart, SeriesLabelPosition::UpperLeft)
-}
-
-fn workers_needed<DB: DrawingBackend<ErrorType: 'static>>(
-    root: &DrawingArea<DB, Shift>,
-    d: &WorkersNeeded,
-) -> Result<(), DrawError> {
-    let ((x0, x1), (y0, y1)) =
-        bounds(d.series.iter().flat_map(|s| s.points.iter().copied())).ok_or("no data")?;
-    let mut chart = frame(root, format!("Client loops needed ({})", d.budget), 80)
-        .build_cartesian_2d(
-            positive_range(x0, x1).log_scale(),
-            positive_range(y0.max(1.0), y1).log_scale(),
-        )?;
-    chart
-        .configure_mesh()
-        .x_desc("target rate (requests/s)")
-        .y_desc("loops (one core each)")
-        .label_style((FONT, LABEL))
-        .axis_desc_style((FONT, LABEL))
-        .draw()?;
-    for (i, s) in d.series.iter().enumerate() {
-        let c = color(i);
-        chart
-            .draw_series(LineSeries::new(s.points.clone(), c.stroke_width(3)))?
-            .label(s.label.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
-    }
-    legend(&mut chart, SeriesLabelPosition::UpperLeft)
-}
-
-fn policies<DB: DrawingBackend<ErrorType: 'static>>(
-    root: &DrawingArea<DB, Shift>,
-    d: &Policies,
-) -> Result<(), DrawError> {
-    let all = d
-        .curves
-        .iter()
-        .flat_map(|s| s.points.iter().copied())
-        .chain(d.points.iter().flatten().map(|p| (p.x, p.y)))
-        .filter(|p| p.1 > 0.0);
-    let ((x0, x1), (y0, y1)) = bounds(all).ok_or("no data")?;
-    // log10 units on a linear axis, labelled as durations at every tick (see figure 7).
-    let r = positive_range(y0, y1);
-    let mut chart = frame(
-        root,
-        format!("Dispatch policy and the client wait ({})", d.load),
-        95,
-    )
-    .build_cartesian_2d((x0 - 0.3)..(x1 + 0.3), r.start.log10()..r.end.log10())?;
-    chart
-        .configure_mesh()
-        .x_desc("client loops")
-        .y_desc("p99 wait per chunk (log scale)")
-        .y_labels(8)
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| seconds_label(10f64.powf(*v)))
-        .label_style((FONT, LABEL))
-        .axis_desc_style((FONT, LABEL))
-        .draw()?;
-    let log = |p: (f64, f64)| (p.0, p.1.log10());
-    for (i, s) in d.curves.iter().enumerate() {
-        let c = color(i);
-        let pts: Vec<_> = s
-            .points
-            .iter()
-            .copied()
-            .filter(|p| p.1 > 0.0)
-            .map(log)
-            .collect();
-        chart
-            .draw_series(LineSeries::new(pts, c.stroke_width(3)))?
-            .label(format!("{} (model)", s.label))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
-        let sims: Vec<&CiPoint> = d
-            .points
-            .get(i)
-            .into_iter()
-            .flatten()
-            .filter(|p| p.y > 0.0)
-            .collect();
-        for p in &sims {
-            let lo = (p.y - p.ci).max(p.y * 0.01);
-            chart.draw_series(std::iter::once(PathElement::new(
-                vec![(p.x, lo.log10()), (p.x, (p.y + p.ci).log10())],
-                c.stroke_width(2),
-            )))?;
-        }
-        chart.draw_series(
-            sims.iter()
-                .map(|p| Circle::new(log((p.x, p.y)), 5, c.filled())),
-        )?;
-    }
-    let k = color(6);
-    chart
-        .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())?
-        .label("simulated (95% CI)")
-        .legend(move |(x, y)| Circle::new((x + 10, y), 5, k.filled()));
-    legend(&mut chart, SeriesLabelPosition::UpperRight)
-}
-
-fn predicted_observed<DB: DrawingBackend<ErrorType: 'static>>(
-    root: &DrawingArea<DB, Shift>,
-    d: &[PredictedObserved],
-) -> Result<(), DrawError> {
-    let pts = d
-        .iter()
-        .map(|p| (p.predicted_s, p.observed_s))
-        .filter(|p| p.0 > 0.0 && p.1 > 0.0);
-    let ((x0, x1), (y0, y1)) = bounds(pts).ok_or("no data")?;
-    // Drawn in log10 units on linear axes, so the ticks fall evenly over the whole range
-    // (plotters' log axis labels only round powers, leaving most points without a scale).
-    let r = positive_range(x0.min(y0), x1.max(y1));
-    let r = r.start.log10()..r.end.log10();
-    let log = |p: (f64, f64)| (p.0.log10(), p.1.log10());
-    let mut chart = frame(root, "Predicted vs observed client wait, every run", 95)
-        .build_cartesian_2d(r.clone(), r.clone())?;
-    chart
-        .configure_mesh()
-        .x_desc("predicted mean wait (log scale)")
-        .y_desc("observed mean wait (log scale)")
-        .x_labels(8)
-        .y_labels(8)
-        .x_label_formatter(&|v| seconds_label(10f64.powf(*v)))
-        .y_label_formatter(&|v| seconds_label(10f64.powf(*v)))
-        .label_style((FONT, LABEL))
-        .axis_desc_style((FONT, LABEL))
-        .draw()?;
-    chart
-        .draw_series(LineSeries::new(
-            [(r.start, r.start), (r.end, r.end)],
-            BLACK.mix(0.4).stroke_width(1),
-        ))?
-        .label("y = x")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.4)));
-    for (i, source) in ["sim", "live"].iter().enumerate() {
-        let c = color(i);
-        let pts: Vec<(f64, f64)> = d
-            .iter()
-            .filter(|p| p.source == *source && p.predicted_s > 0.0 && p.observed_s > 0.0)
-            .map(|p| log((p.predicted_s, p.observed_s)))
-            .collect();
-        if pts.is_empty() {
-            continue;
-        }
-        chart
-            .draw_series(pts.iter().map(|p| Circle::new(*p, 6, c.filled())))?
-            .label(*source)
-            .legend(move |(x, y)| Circle::new((x + 10, y), 6, c.filled()));
-    }
-    legend(&mut chart, SeriesLabelPosition::UpperLeft)
-}
-
-fn timeline<DB: DrawingBackend<ErrorType: 'static>>(
-    root: &DrawingArea<DB, Shift>,
-    d: &Timeline,
-) -> Result<(), DrawError> {
-    let lanes: Vec<&Lane> = d.single.iter().chain(&d.sharded).collect();
-    let all = lanes.iter().flat_map(|l| {
-        l.chunks
-            .iter()
-            .flat_map(|c| [(c.arrival, 0.0), (c.end, 0.0)])
-    });
-    let ((x0, x1), _) = bounds(all).ok_or("no data")?;
-    let ms = |s: f64| (s - x0) * 1e3;
-    let span = ms(x1) * 1.03;
-    let n = lanes.len() as f64;
-    let mut chart = frame(root, "Chunks through one loop and through k loops", 150)
-        .build_cartesian_2d(0f64..span.max(1e-6), -0.5f64..(n - 0.5))?;
-    let names: Vec<String> = lanes.iter().map(|l| l.label.clone()).collect();
-    chart
-        .configure_mesh()
-        .x_desc("time (milliseconds)")
-        .y_labels(lanes.len())
-        .y_label_formatter(&|y| names.get(y.round() as usize).cloned().unwrap_or_default())
-        .label_style((FONT, LABEL))
-        .axis_desc_style((FONT, LABEL))
-        .disable_y_mesh()
-        .draw()?;
-    for (row, lane) in lanes.iter().enumerate() {
-        let y = row as f64;
-        for c in &lane.chunks {
-            let col = color(c.request as usize);
-            // Waiting for the loop: a faint bar; processing: a solid bar; arrival: a tick.
-            chart.draw_series(std::iter::once(Rectangle::new(
-                [(ms(c.arrival), y - 0.08), (ms(c.start), y + 0.08)],
-                col.mix(0.25).filled(),
-            )))?;
-            chart.draw_series(std::iter::once(Rectangle::new(
-                [(ms(c.start), y - 0.3), (ms(c.end), y + 0.3)],
-                col.filled(),
-            )))?;
-            chart.draw_series(std::iter::once(PathElement::new(
-                vec![(ms(c.arrival), y - 0.4), (ms(c.arrival), y - 0.3)],
-                col.stroke_width(2),
-            )))?;
-        }
-    }
     Ok(())
 }

@@ -9,83 +9,57 @@ use heisenbench_model::units::format_seconds;
 use super::data::Story;
 use crate::Failure;
 
-/// Title and explanation of each figure, for a reader learning queueing theory from it.
-fn captions(s: &Story) -> [(&'static str, String); 9] {
+/// The explanation of each figure (its title is [`Figure::title`]), for a reader learning
+/// queueing theory from it.
+fn captions(s: &Story) -> [String; 9] {
     let knee = s
         .figures
         .profile
         .knee
         .map_or("none".to_string(), |k| format!("{k:.0} requests/s"));
     [
-        (
-            "Achieved vs offered rate",
-            "A client loop is a server of events: at 200 chunks per request and 25 us per chunk it can do at most \
-             1 / (200 x 25 us), about 200 requests per second, whatever the server does. Past that point the achieved \
-             rate stays flat and the backlog grows without bound; the sharded client follows the diagonal."
-                .into(),
+        "A client loop is a server of events: at 200 chunks per request and 25 us per chunk it can do at most \
+         1 / (200 x 25 us), about 200 requests per second, whatever the server does. Past that point the achieved \
+         rate stays flat and the backlog grows without bound; the sharded client follows the diagonal."
+            .into(),
+        "Pollaczek-Khinchine: Wq = rho (1 + Cs^2) E[S] / (2 (1 - rho)). The wait grows like 1 / (1 - rho); \
+         constant service (M/D/1) waits half as long as exponential (M/M/1), and bursts of N events (M^X/G/1) \
+         add (N - 1) E[S] / 2 at any load. Dots are simulated means and p99s with 95% batch-means intervals."
+            .into(),
+        "The server's own TTFT is 2 ms. One Python-like loop at 1,000 requests/s reports seconds, because every \
+         request waits behind the loop's backlog before it is even sent (latency measured from the intended send \
+         time includes that wait); the planned number of loops reports close to the truth."
+            .into(),
+        "NTPOT = (queue + prefill + decode) / N_out. With a prefill cost per prompt token, long prompts (RAG) \
+         raise NTPOT through prefill while decode per token stays put; queue is the client's send lag."
+            .into(),
+        format!(
+            "Stages of increasing rate against a server with 8 slots and 69 ms per request, which saturates at \
+             8 / 0.069 = 116 requests/s. The knee ({knee}) is the highest rate at which every stage up to it met \
+             the criterion: {}.",
+            s.figures.profile.criterion
         ),
-        (
-            "Client-side wait vs utilisation",
-            "Pollaczek-Khinchine: Wq = rho (1 + Cs^2) E[S] / (2 (1 - rho)). The wait grows like 1 / (1 - rho); \
-             constant service (M/D/1) waits half as long as exponential (M/M/1), and bursts of N events (M^X/G/1) \
-             add (N - 1) E[S] / 2 at any load. Dots are simulated means and p99s with 95% batch-means intervals."
-                .into(),
-        ),
-        (
-            "Measured vs true TTFT",
-            "The server's own TTFT is 2 ms. One Python-like loop at 1,000 requests/s reports seconds, because every \
-             request waits behind the loop's backlog before it is even sent (latency measured from the intended send \
-             time includes that wait); the planned number of loops reports close to the truth."
-                .into(),
-        ),
-        (
-            "NTPOT decomposition",
-            "NTPOT = (queue + prefill + decode) / N_out. With a prefill cost per prompt token, long prompts (RAG) \
-             raise NTPOT through prefill while decode per token stays put; queue is the client's send lag."
-                .into(),
-        ),
-        (
-            "Latency profile",
-            format!(
-                "Stages of increasing rate against a server with 8 slots and 69 ms per request, which saturates at \
-                 8 / 0.069 = 116 requests/s. The knee ({knee}) is the highest rate at which every stage up to it met \
-                 the criterion: {}.",
-                s.figures.profile.criterion
-            ),
-        ),
-        (
-            "Client loops needed",
-            "The smallest k with the p99 wait of an event under 1 ms when k loops share the load: k grows linearly with \
-             the rate once the per-loop utilisation is pinned by the budget; cheaper events need fewer loops, bursts \
-             need more because the wait inside a burst does not shrink with k."
-                .into(),
-        ),
-        (
-            "Predicted vs observed client wait",
-            "Each dot is one run: the model's mean client wait (M/G/1, M^X/G/1 or E_k/G/1, chosen by the run's \
-             arrival pattern) against the simulated or measured one, both counted from when each event was due \
-             (with a zero-latency server: its request's intended time). Points on y = x are explained by \
-             queueing alone; the E_k model is Lindley's equation solved on a lattice, exact to its stated lattice error."
-                .into(),
-        ),
-        (
-            "Chunks through one loop vs k loops",
-            "Each bar is a chunk: the thin part is its wait for the loop after it arrived (the tick), the thick part \
-             its processing. A client that stamps after processing reports the end of the thick part; on one loop \
-             the waits pile up, on two they vanish."
-                .into(),
-        ),
-        (
-            "Dispatch policy and the client wait",
-            "The same client work spread over k loops three ways: round robin (each loop gets every k-th request, \
-             as heisenbench's shards do: Erlang-k gaps, E_k^X/G/1 solved on a lattice), random assignment (Poisson \
-             at each loop, M^X/G/1) and one queue shared by all loops (any idle loop takes the next chunk, M^X/G/c \
-             approximated as one loop k times as fast). Lines are the models, dots simulations with 95 % intervals. \
-             Round robin beats random because its gaps are regular; the pool beats both because a burst's chunks \
-             are processed side by side, and its model overstates the pool's wait at light load, which is why \
-             `plan --policy pooled` sizes pools by simulating them."
-                .into(),
-        ),
+        "The smallest k with the p99 wait of an event under 1 ms when k loops share the load: k grows linearly with \
+         the rate once the per-loop utilisation is pinned by the budget; cheaper events need fewer loops, bursts \
+         need more because the wait inside a burst does not shrink with k."
+            .into(),
+        "Each dot is one run: the model's mean client wait (M/G/1, M^X/G/1 or E_k/G/1, chosen by the run's \
+         arrival pattern) against the simulated or measured one, both counted from when each event was due \
+         (with a zero-latency server: its request's intended time). Points on y = x are explained by \
+         queueing alone; the E_k model is Lindley's equation solved on a lattice, exact to its stated lattice error."
+            .into(),
+        "Each bar is a chunk: the thin part is its wait for the loop after it arrived (the tick), the thick part \
+         its processing. A client that stamps after processing reports the end of the thick part; on one loop \
+         the waits pile up, on two they vanish."
+            .into(),
+        "The same client work spread over k loops three ways: round robin (each loop gets every k-th request, \
+         as heisenbench's shards do: Erlang-k gaps, E_k^X/G/1 solved on a lattice), random assignment (Poisson \
+         at each loop, M^X/G/1) and one queue shared by all loops (any idle loop takes the next chunk, M^X/G/c \
+         approximated as one loop k times as fast). Lines are the models, dots simulations with 95 % intervals. \
+         Round robin beats random because its gaps are regular; the pool beats both because a burst's chunks \
+         are processed side by side, and its model overstates the pool's wait at light load, which is why \
+         `plan --policy pooled` sizes pools by simulating them."
+            .into(),
     ]
 }
 
@@ -136,7 +110,8 @@ pub fn markdown(s: &Story) -> String {
         }
         let _ = writeln!(m);
     }
-    for (i, (title, text)) in captions(s).iter().enumerate() {
+    for (i, text) in captions(s).iter().enumerate() {
+        let title = Figure::ALL[i].title();
         let _ = writeln!(
             m,
             "## {}. {title}\n\n![{title}]({}.png)\n\n{text}\n",
@@ -177,7 +152,8 @@ pub fn html(s: &Story, _md: &str, dir: &Path) -> Result<String, Failure> {
         );
     }
     h.push_str("</table>");
-    for (i, (title, text)) in captions(s).iter().enumerate() {
+    for (i, text) in captions(s).iter().enumerate() {
+        let title = Figure::ALL[i].title();
         let path = dir.join(format!("{}.png", Figure::ALL[i].stem()));
         let bytes = std::fs::read(&path)
             .map_err(|e| Failure::Runtime(anyhow::anyhow!("reading {}: {e}", path.display())))?;

@@ -1,0 +1,79 @@
+//! What every chart shares: the frame, the data bounds, the axes' labels and ranges,
+//! the legend and the palette.
+
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::Ranged;
+use plotters::prelude::*;
+
+use crate::style::{CAPTION, FONT, LABEL, PALETTE};
+
+/// What a chart's drawing can fail with: plotters' errors (the backend's, boxed) or a
+/// message about the data.
+pub(crate) type DrawError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A chart frame in the shared style: caption, margins, label areas.
+pub(crate) fn frame<'a, 'b, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
+    caption: impl AsRef<str>,
+    y_area: u32,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(caption, (FONT, CAPTION))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(y_area);
+    b
+}
+
+pub(crate) fn bounds(points: impl Iterator<Item = (f64, f64)>) -> Option<((f64, f64), (f64, f64))> {
+    let mut b: Option<((f64, f64), (f64, f64))> = None;
+    for (x, y) in points.filter(|(x, y)| x.is_finite() && y.is_finite()) {
+        b = Some(match b {
+            None => ((x, x), (y, y)),
+            Some(((x0, x1), (y0, y1))) => ((x0.min(x), x1.max(x)), (y0.min(y), y1.max(y))),
+        });
+    }
+    b
+}
+
+/// A tick label for a duration in seconds: ms or us with at most three significant digits.
+pub(crate) fn seconds_label(s: f64) -> String {
+    let (v, unit) = if s >= 1.0 {
+        (s, "s")
+    } else if s >= 1e-3 {
+        (s * 1e3, "ms")
+    } else {
+        (s * 1e6, "us")
+    };
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{:.*} {unit}", digits, v)
+}
+
+pub(crate) fn positive_range(lo: f64, hi: f64) -> std::ops::Range<f64> {
+    let lo = if lo > 0.0 { lo } else { hi.max(1e-12) * 1e-3 };
+    (lo / 1.5)..(hi.max(lo * 10.0) * 1.5)
+}
+
+pub(crate) fn legend<'a, DB: DrawingBackend<ErrorType: 'static> + 'a, X: Ranged, Y: Ranged>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
+) -> Result<(), DrawError> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font((FONT, LABEL))
+        .draw()?;
+    Ok(())
+}
+
+pub(crate) fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
