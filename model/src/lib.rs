@@ -60,6 +60,7 @@ pub mod queue;
 pub mod sample;
 pub mod scenario;
 pub mod schedule;
+pub mod server;
 pub mod service;
 pub mod stats;
 pub mod tail;

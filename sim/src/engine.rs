@@ -496,23 +496,15 @@ impl Simulation {
 
     // ----- the server ---------------------------------------------------------------
 
-    fn load_factor(&self) -> f64 {
-        let s = &self.sc.server;
-        if s.max_num_seqs <= 1 || s.time_factor_under_load == 1.0 {
-            return 1.0;
-        }
-        let running = f64::from(self.server.running.max(1));
-        1.0 + (s.time_factor_under_load - 1.0) * (running - 1.0) / f64::from(s.max_num_seqs - 1)
-    }
-
-    fn jittered_ns(&mut self, mean_s: f64, sd_s: f64) -> u64 {
-        let f = self.load_factor();
-        let base = if sd_s > 0.0 {
-            (mean_s + sd_s * standard_normal(&mut self.rng_server)).max(0.0)
-        } else {
-            mean_s
-        };
-        ns_from_secs(base * f)
+    /// The server's law (`heisenbench_model::server`) at the current batch size: the
+    /// first-token latency of a request of `input` tokens, or (None) one inter-token latency.
+    fn server_latency_ns(&mut self, first_of: Option<u32>) -> u64 {
+        let (law, rng, running) = (&self.sc.server, &mut self.rng_server, self.server.running);
+        let normal = || standard_normal(rng);
+        ns_from_secs(match first_of {
+            Some(input) => law.ttft_s(input, running, normal),
+            None => law.itl_s(running, normal),
+        })
     }
 
     fn on_at_server(&mut self, now: u64, r: u32) {
@@ -545,13 +537,7 @@ impl Simulation {
     fn start_stream(&mut self, now: u64, r: u32) {
         self.server.running += 1;
         let input = self.reqs[r as usize].input;
-        let s = self.sc.server.clone();
-        let ttft = if s.prefill_overhead_s > 0.0 || s.prefill_time_per_token_s > 0.0 {
-            let f = self.load_factor();
-            ns_from_secs((s.prefill_overhead_s + s.prefill_time_per_token_s * f64::from(input)) * f)
-        } else {
-            self.jittered_ns(s.time_to_first_token_s, s.time_to_first_token_std_dev_s)
-        };
+        let ttft = self.server_latency_ns(Some(input));
         let req = &mut self.reqs[r as usize];
         req.state = State::Running;
         self.tally.server_queue.record(now - req.server_recv_ns);
@@ -613,10 +599,7 @@ impl Simulation {
                 self.q.push(SimTime(end_done), Ev::Done(id));
                 return;
             }
-            let itl = self.jittered_ns(
-                self.sc.server.inter_token_latency_s,
-                self.sc.server.inter_token_latency_std_dev_s,
-            );
+            let itl = self.server_latency_ns(None);
             if itl > 0 {
                 let id = self.id(r);
                 self.q.push(SimTime(now + itl), Ev::Emit(id));

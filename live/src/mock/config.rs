@@ -269,6 +269,22 @@ impl MockConfig {
         Ok(())
     }
 
+    /// The latency law these settings give (`heisenbench_model::server`, which the
+    /// simulator's server follows too).
+    pub fn law(&self) -> heisenbench_model::server::ServerModel {
+        heisenbench_model::server::ServerModel {
+            time_to_first_token_s: self.time_to_first_token.as_secs_f64(),
+            time_to_first_token_std_dev_s: self.time_to_first_token_std_dev.as_secs_f64(),
+            prefill_overhead_s: self.prefill_overhead.as_secs_f64(),
+            prefill_time_per_token_s: self.prefill_time_per_token.as_secs_f64(),
+            inter_token_latency_s: self.inter_token_latency.as_secs_f64(),
+            inter_token_latency_std_dev_s: self.inter_token_latency_std_dev.as_secs_f64(),
+            max_num_seqs: self.max_num_seqs,
+            max_waiting_queue_length: self.max_waiting_queue_length,
+            time_factor_under_load: self.time_factor_under_load,
+        }
+    }
+
     /// Whether every latency is zero: responses are then written in one piece.
     pub fn is_instant(&self) -> bool {
         [

@@ -77,6 +77,8 @@ impl Body for MockBody {
 
 struct State {
     cfg: MockConfig,
+    /// The latency law of `cfg`.
+    law: heisenbench_model::server::ServerModel,
     slots: Arc<Semaphore>,
     metrics: Metrics,
     rng: Mutex<Pcg64Mcg>,
@@ -85,34 +87,26 @@ struct State {
 }
 
 impl State {
-    fn load_factor(&self) -> f64 {
-        let n = self.cfg.max_num_seqs;
-        if n <= 1 || self.cfg.time_factor_under_load == 1.0 {
-            return 1.0;
-        }
-        let running = self.metrics.running.load(Relaxed).max(1) as f64;
-        1.0 + (self.cfg.time_factor_under_load - 1.0) * (running - 1.0) / f64::from(n - 1)
+    /// A standard normal draw from the mock's seeded generator.
+    fn normal(&self) -> f64 {
+        StandardNormal.sample(&mut *self.rng.lock().expect("rng lock"))
     }
 
-    fn jitter(&self, mean: Duration, sd: Duration) -> Duration {
-        let base = if sd.is_zero() {
-            mean.as_secs_f64()
-        } else {
-            let z: f64 = StandardNormal.sample(&mut *self.rng.lock().expect("rng lock"));
-            (mean.as_secs_f64() + sd.as_secs_f64() * z).max(0.0)
-        };
-        Duration::from_secs_f64(base * self.load_factor())
+    fn running(&self) -> u32 {
+        u32::try_from(self.metrics.running.load(Relaxed)).unwrap_or(u32::MAX)
     }
 
+    /// The law's first-token latency for a request of `prompt_tokens`, at the batch now.
     fn ttft(&self, prompt_tokens: u32) -> Duration {
-        let c = &self.cfg;
-        if !c.prefill_overhead.is_zero() || !c.prefill_time_per_token.is_zero() {
-            let s = c.prefill_overhead.as_secs_f64()
-                + c.prefill_time_per_token.as_secs_f64() * f64::from(prompt_tokens);
-            Duration::from_secs_f64(s * self.load_factor())
-        } else {
-            self.jitter(c.time_to_first_token, c.time_to_first_token_std_dev)
-        }
+        Duration::from_secs_f64(
+            self.law
+                .ttft_s(prompt_tokens, self.running(), || self.normal()),
+        )
+    }
+
+    /// The law's inter-token latency, at the batch now.
+    fn itl(&self) -> Duration {
+        Duration::from_secs_f64(self.law.itl_s(self.running(), || self.normal()))
     }
 }
 
@@ -439,10 +433,7 @@ impl Job {
         let mut last = self.start;
         for i in 0..n {
             if i > 0 {
-                let c = &self.state.cfg;
-                deadline += self
-                    .state
-                    .jitter(c.inter_token_latency, c.inter_token_latency_std_dev);
+                deadline += self.state.itl();
             }
             timer.sleep_until(deadline).await;
             let now = Instant::now();
@@ -483,13 +474,10 @@ impl Job {
         let n = self.tokens.len();
         let mut ttft = Duration::ZERO;
         if !self.state.cfg.is_instant() {
-            let c = &self.state.cfg;
             ttft = self.state.ttft(self.prompt_tokens);
             let mut total = ttft;
             for _ in 1..n {
-                let itl = self
-                    .state
-                    .jitter(c.inter_token_latency, c.inter_token_latency_std_dev);
+                let itl = self.state.itl();
                 self.state.metrics.itl.observe_ns(itl.as_nanos() as u64);
                 total += itl;
             }
@@ -574,6 +562,7 @@ impl MockServer {
             rng: Mutex::new(Pcg64Mcg::seed_from_u64(cfg.seed)),
             next_id: AtomicU64::new(0),
             timer: PreciseTimer::new(),
+            law: cfg.law(),
             cfg,
         });
         let thread = std::thread::Builder::new()
