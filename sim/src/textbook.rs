@@ -263,20 +263,26 @@ pub struct BurstSpec {
     pub seed: u64,
 }
 
+impl BurstSpec {
+    /// The same experiment counted in events (customers), its warm-up in whole bursts.
+    fn events(&self) -> QueueSpec {
+        let n = u64::from(self.burst.max(1));
+        QueueSpec {
+            rate_per_s: self.burst_rate_per_s,
+            gaps: self.gaps,
+            service: self.service.clone(),
+            customers: self.bursts * n,
+            warmup: self.bursts / 10 * n,
+            batches: 32,
+            seed: self.seed,
+        }
+    }
+}
+
 /// The per-event wait of a loop fed bursts: the burst's wait by Lindley's recursion over
 /// bursts, plus, for the j-th event of a burst, the costs of the j - 1 before it.
 pub fn lindley_bursts(spec: &BurstSpec) -> QueueResult {
-    let n = u64::from(spec.burst.max(1));
-    let events = QueueSpec {
-        rate_per_s: spec.burst_rate_per_s,
-        gaps: spec.gaps,
-        service: spec.service.clone(),
-        customers: spec.bursts * n,
-        warmup: spec.bursts / 10 * n,
-        batches: 32,
-        seed: spec.seed,
-    };
-    lindley_core(&events, spec.burst.max(1))
+    lindley_core(&spec.events(), spec.burst.max(1))
 }
 
 /// Lindley's recursion over bursts of `burst` customers arriving together (1: the textbook
@@ -362,15 +368,7 @@ fn textbook_blocks(total: u64, warmup: u64, batches: &mut Batches, mut next: imp
 /// streams are drawn in the same order.
 pub fn pooled_bursts(spec: &BurstSpec, servers: u32) -> QueueResult {
     let n = u64::from(spec.burst.max(1));
-    let q = QueueSpec {
-        rate_per_s: spec.burst_rate_per_s,
-        gaps: spec.gaps,
-        service: spec.service.clone(),
-        customers: spec.bursts * n,
-        warmup: spec.bursts / 10 * n,
-        batches: 32,
-        seed: spec.seed,
-    };
+    let q = spec.events();
     let mut arrivals = stream(q.seed, purpose::ARRIVALS);
     let mut services = stream(q.seed, purpose::CLIENT);
     let service = Sampler::new(&q.service);
