@@ -103,16 +103,16 @@ pub enum SimSub {
 /// `heisenbench sim queue`.
 #[derive(Debug, Args)]
 pub struct QueueSimArgs {
-    /// Inter-arrival shape: poisson, constant, or gamma:shape=X (erlang:k=K).
-    #[arg(long, default_value = "poisson")]
-    pub arrival: String,
+    /// Inter-arrival shape: poisson, constant, gamma:shape=X or erlang:k=K.
+    #[arg(long, default_value = "poisson", value_parser = from_str::<Gaps>)]
+    pub arrival: Gaps,
     /// Arrivals per second.
     #[arg(long, value_parser = parse_rate, allow_hyphen_values = true)]
     pub rate: Rate,
     /// Service: deterministic:mean=1s, exponential:mean=1s, gamma:mean=1s,scv=0.5,
     /// lognormal:mean=1s,scv=2.
-    #[arg(long)]
-    pub service: String,
+    #[arg(long, value_parser = from_str::<heisenbench_model::service::Service>)]
+    pub service: heisenbench_model::service::Service,
     /// Customers measured after the warm-up (a tenth as many are simulated first).
     #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(100..))]
     pub customers: u64,

@@ -63,6 +63,17 @@ pub enum Gaps {
     },
 }
 
+impl std::fmt::Display for Gaps {
+    /// The grammar [`Gaps`] parses: `poisson`, `constant`, `gamma:shape=X`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Poisson => write!(f, "poisson"),
+            Self::Constant => write!(f, "constant"),
+            Self::Gamma { shape } => write!(f, "gamma:shape={shape}"),
+        }
+    }
+}
+
 impl std::str::FromStr for Gaps {
     type Err = ModelError;
 
@@ -595,6 +606,9 @@ mod tests {
             "gamma:shape=",
         ] {
             assert!(bad.parse::<Gaps>().is_err(), "{bad}");
+        }
+        for g in [Gaps::Poisson, Gaps::Constant, Gaps::Gamma { shape: 0.25 }] {
+            assert_eq!(g.to_string().parse::<Gaps>().unwrap(), g);
         }
         assert_eq!(
             Arrivals::renewal(Gaps::Gamma { shape: 4.0 }, 10.0),

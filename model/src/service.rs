@@ -84,6 +84,53 @@ pub enum Service {
     },
 }
 
+impl std::str::FromStr for Service {
+    type Err = ModelError;
+
+    /// `KIND:mean=DURATION[,scv=X]`: `deterministic` (or `det`) and `exponential` (or
+    /// `exp`) take the mean alone, `gamma` and `lognormal` also the SCV; e.g.
+    /// `gamma:mean=20us,scv=0.5`.
+    fn from_str(spec: &str) -> Result<Self> {
+        let (kind, rest) = spec.split_once(':').unwrap_or((spec, ""));
+        let mut kv = Vec::new();
+        for part in rest.split(',').filter(|p| !p.is_empty()) {
+            let (k, v) = part.split_once('=').ok_or_else(|| {
+                ModelError::invalid("service", spec, "expected KIND:key=value,...")
+            })?;
+            kv.push((k.trim(), v.trim()));
+        }
+        let get = |key: &str| {
+            kv.iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| {
+                    ModelError::invalid(
+                        "service",
+                        spec,
+                        "needs mean=..., and scv=... for gamma and lognormal",
+                    )
+                })
+        };
+        let mean = crate::units::Seconds::parse(get("mean")?)?.get();
+        let scv = || -> Result<f64> {
+            get("scv")?
+                .parse()
+                .map_err(|_| ModelError::invalid("service", spec, "scv is not a number"))
+        };
+        match kind.trim() {
+            "deterministic" | "det" => Self::deterministic(mean),
+            "exponential" | "exp" => Self::exponential(mean),
+            "gamma" => Self::gamma(mean, scv()?),
+            "lognormal" => Self::lognormal(mean, scv()?),
+            _ => Err(ModelError::invalid(
+                "service",
+                spec,
+                "use deterministic, exponential, gamma or lognormal",
+            )),
+        }
+    }
+}
+
 impl Service {
     /// A constant service time.
     pub fn deterministic(mean_s: f64) -> Result<Self> {
@@ -549,6 +596,27 @@ pub(crate) fn gamma_p(a: f64, x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn service_grammar() {
+        assert_eq!(
+            "gamma:mean=20us,scv=0.5".parse::<Service>().unwrap(),
+            Service::gamma(20e-6, 0.5).unwrap()
+        );
+        assert_eq!(
+            "det:mean=1s".parse::<Service>().unwrap(),
+            Service::deterministic(1.0).unwrap()
+        );
+        for bad in [
+            "gamma:mean=1s",
+            "exp",
+            "uniform:mean=1s",
+            "exp:mean=-1s",
+            "exp:mean",
+        ] {
+            assert!(bad.parse::<Service>().is_err(), "{bad}");
+        }
+    }
 
     /// Midpoint-rule integral of (1 - F) as an independent check of the closed forms.
     fn equilibrium_by_quadrature(s: &Service, x: f64) -> f64 {

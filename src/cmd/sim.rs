@@ -8,7 +8,6 @@ use heisenbench_model::batch::BatchMg1;
 use heisenbench_model::gig1::Gig1;
 use heisenbench_model::queue::WaitModel;
 use heisenbench_model::scenario::{Arrivals, Stop};
-use heisenbench_model::service::Service;
 use heisenbench_model::units::{Seconds, format_seconds};
 use heisenbench_sim::engine::Simulation;
 use heisenbench_sim::report::{SimReport, Views};
@@ -285,49 +284,9 @@ fn summary(out: &mut dyn Write, r: &SimReport) -> Result<(), Failure> {
     Ok(())
 }
 
-fn parse_kv(spec: &str) -> Result<(String, Vec<(String, String)>), Failure> {
-    let (kind, rest) = spec.split_once(':').unwrap_or((spec, ""));
-    let mut kv = Vec::new();
-    for part in rest.split(',').filter(|p| !p.is_empty()) {
-        let (k, v) = part
-            .split_once('=')
-            .ok_or_else(|| Failure::Usage(format!("'{part}' in '{spec}' is not key=value")))?;
-        kv.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    Ok((kind.trim().to_string(), kv))
-}
-
-fn get<'a>(kv: &'a [(String, String)], key: &str, spec: &str) -> Result<&'a str, Failure> {
-    kv.iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_str())
-        .ok_or_else(|| Failure::Usage(format!("'{spec}' needs {key}=...")))
-}
-
-fn parse_service(spec: &str) -> Result<Service, Failure> {
-    let (kind, kv) = parse_kv(spec)?;
-    let mean = Seconds::parse(get(&kv, "mean", spec)?)?.get();
-    let scv = |kv: &[(String, String)]| -> Result<f64, Failure> {
-        get(kv, "scv", spec)?
-            .parse::<f64>()
-            .map_err(|_| Failure::Usage(format!("scv in '{spec}' is not a number")))
-    };
-    Ok(match kind.as_str() {
-        "deterministic" | "det" => Service::deterministic(mean)?,
-        "exponential" | "exp" => Service::exponential(mean)?,
-        "gamma" => Service::gamma(mean, scv(&kv)?)?,
-        "lognormal" => Service::lognormal(mean, scv(&kv)?)?,
-        other => {
-            return Err(Failure::Usage(format!(
-                "unknown service '{other}': use deterministic, exponential, gamma or lognormal"
-            )));
-        }
-    })
-}
-
 fn textbook(a: QueueSimArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let service = parse_service(&a.service)?;
-    let gaps: Gaps = a.arrival.parse()?;
+    let service = a.service.clone();
+    let gaps = a.arrival;
     let spec = QueueSpec {
         rate_per_s: a.rate.get(),
         gaps,
