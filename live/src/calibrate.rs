@@ -109,6 +109,57 @@ impl Calibration {
         )
     }
 
+    /// The shard count for `qps` requests per second of `output_tokens` tokens on average
+    /// (one event each, plus the opening and closing events): the plan that keeps each
+    /// event's p99 wait for its shard's loop under `budget_s`, at the cost each shard pays
+    /// at its own rate, capped at `cores`; with the reasons, one a line (`source` says where
+    /// this calibration came from).
+    pub fn default_shards(
+        &self,
+        qps: f64,
+        output_tokens: f64,
+        cores: u32,
+        budget_s: f64,
+        source: &str,
+    ) -> Result<(u32, Vec<String>), ModelError> {
+        use heisenbench_model::plan::Assignment;
+        use heisenbench_model::units::{Quantile, Rate, Seconds, format_seconds};
+        let events = (output_tokens.round() as u32).max(1) + 2;
+        let cost = Service::gamma(self.event_cost_mean_s, self.event_cost_scv.max(0.0))?;
+        let load = Load::new(Rate::per_s(qps)?, events, 1, cost, Assignment::RoundRobin)?;
+        let budget = Budget::Quantile {
+            q: Quantile::P99,
+            limit_s: Seconds::new(budget_s)?,
+        };
+        let hw = Hardware {
+            cores: Some(cores),
+            cores_per_machine: None,
+        };
+        let (plan, used) = self.plan(&load, &budget, hw)?;
+        let mut why = vec![
+            format!(
+                "per-event cost {} (SCV {:.2}) at {:.0} events/s per shard, {source}",
+                format_seconds(used.cost_mean_s),
+                used.cost_scv,
+                used.events_per_s
+            ),
+            format!(
+                "{qps} req/s x {events} events = {:.3} cores of event handling; plan: {} shard(s) keep the p99 wait of an event under {} (utilisation {:.3})",
+                plan.offered_erlangs,
+                plan.workers,
+                format_seconds(budget_s),
+                plan.utilization
+            ),
+        ];
+        let k = plan.workers.min(cores).max(1);
+        if k < plan.workers {
+            why.push(format!(
+                "this machine has {cores} core(s): using {k}; more shards than cores would only share them"
+            ));
+        }
+        Ok((k, why))
+    }
+
     /// Plans `load` with the cost this calibration gives at the rate each shard carries:
     /// k shards each handle 1/k of the events, so the cost depends on the answer. Starting
     /// from the cost at the whole rate (the lowest), k is replanned with the cost at rate /

@@ -12,10 +12,8 @@ use heisenbench_live::run::config::RunConfig;
 use heisenbench_live::run::result::RunReport;
 use heisenbench_live::run::stop::{StopSignal, listen_for_signals};
 use heisenbench_live::run::{RunOptions, run as run_live};
-use heisenbench_model::plan::{Assignment, Budget, Hardware, Load};
 use heisenbench_model::scenario::{Arrivals, ClientModel, Lengths, Stop, Workload};
-use heisenbench_model::service::Service;
-use heisenbench_model::units::{Quantile, Rate, Seconds, format_seconds};
+use heisenbench_model::units::{Rate, Seconds, format_seconds};
 use serde::Deserialize;
 
 use super::{write_atomic, write_json};
@@ -421,38 +419,14 @@ fn default_workers(
             (c, format!("measured just now, automatically ({kept})"))
         }
     };
-    let events = (cfg.workload.output_tokens.mean().round() as u32).max(1) + 2;
-    let cost = Service::gamma(cal.event_cost_mean_s, cal.event_cost_scv.max(0.0))?;
-    let load = Load::new(Rate::per_s(qps)?, events, 1, cost, Assignment::RoundRobin)?;
-    let budget = Budget::Quantile {
-        q: Quantile::P99,
-        limit_s: Seconds::new(WORKER_BUDGET_S)?,
-    };
-    let (plan, used) = cal.plan(
-        &load,
-        &budget,
-        Hardware {
-            cores: Some(cores),
-            cores_per_machine: None,
-        },
+    let (k, reasons) = cal.default_shards(
+        qps,
+        cfg.workload.output_tokens.mean(),
+        cores,
+        WORKER_BUDGET_S,
+        &source,
     )?;
-    why.push(format!(
-        "per-event cost {} (SCV {:.2}) at {:.0} events/s per shard, {source}",
-        format_seconds(used.cost_mean_s),
-        used.cost_scv,
-        used.events_per_s
-    ));
-    why.push(format!(
-        "{qps} req/s x {events} events = {:.3} cores of event handling; plan: {} shard(s) keep the p99 wait of an event under {} (utilisation {:.3})",
-        plan.offered_erlangs,
-        plan.workers,
-        format_seconds(WORKER_BUDGET_S),
-        plan.utilization
-    ));
-    let k = plan.workers.min(cores).max(1);
-    if k < plan.workers {
-        why.push(format!("this machine has {cores} core(s): using {k}; more shards than cores would only share them"));
-    }
+    why.extend(reasons);
     Ok((k, why))
 }
 
