@@ -70,8 +70,8 @@ fn process_shards_match_thread_shards_and_one_shard() {
 fn a_killed_shard_is_reported_and_its_requests_lost() {
     use heisenbench_live::mock::MockServer;
     use heisenbench_live::mock::config::MockConfig;
-    use heisenbench_live::prompt::Prompts;
-    use heisenbench_live::run::config::{ApiKind, RunConfig, ShardMode};
+
+    use heisenbench_live::run::config::{RunConfig, ShardMode};
     use heisenbench_live::run::{RunOptions, run};
     use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
 
@@ -81,28 +81,20 @@ fn a_killed_shard_is_reported_and_its_requests_lost() {
     })
     .unwrap();
     let cfg = RunConfig {
-        name: "crash".into(),
-        seed: 1,
-        workload: Workload {
-            arrivals: Arrivals::Poisson { rate_per_s: 200.0 },
-            stop: Stop::Duration { seconds: 1.0 },
-            input_tokens: Lengths::Fixed { tokens: 4 },
-            output_tokens: Lengths::Fixed { tokens: 5 },
-        },
-        url: mock.url(),
-        api: ApiKind::Completions,
-        stream: true,
-        model: MockConfig::default().model,
-        api_key_env: None,
         timeout_s: Some(10.0),
-        max_in_flight_per_shard: None,
         workers: 2,
         shard_mode: ShardMode::Process,
-        client_cost_s: 0.0,
-        csv: false,
-        ca_cert: None,
-        insecure: false,
-        prompts: Prompts::words(),
+        ..RunConfig::streaming(
+            "crash",
+            Workload {
+                arrivals: Arrivals::Poisson { rate_per_s: 200.0 },
+                stop: Stop::Duration { seconds: 1.0 },
+                input_tokens: Lengths::Fixed { tokens: 4 },
+                output_tokens: Lengths::Fixed { tokens: 5 },
+            },
+            &mock.url(),
+            &MockConfig::default().model,
+        )
     };
     let r = run(
         &cfg,

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::mock::config::MockConfig;
 use crate::mock::{MockError, MockServer};
-use crate::prompt::Prompts;
-use crate::run::config::{ApiKind, RunConfig, ShardMode};
+
+use crate::run::config::RunConfig;
 use crate::run::{RunOptions, run};
 
 /// The loads a calibration measures by default, requests per second of 200-token streams
@@ -324,30 +324,20 @@ fn measure_one(duration_s: f64, qps: f64) -> Result<(CostPoint, u64, f64), Calib
         ..MockConfig::default()
     })?;
     let cfg = RunConfig {
-        name: "calibration".into(),
-        seed: 1,
-        workload: Workload {
-            arrivals: Arrivals::Poisson { rate_per_s: qps },
-            stop: Stop::Duration {
-                seconds: duration_s,
-            },
-            input_tokens: Lengths::Fixed { tokens: 32 },
-            output_tokens: Lengths::Fixed { tokens: 200 },
-        },
-        url: mock.url(),
-        api: ApiKind::Completions,
-        stream: true,
-        model: MockConfig::default().model,
-        api_key_env: None,
         timeout_s: Some(30.0),
-        max_in_flight_per_shard: None,
-        workers: 1,
-        shard_mode: ShardMode::Thread,
-        client_cost_s: 0.0,
-        csv: false,
-        ca_cert: None,
-        insecure: false,
-        prompts: Prompts::words(),
+        ..RunConfig::streaming(
+            "calibration",
+            Workload {
+                arrivals: Arrivals::Poisson { rate_per_s: qps },
+                stop: Stop::Duration {
+                    seconds: duration_s,
+                },
+                input_tokens: Lengths::Fixed { tokens: 32 },
+                output_tokens: Lengths::Fixed { tokens: 200 },
+            },
+            &mock.url(),
+            &MockConfig::default().model,
+        )
     };
     let report = run(&cfg, &RunOptions::default())?;
     mock.shutdown();

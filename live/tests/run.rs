@@ -7,36 +7,27 @@ use std::time::Duration;
 
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::{FailureType, MockConfig};
-use heisenbench_live::prompt::Prompts;
-use heisenbench_live::run::config::{ApiKind, RunConfig, ShardMode};
+use heisenbench_live::run::config::{ApiKind, RunConfig};
 use heisenbench_live::run::result::RunReport;
 use heisenbench_live::run::{RunOptions, run};
 use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
 
 fn cfg(url: &str, workers: u32, requests: u64) -> RunConfig {
     RunConfig {
-        name: "test".into(),
         seed: 5,
-        workload: Workload {
-            arrivals: Arrivals::Poisson { rate_per_s: 400.0 },
-            stop: Stop::Count { requests },
-            input_tokens: Lengths::Uniform { min: 1, max: 40 },
-            output_tokens: Lengths::Uniform { min: 1, max: 30 },
-        },
-        url: url.into(),
-        api: ApiKind::Completions,
-        stream: true,
-        model: "heisenbench-mock".into(),
-        api_key_env: None,
         timeout_s: Some(5.0),
-        max_in_flight_per_shard: None,
         workers,
-        shard_mode: ShardMode::Thread,
-        client_cost_s: 0.0,
-        csv: false,
-        ca_cert: None,
-        insecure: false,
-        prompts: Prompts::words(),
+        ..RunConfig::streaming(
+            "test",
+            Workload {
+                arrivals: Arrivals::Poisson { rate_per_s: 400.0 },
+                stop: Stop::Count { requests },
+                input_tokens: Lengths::Uniform { min: 1, max: 40 },
+                output_tokens: Lengths::Uniform { min: 1, max: 30 },
+            },
+            url,
+            "heisenbench-mock",
+        )
     }
 }
 

@@ -2,8 +2,7 @@
 
 use std::io::Write;
 
-use heisenbench_live::prompt::Prompts;
-use heisenbench_live::run::config::{ApiKind, RunConfig, ShardMode};
+use heisenbench_live::run::config::RunConfig;
 use heisenbench_live::run::{RunOptions, run as run_live};
 use heisenbench_model::profile::{Criterion, rates, sweep};
 use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
@@ -149,31 +148,22 @@ pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
 /// The live run of stage `i` at `rate` requests per second.
 fn live_stage(a: &SweepArgs, i: usize, rate: f64, seconds: f64, model: &str) -> RunConfig {
     RunConfig {
-        name: format!("sweep stage {}", i + 1),
-        seed: 1,
-        workload: Workload {
-            arrivals: Arrivals::Poisson { rate_per_s: rate },
-            stop: Stop::Duration { seconds },
-            input_tokens: Lengths::Fixed {
-                tokens: a.prompt_tokens,
-            },
-            output_tokens: Lengths::Fixed {
-                tokens: a.output_tokens,
-            },
-        },
-        url: a.url.clone().unwrap_or_default(),
-        api: ApiKind::Completions,
-        stream: true,
-        model: model.to_string(),
-        api_key_env: None,
         timeout_s: Some(60.0),
-        max_in_flight_per_shard: None,
         workers: a.workers,
-        shard_mode: ShardMode::Thread,
-        client_cost_s: 0.0,
-        csv: false,
-        ca_cert: None,
-        insecure: false,
-        prompts: Prompts::words(),
+        ..RunConfig::streaming(
+            &format!("sweep stage {}", i + 1),
+            Workload {
+                arrivals: Arrivals::Poisson { rate_per_s: rate },
+                stop: Stop::Duration { seconds },
+                input_tokens: Lengths::Fixed {
+                    tokens: a.prompt_tokens,
+                },
+                output_tokens: Lengths::Fixed {
+                    tokens: a.output_tokens,
+                },
+            },
+            a.url.as_deref().unwrap_or_default(),
+            model,
+        )
     }
 }

@@ -108,6 +108,32 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
+    /// A streamed-completions run of `workload` against `url` asking for `model`, with
+    /// everything else at its plain setting (seed 1, one thread shard, the default
+    /// timeout, no emulated cost, no CSV, prompts of words, TLS verified); callers change
+    /// the fields they care about.
+    pub fn streaming(name: &str, workload: Workload, url: &str, model: &str) -> Self {
+        Self {
+            name: name.into(),
+            seed: 1,
+            workload,
+            url: url.into(),
+            api: ApiKind::Completions,
+            stream: true,
+            model: model.into(),
+            api_key_env: None,
+            timeout_s: None,
+            max_in_flight_per_shard: None,
+            workers: 1,
+            shard_mode: ShardMode::Thread,
+            client_cost_s: 0.0,
+            csv: false,
+            ca_cert: None,
+            insecure: false,
+            prompts: crate::prompt::Prompts::words(),
+        }
+    }
+
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), ModelError> {
         self.workload.validate()?;

@@ -6,8 +6,7 @@ use heisenbench_figures::{
 };
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
-use heisenbench_live::prompt::Prompts;
-use heisenbench_live::run::config::{ApiKind, RunConfig, ShardMode};
+use heisenbench_live::run::config::RunConfig;
 use heisenbench_live::run::result::RunReport;
 use heisenbench_live::run::stop::StopSignal;
 use heisenbench_live::run::{RunOptions, run as run_live};
@@ -202,29 +201,22 @@ fn live_config(
     client_cost_s: f64,
 ) -> RunConfig {
     RunConfig {
-        name,
-        seed: 1,
-        workload: Workload {
-            arrivals: Arrivals::Poisson { rate_per_s: qps },
-            stop: Stop::Duration { seconds },
-            input_tokens: Lengths::Fixed { tokens: 320 },
-            output_tokens: Lengths::Fixed { tokens: 200 },
-        },
-        url: url.into(),
-        api: ApiKind::Completions,
-        stream: true,
-        model: MockConfig::default().model,
-        api_key_env: None,
         timeout_s: Some(30.0 + seconds),
-        max_in_flight_per_shard: None,
         workers,
-        // Threads, so the reproduction needs no second binary (and runs inside tests).
-        shard_mode: ShardMode::Thread,
+        // Thread shards (the default), so the reproduction needs no second binary (and
+        // runs inside tests).
         client_cost_s,
-        csv: false,
-        ca_cert: None,
-        insecure: false,
-        prompts: Prompts::words(),
+        ..RunConfig::streaming(
+            &name,
+            Workload {
+                arrivals: Arrivals::Poisson { rate_per_s: qps },
+                stop: Stop::Duration { seconds },
+                input_tokens: Lengths::Fixed { tokens: 320 },
+                output_tokens: Lengths::Fixed { tokens: 200 },
+            },
+            url,
+            &MockConfig::default().model,
+        )
     }
 }
 
