@@ -53,6 +53,55 @@ pub enum Command {
     /// Reproduce the paper's findings on this machine: theory, simulation, live runs,
     /// comparison, figures and a summary.
     Reproduce(ReproduceArgs),
+    /// Audit another benchmark client: run it against the embedded mock, whose truth is
+    /// known, and measure how much of what it reports is its own delay.
+    Audit(Box<AuditArgs>),
+}
+
+/// `heisenbench audit [options] -- COMMAND ARGS...`.
+///
+/// The command may hold placeholders: {url} {host} {port} {model} {rate} {duration}
+/// {requests} {prompt_tokens} {output_tokens} {out}.
+#[derive(Debug, Args)]
+#[command(mut_arg("port", |a| a.default_value("0")))]
+pub struct AuditArgs {
+    /// The request rate the client is asked to offer ({rate}).
+    #[arg(long, value_parser = parse_rate, allow_hyphen_values = true)]
+    pub rate: Rate,
+    /// How long the client is asked to run ({duration}, whole seconds).
+    #[arg(long, default_value = "10s", value_parser = parse_positive_duration, allow_hyphen_values = true)]
+    pub duration: Seconds,
+    /// Prompt tokens per request ({prompt_tokens}).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub prompt_tokens: u32,
+    /// Output tokens per request ({output_tokens}).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub output_tokens: u32,
+    /// Stop the client after this long (default: three times the duration plus 60 s).
+    #[arg(long, value_parser = parse_positive_duration, allow_hyphen_values = true)]
+    pub timeout: Option<Seconds>,
+    /// The plan's budget on the client's wait before the first chunk: a quantile only.
+    #[arg(long, default_value = "p99=1ms", value_parser = from_str::<Budget>)]
+    pub budget: Budget,
+    /// Relative error within which the TTFT excess counts as explained by the model.
+    #[arg(long, default_value_t = 0.25)]
+    pub tolerance: f64,
+    /// Where the client's results and logs go ({out} is a folder inside); default: a
+    /// fresh folder under the system's temporary directory.
+    #[arg(long)]
+    pub work_dir: Option<std::path::PathBuf>,
+    /// Write the audit (with every request the server answered) to this JSON file.
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// The server: any flag of `heisenbench mock` (zero latency by default).
+    #[command(flatten)]
+    pub mock: MockArgs,
+    /// The client command and its arguments, after `--`.
+    #[arg(last = true, required = true, num_args = 1..)]
+    pub command: Vec<String>,
 }
 
 /// `heisenbench sim`.

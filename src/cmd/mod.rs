@@ -5,6 +5,7 @@ use std::io::Write;
 use crate::Failure;
 use crate::args::{Cli, Command};
 
+mod audit;
 mod calibrate;
 mod compare;
 mod k8s;
@@ -43,6 +44,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<(), Failure> {
         Command::Shard => heisenbench_live::run::shard_process_main()
             .map_err(|e| Failure::Runtime(anyhow::anyhow!(e))),
         Command::Reproduce(r) => reproduce::run(r, out),
+        Command::Audit(a) => audit::run(*a, out),
     }
 }
 

@@ -53,11 +53,45 @@ const VOCABULARY: [&str; 32] = [
 ];
 
 /// The response body: written at once, or streamed from a generator task.
-pub enum MockBody {
+pub struct MockBody {
+    kind: Kind,
+    /// Tokens inside a whole body (its one frame holds them all).
+    tokens: u32,
+    /// Stream frames before the first token's (the chat role chunk).
+    lead: u32,
+    prompt_tokens: u32,
+    /// Set when the server records what it served.
+    track: Option<Track>,
+}
+
+enum Kind {
     /// The whole body.
     Full(Option<Bytes>),
     /// Chunks from a generator task.
     Stream(mpsc::Receiver<Bytes>),
+}
+
+impl MockBody {
+    fn full(b: impl Into<Bytes>) -> Self {
+        Self::of(Kind::Full(Some(b.into())))
+    }
+
+    fn of(kind: Kind) -> Self {
+        Self {
+            kind,
+            tokens: 0,
+            lead: 0,
+            prompt_tokens: 0,
+            track: None,
+        }
+    }
+}
+
+/// What the server recorded of one response while it handed it to the connection.
+struct Track {
+    journal: Arc<Journal>,
+    served: Served,
+    frames: u32,
 }
 
 impl Body for MockBody {
@@ -68,10 +102,85 @@ impl Body for MockBody {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match self.get_mut() {
-            MockBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            MockBody::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+        let this = self.get_mut();
+        let (polled, whole) = match &mut this.kind {
+            Kind::Full(b) => (Poll::Ready(b.take()), true),
+            Kind::Stream(rx) => (rx.poll_recv(cx), false),
+        };
+        if let (Some(t), Poll::Ready(o)) = (&mut this.track, &polled) {
+            match o {
+                Some(b) => {
+                    let now = mono_ns();
+                    t.frames += 1;
+                    t.served.bytes += b.len() as u64;
+                    if whole {
+                        t.served.tokens = this.tokens;
+                    } else if t.frames > this.lead {
+                        t.served.tokens += 1;
+                    }
+                    if t.served.tokens > 0 {
+                        t.served.first_token_ns.get_or_insert(now);
+                        t.served.last_token_ns = Some(now);
+                    }
+                }
+                None => t.served.complete = true,
+            }
         }
+        polled.map(|o| o.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+impl Drop for MockBody {
+    fn drop(&mut self) {
+        if let Some(mut t) = self.track.take() {
+            if matches!(self.kind, Kind::Full(None)) {
+                t.served.complete = true;
+            }
+            t.served.prompt_tokens = self.prompt_tokens;
+            t.journal.push(t.served);
+        }
+    }
+}
+
+/// One generation request as the server saw it: the server-side truth an audit holds a
+/// client's own report against. Times are CLOCK_MONOTONIC nanoseconds
+/// ([`crate::clock::mono_ns`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Served {
+    /// When the request's head had been read.
+    pub arrival_ns: u64,
+    /// The response status.
+    pub status: u16,
+    /// When the frame holding the first token was handed to the connection.
+    pub first_token_ns: Option<u64>,
+    /// When the frame holding the last token was handed to the connection.
+    pub last_token_ns: Option<u64>,
+    /// Tokens handed to the connection.
+    pub tokens: u32,
+    /// Prompt tokens, as the mock counts them (words).
+    pub prompt_tokens: u32,
+    /// Body bytes handed to the connection.
+    pub bytes: u64,
+    /// Whether the whole body was handed over (false: the client left early).
+    pub complete: bool,
+}
+
+/// Every generation request the server answered, in the order their bodies ended.
+#[derive(Debug, Default)]
+pub struct Journal {
+    served: Mutex<Vec<Served>>,
+}
+
+impl Journal {
+    fn push(&self, s: Served) {
+        self.served.lock().expect("journal lock").push(s);
+    }
+
+    /// Everything recorded so far, in arrival order.
+    pub fn snapshot(&self) -> Vec<Served> {
+        let mut v = self.served.lock().expect("journal lock").clone();
+        v.sort_by_key(|s| s.arrival_ns);
+        v
     }
 }
 
@@ -84,6 +193,8 @@ struct State {
     rng: Mutex<Pcg64Mcg>,
     next_id: AtomicU64,
     timer: PreciseTimer,
+    /// Where served requests are recorded (audits only).
+    journal: Option<Arc<Journal>>,
 }
 
 impl State {
@@ -114,7 +225,7 @@ fn response(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> R
     Response::builder()
         .status(status)
         .header("content-type", content_type)
-        .body(MockBody::Full(Some(body.into())))
+        .body(MockBody::full(body))
         .expect("static response parts are valid")
 }
 
@@ -130,43 +241,66 @@ async fn handle(
     req: Request<Incoming>,
     state: Arc<State>,
 ) -> Result<Response<MockBody>, Infallible> {
+    let arrival_ns = mono_ns();
+    let generation = req.method() == Method::POST
+        && matches!(req.uri().path(), "/v1/completions" | "/v1/chat/completions");
+    let mut r = route(req, &state).await;
+    if let Some(journal) = &state.journal
+        && generation
+    {
+        let status = r.status().as_u16();
+        r.body_mut().track = Some(Track {
+            journal: journal.clone(),
+            served: Served {
+                arrival_ns,
+                status,
+                first_token_ns: None,
+                last_token_ns: None,
+                tokens: 0,
+                prompt_tokens: 0,
+                bytes: 0,
+                complete: false,
+            },
+            frames: 0,
+        });
+    }
+    Ok(r)
+}
+
+async fn route(req: Request<Incoming>, state: &Arc<State>) -> Response<MockBody> {
     let api = match (req.method(), req.uri().path()) {
-        (&Method::GET, "/health") => return Ok(response(StatusCode::OK, "text/plain", "OK")),
+        (&Method::GET, "/health") => return response(StatusCode::OK, "text/plain", "OK"),
         (&Method::GET, "/metrics") => {
-            return Ok(response(
+            return response(
                 StatusCode::OK,
                 "text/plain; version=0.0.4",
                 state.metrics.render(&state.cfg.model),
-            ));
+            );
         }
         (&Method::GET, "/v1/models") => {
             let body = serde_json::json!({
                 "object": "list",
                 "data": [{ "id": state.cfg.model, "object": "model", "created": 0, "owned_by": "heisenbench" }],
             });
-            return Ok(response(
-                StatusCode::OK,
-                "application/json",
-                body.to_string(),
-            ));
+            return response(StatusCode::OK, "application/json", body.to_string());
         }
         (&Method::POST, "/v1/completions") => Api::Completions,
         (&Method::POST, "/v1/chat/completions") => Api::Chat,
         (_, "/v1/completions" | "/v1/chat/completions" | "/v1/models" | "/health" | "/metrics") => {
-            return Ok(error(
+            return error(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "method not allowed",
                 "invalid_request_error",
                 "method_not_allowed",
-            ));
+            );
         }
         _ => {
-            return Ok(error(
+            return error(
                 StatusCode::NOT_FOUND,
                 "no such endpoint",
                 "invalid_request_error",
                 "not_found",
-            ));
+            );
         }
     };
     let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
@@ -175,15 +309,15 @@ async fn handle(
     {
         Ok(b) => b.to_bytes(),
         Err(e) => {
-            return Ok(error(
+            return error(
                 StatusCode::BAD_REQUEST,
                 &format!("cannot read body: {e}"),
                 "invalid_request_error",
                 "invalid_request_error",
-            ));
+            );
         }
     };
-    Ok(generate(api, &body, state).await)
+    generate(api, &body, state.clone()).await
 }
 
 async fn generate(api: Api, body: &[u8], state: Arc<State>) -> Response<MockBody> {
@@ -288,16 +422,26 @@ async fn generate(api: Api, body: &[u8], state: Arc<State>) -> Response<MockBody
         start,
         _permit: permit,
     };
+    let n = u32::try_from(job.tokens.len()).unwrap_or(u32::MAX);
     if !job.g.stream {
-        return job.whole().await;
+        let mut r = job.whole().await;
+        r.body_mut().tokens = n;
+        r.body_mut().prompt_tokens = prompt_tokens;
+        return r;
     }
     if cfg.is_instant() {
         let body = job.instant_stream();
-        return sse(MockBody::Full(Some(body)));
+        let mut body = MockBody::full(body);
+        body.tokens = n;
+        body.prompt_tokens = prompt_tokens;
+        return sse(body);
     }
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(job.timed_stream(tx));
-    sse(MockBody::Stream(rx))
+    let mut body = MockBody::of(Kind::Stream(rx));
+    body.lead = u32::from(api == Api::Chat);
+    body.prompt_tokens = prompt_tokens;
+    sse(body)
 }
 
 fn sse(body: MockBody) -> Response<MockBody> {
@@ -534,6 +678,17 @@ impl MockServer {
     /// Binds (port 0 picks a free port) and starts serving on a runtime of
     /// `cfg.threads` threads.
     pub fn start(cfg: MockConfig) -> Result<Self, MockError> {
+        Self::start_with(cfg, None)
+    }
+
+    /// Starts like [`MockServer::start`], recording every generation request it answers
+    /// in the journal returned.
+    pub fn start_recorded(cfg: MockConfig) -> Result<(Self, Arc<Journal>), MockError> {
+        let journal = Arc::new(Journal::default());
+        Ok((Self::start_with(cfg, Some(journal.clone()))?, journal))
+    }
+
+    fn start_with(cfg: MockConfig, journal: Option<Arc<Journal>>) -> Result<Self, MockError> {
         cfg.validate()?;
         let addr = SocketAddr::new(cfg.host, cfg.port);
         let listener =
@@ -564,6 +719,7 @@ impl MockServer {
             timer: PreciseTimer::new(),
             law: cfg.law(),
             cfg,
+            journal,
         });
         let thread = std::thread::Builder::new()
             .name("heisenbench-mock".into())

@@ -1,0 +1,218 @@
+//! A benchmark client's own results, read from the files it writes.
+//!
+//! Every tool writes its latencies differently (seconds or milliseconds, `median` or
+//! `p50`, one summary or one file per stage); an adapter turns one format into
+//! [`Reported`], so the audit holds every tool against the server's truth the same way.
+//! A format is recognised by its content, not its file name: the audit looks at every
+//! JSON file the client left in its output directory, and the first adapter that
+//! recognises one wins.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One latency as a tool summarised it, seconds. A tool that does not print a statistic
+/// leaves it `None`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Summary {
+    /// Mean.
+    pub mean_s: Option<f64>,
+    /// Median.
+    pub p50_s: Option<f64>,
+    /// 90th percentile.
+    pub p90_s: Option<f64>,
+    /// 99th percentile.
+    pub p99_s: Option<f64>,
+}
+
+impl Summary {
+    fn is_empty(&self) -> bool {
+        self.mean_s.is_none()
+            && self.p50_s.is_none()
+            && self.p90_s.is_none()
+            && self.p99_s.is_none()
+    }
+}
+
+/// What a client said about its run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Reported {
+    /// The tool whose format this was.
+    pub tool: String,
+    /// The file read.
+    pub file: PathBuf,
+    /// Requests the tool counted as successful.
+    pub completed: Option<u64>,
+    /// The request throughput it reported, per second.
+    pub requests_per_s: Option<f64>,
+    /// Time to first token.
+    pub ttft: Option<Summary>,
+    /// Inter-token latency.
+    pub itl: Option<Summary>,
+    /// Time per output token (after the first).
+    pub tpot: Option<Summary>,
+    /// End to end.
+    pub e2e: Option<Summary>,
+}
+
+/// The formats known, by the tool that writes them.
+pub const FORMATS: [&str; 3] = [
+    "inference-perf (summary_lifecycle_metrics.json)",
+    "vllm bench serve --save-result",
+    "heisenbench run --out",
+];
+
+/// Reads the first result file under `dir` (or `dir` itself, a file) that an adapter
+/// recognises. `None`: nothing recognised.
+pub fn find(dir: &Path) -> Option<Reported> {
+    let mut files = Vec::new();
+    collect_json(dir, 0, &mut files);
+    files.sort();
+    // inference-perf writes one summary and one file per stage: prefer the summary.
+    files.sort_by_key(|f| !f.ends_with("summary_lifecycle_metrics.json"));
+    files.into_iter().find_map(|f| read(&f))
+}
+
+fn collect_json(p: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    if p.is_file() {
+        if p.extension().is_some_and(|e| e == "json") {
+            out.push(p.to_path_buf());
+        }
+        return;
+    }
+    if depth > 3 {
+        return;
+    }
+    if let Ok(dir) = std::fs::read_dir(p) {
+        for e in dir.flatten() {
+            collect_json(&e.path(), depth + 1, out);
+        }
+    }
+}
+
+/// Reads one file, if its format is known.
+pub fn read(file: &Path) -> Option<Reported> {
+    let text = std::fs::read(file).ok()?;
+    let v: Value = serde_json::from_slice(&text).ok()?;
+    let mut r = inference_perf(&v)
+        .or_else(|| vllm(&v))
+        .or_else(|| heisenbench(&v))?;
+    r.file = file.to_path_buf();
+    Some(r)
+}
+
+fn f(v: &Value, key: &str) -> Option<f64> {
+    v.get(key)?.as_f64().filter(|x| x.is_finite())
+}
+
+/// inference-perf's lifecycle summary: seconds, `median` for p50.
+fn inference_perf(v: &Value) -> Option<Reported> {
+    let ok = v.get("successes")?;
+    let lat = ok.get("latency")?;
+    let s = |k: &str| {
+        let d = lat.get(k)?;
+        let s = Summary {
+            mean_s: f(d, "mean"),
+            p50_s: f(d, "median").or_else(|| f(d, "p50")),
+            p90_s: f(d, "p90"),
+            p99_s: f(d, "p99"),
+        };
+        (!s.is_empty()).then_some(s)
+    };
+    Some(Reported {
+        tool: "inference-perf".into(),
+        completed: ok.get("count").and_then(Value::as_u64),
+        requests_per_s: ok.get("throughput").and_then(|t| f(t, "requests_per_sec")),
+        ttft: s("time_to_first_token"),
+        itl: s("inter_token_latency"),
+        tpot: s("time_per_output_token"),
+        e2e: s("request_latency"),
+        ..Reported::default()
+    })
+}
+
+/// `vllm bench serve --save-result`: milliseconds, `{mean,median,p90,p99}_{metric}_ms`.
+fn vllm(v: &Value) -> Option<Reported> {
+    if v.get("mean_ttft_ms").is_none() && v.get("median_ttft_ms").is_none() {
+        return None;
+    }
+    let s = |m: &str| {
+        let ms = |stat: &str| f(v, &format!("{stat}_{m}_ms")).map(|x| x * 1e-3);
+        let s = Summary {
+            mean_s: ms("mean"),
+            p50_s: ms("median").or_else(|| ms("p50")),
+            p90_s: ms("p90"),
+            p99_s: ms("p99"),
+        };
+        (!s.is_empty()).then_some(s)
+    };
+    Some(Reported {
+        tool: "vllm bench serve".into(),
+        completed: v.get("completed").and_then(Value::as_u64),
+        requests_per_s: f(v, "request_throughput"),
+        ttft: s("ttft"),
+        itl: s("itl"),
+        tpot: s("tpot"),
+        e2e: s("e2el"),
+        ..Reported::default()
+    })
+}
+
+/// heisenbench's own `run --out` report: TTFT and E2E from the intended send.
+fn heisenbench(v: &Value) -> Option<Reported> {
+    if v.get("kind")?.as_str()? != "live" {
+        return None;
+    }
+    let d = |x: &Value| {
+        Some(Summary {
+            mean_s: f(x, "mean_s"),
+            p50_s: f(x, "p50_s"),
+            p90_s: f(x, "p90_s"),
+            p99_s: f(x, "p99_s"),
+        })
+    };
+    Some(Reported {
+        tool: "heisenbench run".into(),
+        completed: v
+            .get("accounting")?
+            .get("completed")
+            .and_then(Value::as_u64),
+        requests_per_s: f(v, "achieved_qps"),
+        ttft: d(v.get("ttft")?.get("from_intended")?),
+        itl: v.get("itl").and_then(d),
+        tpot: v.get("tpot").and_then(d),
+        e2e: d(v.get("e2e")?.get("from_intended")?),
+        ..Reported::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_json_is_not_a_result() {
+        assert!(inference_perf(&serde_json::json!({"a": 1})).is_none());
+        assert!(vllm(&serde_json::json!({"completed": 3})).is_none());
+        assert!(heisenbench(&serde_json::json!({"kind": "sim"})).is_none());
+    }
+
+    #[test]
+    fn vllm_milliseconds_become_seconds() {
+        let v = serde_json::json!({
+            "completed": 10, "request_throughput": 9.5,
+            "mean_ttft_ms": 12.0, "median_ttft_ms": 10.0, "p99_ttft_ms": 40.0,
+            "mean_itl_ms": 1.5
+        });
+        let r = vllm(&v).expect("recognised");
+        let t = r.ttft.expect("ttft");
+        assert_eq!(
+            (t.mean_s, t.p50_s, t.p90_s, t.p99_s),
+            (Some(0.012), Some(0.010), None, Some(0.040))
+        );
+        assert_eq!(r.itl.and_then(|s| s.mean_s), Some(0.0015));
+        assert!(r.tpot.is_none() && r.e2e.is_none());
+        assert_eq!((r.completed, r.requests_per_s), (Some(10), Some(9.5)));
+    }
+}

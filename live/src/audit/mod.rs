@@ -1,0 +1,509 @@
+//! Auditing another benchmark client against a server whose truth is known.
+//!
+//! The audit starts the embedded mock (zero latency unless told otherwise) recording every
+//! generation request it answers ([`crate::mock::Journal`]), runs the client command as a
+//! child process with placeholders filled in, and follows the client's process tree for
+//! CPU time ([`tree`]). When the client ends, three things are on the table: the server's
+//! truth (arrivals, first and last token handed to the connection), the client's CPU, and
+//! the client's own report ([`adapters`]). [`predict`] holds them against the queueing
+//! model of the client's loop.
+
+pub mod adapters;
+pub mod predict;
+pub mod tree;
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use heisenbench_model::stats::{Dist, Recorder};
+use serde::{Deserialize, Serialize};
+
+use crate::mock::config::MockConfig;
+use crate::mock::{MockError, MockServer, Served};
+use adapters::Reported;
+
+/// The placeholders a client command may hold, and what each becomes.
+pub const PLACEHOLDERS: [(&str, &str); 10] = [
+    ("{url}", "the mock's base URL, http://127.0.0.1:PORT"),
+    ("{host}", "the mock's address"),
+    ("{port}", "the mock's port"),
+    ("{model}", "the model name the mock serves"),
+    ("{rate}", "the offered request rate, per second"),
+    ("{duration}", "the offered duration, whole seconds"),
+    ("{requests}", "rate x duration, rounded: the request count"),
+    ("{prompt_tokens}", "prompt tokens per request"),
+    ("{output_tokens}", "output tokens per request"),
+    ("{out}", "a directory for the client's results"),
+];
+
+/// What to audit.
+#[derive(Debug, Clone)]
+pub struct AuditConfig {
+    /// The client command and its arguments, with placeholders.
+    pub command: Vec<String>,
+    /// Offered request rate, per second.
+    pub rate_per_s: f64,
+    /// Offered duration.
+    pub duration: Duration,
+    /// Prompt tokens per request.
+    pub prompt_tokens: u32,
+    /// Output tokens per request.
+    pub output_tokens: u32,
+    /// Where the client's results (`{out}`) and its output logs go.
+    pub work_dir: PathBuf,
+    /// The client is stopped after this long.
+    pub timeout: Duration,
+    /// How often the process tree is read.
+    pub sample_every: Duration,
+    /// The server.
+    pub mock: MockConfig,
+}
+
+/// Why an audit could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuditError {
+    /// The mock did not start.
+    #[error(transparent)]
+    Mock(#[from] MockError),
+    /// The client command could not be started.
+    #[error("cannot start the client `{program}`: {source}")]
+    Start {
+        /// The program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The work directory could not be prepared.
+    #[error("cannot prepare {path}: {source}")]
+    Work {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// No command was given.
+    #[error("no client command: give it after `--`")]
+    NoCommand,
+}
+
+/// The load the client was asked to offer.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Offered {
+    /// Requests per second.
+    pub rate_per_s: f64,
+    /// Seconds.
+    pub duration_s: f64,
+    /// Prompt tokens per request.
+    pub prompt_tokens: u32,
+    /// Output tokens per request.
+    pub output_tokens: u32,
+}
+
+/// How the client process ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientRun {
+    /// The command run, placeholders filled in.
+    pub command: Vec<String>,
+    /// Exit code, if it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
+    /// Whether the audit stopped it at the timeout.
+    pub timed_out: bool,
+    /// From start to end, seconds.
+    pub wall_s: f64,
+    /// CPU time of the whole process tree, seconds (`None`: not measurable here).
+    pub cpu_s: Option<f64>,
+    /// The load window: from the first request's arrival to the last token handed over,
+    /// seconds.
+    pub window_s: f64,
+    /// CPU time of the tree inside the load window, seconds: the work of the load, without
+    /// start-up and shut-down.
+    pub window_cpu_s: Option<f64>,
+    /// Largest number of processes alive at once.
+    pub max_processes: usize,
+    /// Largest number of threads alive at once.
+    pub max_threads: u64,
+    /// Processes seen over the run.
+    pub processes_seen: usize,
+    /// Processes that each spent at least a tenth of the tree's CPU inside the load window:
+    /// the client's loops.
+    pub busy_processes: u32,
+    /// CPU the audit spent reading the tree, seconds.
+    pub sampler_cpu_s: f64,
+    /// Tree readings taken.
+    pub samples: u64,
+    /// Descendants still running when the client ended, stopped by the audit.
+    pub left_running: usize,
+    /// Where the client's standard output and error went.
+    pub logs: [PathBuf; 2],
+}
+
+impl ClientRun {
+    /// Whether the client ended by itself with status 0.
+    pub fn succeeded(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out
+    }
+
+    /// The client's ending in words.
+    pub fn ending(&self) -> String {
+        match (self.timed_out, self.exit_code, self.signal) {
+            (true, _, _) => "stopped by the audit at the timeout".into(),
+            (_, Some(0), _) => "exited with status 0".into(),
+            (_, Some(c), _) => format!("exited with status {c}"),
+            (_, None, Some(s)) => format!("ended by signal {s}"),
+            _ => "ended".into(),
+        }
+    }
+}
+
+/// What the server saw: the truth a client's report is held against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Truth {
+    /// Generation requests received.
+    pub requests: u64,
+    /// Answered 200 with every token handed over.
+    pub completed: u64,
+    /// Answers other than 200, by status.
+    pub errors: Vec<(u16, u64)>,
+    /// Completed requests per second, first to last arrival.
+    pub achieved_rate_per_s: f64,
+    /// Squared coefficient of variation of the gaps between arrivals (1: Poisson).
+    pub arrival_gap_scv: Option<f64>,
+    /// Mean tokens per completed request.
+    pub tokens_per_request: f64,
+    /// Mean prompt tokens per completed request, as the mock counts them (words).
+    pub prompt_tokens_per_request: f64,
+    /// Tokens handed over in all.
+    pub tokens: u64,
+    /// Arrival to the first token handed to the connection.
+    pub ttft: Dist,
+    /// Per request: first to last token over the gaps between them.
+    pub itl: Dist,
+    /// Arrival to the last token handed to the connection.
+    pub e2e: Dist,
+}
+
+impl Truth {
+    /// Reads the journal.
+    pub fn of(served: &[Served]) -> Self {
+        let mut errors: Vec<(u16, u64)> = Vec::new();
+        let (mut ttft, mut itl, mut e2e) = (
+            Recorder::default(),
+            Recorder::default(),
+            Recorder::default(),
+        );
+        let (mut completed, mut tokens, mut prompt) = (0u64, 0u64, 0u64);
+        let mut first_last: Option<(u64, u64)> = None;
+        for s in served {
+            if s.status != 200 {
+                match errors.iter_mut().find(|(c, _)| *c == s.status) {
+                    Some((_, n)) => *n += 1,
+                    None => errors.push((s.status, 1)),
+                }
+                continue;
+            }
+            tokens += u64::from(s.tokens);
+            let (Some(first), Some(last), true) = (s.first_token_ns, s.last_token_ns, s.complete)
+            else {
+                continue;
+            };
+            completed += 1;
+            prompt += u64::from(s.prompt_tokens);
+            ttft.record(first.saturating_sub(s.arrival_ns));
+            e2e.record(last.saturating_sub(s.arrival_ns));
+            if s.tokens > 1 {
+                itl.record(last.saturating_sub(first) / u64::from(s.tokens - 1));
+            }
+            first_last = Some(match first_last {
+                None => (s.arrival_ns, s.arrival_ns),
+                Some((a, b)) => (a.min(s.arrival_ns), b.max(s.arrival_ns)),
+            });
+        }
+        errors.sort_unstable();
+        let achieved = match first_last {
+            Some((a, b)) if b > a && completed > 1 => {
+                (completed - 1) as f64 / ((b - a) as f64 * 1e-9)
+            }
+            _ => 0.0,
+        };
+        let gaps: Vec<f64> = served
+            .windows(2)
+            .map(|w| w[1].arrival_ns.saturating_sub(w[0].arrival_ns) as f64)
+            .collect();
+        let scv = (gaps.len() >= 10).then(|| {
+            let m = gaps.iter().sum::<f64>() / gaps.len() as f64;
+            let v = gaps.iter().map(|g| (g - m).powi(2)).sum::<f64>() / (gaps.len() - 1) as f64;
+            v / (m * m)
+        });
+        let per = |x: u64| {
+            if completed > 0 {
+                x as f64 / completed as f64
+            } else {
+                0.0
+            }
+        };
+        Self {
+            requests: served.len() as u64,
+            completed,
+            errors,
+            achieved_rate_per_s: achieved,
+            arrival_gap_scv: scv.filter(|v| v.is_finite()),
+            tokens_per_request: per(tokens),
+            prompt_tokens_per_request: per(prompt),
+            tokens,
+            ttft: ttft.summary(),
+            itl: itl.summary(),
+            e2e: e2e.summary(),
+        }
+    }
+}
+
+/// One audit: the load offered, how the client ran, the server's truth and the client's
+/// own report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observed {
+    /// The load asked for.
+    pub offered: Offered,
+    /// The client process.
+    pub client: ClientRun,
+    /// The server's side.
+    pub truth: Truth,
+    /// The client's own numbers, when a result file was recognised.
+    pub reported: Option<Reported>,
+    /// Every request the server answered (for `--out`; empty in summaries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub served: Vec<Served>,
+}
+
+/// Fills the placeholders of one argument.
+pub fn substitute(arg: &str, values: &[(&str, String)]) -> String {
+    let mut s = arg.to_string();
+    for (k, v) in values {
+        if s.contains(k) {
+            s = s.replace(k, v);
+        }
+    }
+    s
+}
+
+/// Runs the audit: the mock, the client, the sampling, the collection.
+pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
+    if cfg.command.is_empty() {
+        return Err(AuditError::NoCommand);
+    }
+    let work = |path: PathBuf| move |source| AuditError::Work { path, source };
+    let out_dir = cfg.work_dir.join("client-out");
+    std::fs::create_dir_all(&out_dir).map_err(work(out_dir.clone()))?;
+    let (server, journal) = MockServer::start_recorded(cfg.mock.clone())?;
+    let addr = server.addr();
+    let values = [
+        ("{url}", server.url()),
+        ("{host}", addr.ip().to_string()),
+        ("{port}", addr.port().to_string()),
+        ("{model}", cfg.mock.model.clone()),
+        ("{rate}", fmt_number(cfg.rate_per_s)),
+        (
+            "{duration}",
+            format!("{}", cfg.duration.as_secs_f64().round() as u64),
+        ),
+        (
+            "{requests}",
+            format!(
+                "{}",
+                (cfg.rate_per_s * cfg.duration.as_secs_f64()).round() as u64
+            ),
+        ),
+        ("{prompt_tokens}", cfg.prompt_tokens.to_string()),
+        ("{output_tokens}", cfg.output_tokens.to_string()),
+        ("{out}", out_dir.display().to_string()),
+    ];
+    let argv: Vec<String> = cfg.command.iter().map(|a| substitute(a, &values)).collect();
+    let logs = [
+        cfg.work_dir.join("client.stdout"),
+        cfg.work_dir.join("client.stderr"),
+    ];
+    let stdout = File::create(&logs[0]).map_err(work(logs[0].clone()))?;
+    let stderr = File::create(&logs[1]).map_err(work(logs[1].clone()))?;
+    let mut sampler = tree::TreeSampler::new();
+    let start = Instant::now();
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .map_err(|source| AuditError::Start {
+            program: argv[0].clone(),
+            source,
+        })?;
+    let pid = child.id() as i32;
+    let mut sampler_ns = 0u64;
+    let mut timed_out = false;
+    let status: Option<ExitStatus> = loop {
+        let t0 = thread_cpu_ns();
+        sampler.sample();
+        sampler.reap_orphans(pid);
+        let ended = tree::is_zombie(pid);
+        if ended {
+            sampler.record_final(pid);
+        }
+        sampler_ns += thread_cpu_ns().saturating_sub(t0);
+        if ended || !tree::available() {
+            if let Ok(Some(s)) = child.try_wait() {
+                break Some(s);
+            }
+        }
+        if start.elapsed() >= cfg.timeout {
+            timed_out = true;
+            sampler.sample();
+            for p in sampler.live_pids() {
+                kill(p);
+            }
+            break child.wait().ok();
+        }
+        std::thread::sleep(cfg.sample_every);
+    };
+    let wall = start.elapsed();
+    // Descendants the client left behind are stopped; their time so far counts.
+    sampler.sample();
+    let left = sampler.live_pids();
+    for p in &left {
+        kill(*p);
+    }
+    if !left.is_empty() {
+        std::thread::sleep(Duration::from_millis(50));
+        sampler.reap_orphans(pid);
+    }
+    // Bodies end when the client's connections close: give the last ones a moment.
+    std::thread::sleep(Duration::from_millis(200));
+    server.shutdown();
+    let served = journal.snapshot();
+    let tps = tree::ticks_per_second().max(1) as f64;
+    let total = sampler.total_ticks();
+    let (from, to) = window(&served);
+    let in_window = sampler.window_ticks(from, to);
+    let window_total: f64 = in_window.iter().sum();
+    let busy = in_window
+        .iter()
+        .filter(|t| **t * 10.0 >= window_total)
+        .count()
+        .max(1) as u32;
+    let client = ClientRun {
+        command: argv,
+        exit_code: status.and_then(|s| s.code()),
+        signal: status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s)),
+        timed_out,
+        wall_s: wall.as_secs_f64(),
+        cpu_s: tree::available().then(|| total as f64 / tps),
+        window_s: to.saturating_sub(from) as f64 * 1e-9,
+        window_cpu_s: (tree::available() && to > from).then(|| window_total / tps),
+        max_processes: sampler.max_processes,
+        max_threads: sampler.max_threads,
+        processes_seen: sampler.processes_seen(),
+        busy_processes: busy,
+        sampler_cpu_s: sampler_ns as f64 * 1e-9,
+        samples: sampler.samples,
+        left_running: left.len(),
+        logs,
+    };
+    Ok(Observed {
+        offered: Offered {
+            rate_per_s: cfg.rate_per_s,
+            duration_s: cfg.duration.as_secs_f64(),
+            prompt_tokens: cfg.prompt_tokens,
+            output_tokens: cfg.output_tokens,
+        },
+        client,
+        truth: Truth::of(&served),
+        reported: adapters::find(&out_dir),
+        served,
+    })
+}
+
+/// From the first arrival to the last token handed over (CLOCK_MONOTONIC ns).
+fn window(served: &[Served]) -> (u64, u64) {
+    let from = served.iter().map(|s| s.arrival_ns).min().unwrap_or(0);
+    let to = served
+        .iter()
+        .map(|s| s.last_token_ns.unwrap_or(s.arrival_ns))
+        .max()
+        .unwrap_or(0);
+    (from, to)
+}
+
+/// A rate as a command line wants it: no trailing `.0`.
+fn fmt_number(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+fn kill(pid: i32) {
+    if let Some(p) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+    }
+}
+
+fn thread_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn served(arrival_ms: u64, ttft_ms: u64, tokens: u32, status: u16) -> Served {
+        Served {
+            arrival_ns: arrival_ms * 1_000_000,
+            status,
+            first_token_ns: (status == 200).then_some((arrival_ms + ttft_ms) * 1_000_000),
+            last_token_ns: (status == 200).then_some((arrival_ms + ttft_ms + 10) * 1_000_000),
+            tokens,
+            prompt_tokens: 8,
+            bytes: 100,
+            complete: status == 200,
+        }
+    }
+
+    #[test]
+    fn truth_counts_rates_and_latencies() {
+        let mut v: Vec<Served> = (0..11).map(|i| served(i * 100, 5, 11, 200)).collect();
+        v.push(served(1050, 0, 0, 429));
+        v.sort_by_key(|s| s.arrival_ns);
+        let t = Truth::of(&v);
+        assert_eq!(
+            (t.requests, t.completed, t.errors.clone()),
+            (12, 11, vec![(429, 1)])
+        );
+        // 11 arrivals 100 ms apart: 10 gaps in one second.
+        assert!((t.achieved_rate_per_s - 10.0).abs() < 1e-9);
+        assert!((t.ttft.mean_s - 0.005).abs() < 1e-5);
+        // 10 ms from first to last token over 10 gaps.
+        assert!((t.itl.mean_s - 0.001).abs() < 1e-6);
+        assert!((t.e2e.mean_s - 0.015).abs() < 2e-5);
+        assert_eq!(t.tokens_per_request, 11.0);
+    }
+
+    #[test]
+    fn placeholders_fill_inside_arguments() {
+        let vals = [
+            ("{url}", "http://h:1".to_string()),
+            ("{rate}", "5".to_string()),
+        ];
+        assert_eq!(
+            substitute("--base-url={url}/v1", &vals),
+            "--base-url=http://h:1/v1"
+        );
+        assert_eq!(substitute("{rate}{rate}", &vals), "55");
+        assert_eq!(substitute("{other}", &vals), "{other}");
+        assert_eq!(fmt_number(400.0), "400");
+        assert_eq!(fmt_number(2.5), "2.5");
+    }
+}

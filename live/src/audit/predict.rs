@@ -1,0 +1,294 @@
+//! The client's own wait, predicted from what the audit measured, and held against the
+//! bias in what the client reported.
+//!
+//! The model is a loop per busy process. Requests reach the loops at the rate the server
+//! saw, split at random over the loops (Poisson each). A loop spends the measured CPU per
+//! chunk on every chunk. With a server that streams every token at once (the default,
+//! zero-latency mock) a response reaches the client as one burst of N chunks, and the
+//! first chunk of a burst waits for the work already in the loop: the M/G/1 wait of
+//! bursts, each costing N times the chunk cost (taken as constant: a sum of N costs
+//! varies little). That wait is what the client adds to the TTFT it reports. With spread
+//! tokens each chunk is its own arrival, and the wait is M/D/1's over chunks.
+//!
+//! Per-request work (building the request, opening a connection, parsing headers) is
+//! spread over the chunks, as the CPU per chunk is the tree's CPU over the chunks served:
+//! the loop's utilisation, which is what the wait depends on most, is then exact.
+
+use heisenbench_model::compare::Verdict;
+use heisenbench_model::mg1::Mg1;
+use heisenbench_model::queue::WaitModel;
+use heisenbench_model::service::Service;
+use heisenbench_model::units::{Quantile, Seconds};
+use serde::{Deserialize, Serialize};
+
+use super::Observed;
+
+/// One statistic of TTFT: the client's, the server's and their difference against the
+/// model's wait.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BiasRow {
+    /// `mean`, `p50`, `p90`, `p99`.
+    pub statistic: String,
+    /// What the client reported, seconds.
+    pub reported_s: f64,
+    /// What the server saw, seconds.
+    pub true_s: f64,
+    /// Reported minus true (for quantiles, the difference of the two quantiles).
+    pub excess_s: f64,
+    /// The model's client wait for this statistic, seconds.
+    pub predicted_s: Option<f64>,
+    /// (excess - predicted) / predicted.
+    pub relative_error: Option<f64>,
+}
+
+/// The model's reading of an audit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// Loops (busy processes) the model assumed.
+    pub loops: u32,
+    /// Chunks per request.
+    pub chunks_per_request: f64,
+    /// Whether a response reaches the client as one burst.
+    pub bursts: bool,
+    /// CPU per chunk, seconds.
+    pub cpu_per_chunk_s: f64,
+    /// CPU per request, seconds.
+    pub cpu_per_request_s: f64,
+    /// Per-loop utilisation at the rate the server saw.
+    pub rho: f64,
+    /// Per-loop utilisation the offered rate would need.
+    pub rho_offered: f64,
+    /// The model, in words.
+    pub model: String,
+    /// The client's own wait before the first chunk: mean, p50, p90, p99 (None: saturated).
+    pub wait_s: Option<[f64; 4]>,
+    /// TTFT, reported against true, by statistic.
+    pub rows: Vec<BiasRow>,
+    /// The conclusion.
+    pub verdict: Option<Verdict>,
+    /// The conclusion in words.
+    pub verdict_text: String,
+    /// Loops (processes, a core each) the offered rate needs for the budget.
+    pub loops_needed: Option<u32>,
+    /// The budget planned for, on the client's wait before the first chunk.
+    pub budget: String,
+    /// Why that many.
+    pub plan_reason: String,
+}
+
+/// The budget the plan meets: a quantile of the first chunk's wait.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budget {
+    /// The level.
+    pub q: Quantile,
+    /// The limit.
+    pub limit: Seconds,
+}
+
+/// The first chunk's wait in one loop: bursts (or single chunks) at `rate` per second.
+fn first_wait(rate: f64, n: f64, c: f64, bursts: bool) -> Option<Mg1> {
+    let (lambda, service) = if bursts {
+        (rate, Service::Deterministic { mean_s: n * c })
+    } else {
+        (rate * n, Service::Deterministic { mean_s: c })
+    };
+    Mg1::new(lambda, service).ok()
+}
+
+fn stats(m: &Mg1) -> [f64; 4] {
+    let q = |x: f64| m.wait_quantile_s(Quantile::new(x).expect("valid level"));
+    [m.wait_mean_s(), q(0.5), q(0.9), q(0.99)]
+}
+
+/// Holds `o` against the model; `bursts`: whether the server streamed every token at
+/// once; `tolerance`: the relative error within which the bias counts as explained.
+pub fn predict(o: &Observed, bursts: bool, budget: Budget, tolerance: f64) -> Option<Prediction> {
+    let cpu = o.client.window_cpu_s?;
+    let t = &o.truth;
+    if t.completed == 0 || t.tokens == 0 {
+        return None;
+    }
+    let n = t.tokens_per_request.max(1.0);
+    let c = cpu / t.tokens as f64;
+    let k = o.client.busy_processes.max(1);
+    let rate = t.achieved_rate_per_s / f64::from(k);
+    let rho = rate * n * c;
+    let rho_offered = o.offered.rate_per_s / f64::from(k) * n * c;
+    let model = if bursts {
+        format!(
+            "{k} loop(s), requests split at random; each response a burst of {n:.0} chunks costing {} each: \
+             M/D/1 of bursts, the first chunk waits for the work before it",
+            heisenbench_model::units::format_seconds(c)
+        )
+    } else {
+        format!(
+            "{k} loop(s), requests split at random; chunks spread out, each costing {}: M/D/1 of chunks",
+            heisenbench_model::units::format_seconds(c)
+        )
+    };
+    let wait = first_wait(rate, n, c, bursts).map(|m| stats(&m));
+    let mut rows = Vec::new();
+    if let (Some(r), true) = (o.reported.as_ref().and_then(|r| r.ttft), t.completed > 0) {
+        let truth = [t.ttft.mean_s, t.ttft.p50_s, t.ttft.p90_s, t.ttft.p99_s];
+        let rep = [r.mean_s, r.p50_s, r.p90_s, r.p99_s];
+        for (i, name) in ["mean", "p50", "p90", "p99"].iter().enumerate() {
+            let Some(reported) = rep[i] else { continue };
+            let excess = reported - truth[i];
+            let predicted = wait.map(|w| w[i]);
+            rows.push(BiasRow {
+                statistic: (*name).into(),
+                reported_s: reported,
+                true_s: truth[i],
+                excess_s: excess,
+                predicted_s: predicted,
+                relative_error: predicted.filter(|p| *p > 0.0).map(|p| (excess - p) / p),
+            });
+        }
+    }
+    let (verdict, verdict_text) = verdict(rho, &rows, tolerance, o.reported.is_some());
+    let (loops_needed, plan_reason) = plan(o.offered.rate_per_s, n, c, bursts, budget);
+    Some(Prediction {
+        loops: k,
+        chunks_per_request: n,
+        bursts,
+        cpu_per_chunk_s: c,
+        cpu_per_request_s: cpu / t.completed as f64,
+        rho,
+        rho_offered,
+        model,
+        wait_s: wait,
+        rows,
+        verdict,
+        verdict_text,
+        loops_needed,
+        budget: format!(
+            "{} of the wait before the first chunk <= {}",
+            budget.q, budget.limit
+        ),
+        plan_reason,
+    })
+}
+
+fn verdict(
+    rho: f64,
+    rows: &[BiasRow],
+    tolerance: f64,
+    reported: bool,
+) -> (Option<Verdict>, String) {
+    if rho >= 1.0 {
+        return (
+            Some(Verdict::ClientSaturated),
+            format!(
+                "the client's loop is saturated (utilisation {rho:.2}): its backlog grows for as long as \
+                 the run lasts, and every latency it reports includes it"
+            ),
+        );
+    }
+    let Some(key) = rows
+        .iter()
+        .find(|r| r.statistic == "mean")
+        .or_else(|| rows.first())
+    else {
+        return (
+            None,
+            if reported {
+                "the client's results hold no TTFT to compare".into()
+            } else {
+                "no results file of a known format: the truth, the CPU and the prediction stand alone"
+                    .into()
+            },
+        );
+    };
+    let Some(e) = key.relative_error else {
+        return (None, "the model predicts no wait here".into());
+    };
+    let pct = e * 100.0;
+    if e.abs() <= tolerance {
+        (
+            Some(Verdict::ClientBias),
+            format!(
+                "the {} TTFT excess is the client's own queueing: within {:.0}% of the model ({pct:+.1}%)",
+                key.statistic,
+                tolerance * 100.0
+            ),
+        )
+    } else if e > 0.0 {
+        (
+            Some(Verdict::BeyondClient),
+            format!(
+                "the {} TTFT excess is {pct:+.1}% beyond the client-queue model: more client work \
+                 than its loop's queueing (start-up, request building, network) or several loops \
+                 sharing cores",
+                key.statistic
+            ),
+        )
+    } else {
+        (
+            Some(Verdict::BelowPrediction),
+            format!(
+                "the {} TTFT excess is {pct:.1}% below the model: the client stamps before some of its \
+                 queueing, or its work is not one loop per process",
+                key.statistic
+            ),
+        )
+    }
+}
+
+/// The fewest loops (one per core) that keep the first chunk's wait within the budget at
+/// the offered rate, requests split at random.
+fn plan(rate: f64, n: f64, c: f64, bursts: bool, b: Budget) -> (Option<u32>, String) {
+    let demand = rate * n * c;
+    for k in 1..=4096u32 {
+        let Some(m) = first_wait(rate / f64::from(k), n, c, bursts) else {
+            continue;
+        };
+        let w = m.wait_quantile_s(b.q);
+        if w <= b.limit.get() {
+            return (
+                Some(k),
+                format!(
+                    "{demand:.2} cores of client work at the offered rate; with {k} loop(s) each is \
+                     {:.0}% busy and the {} wait before the first chunk is {}",
+                    m.rho() * 100.0,
+                    b.q,
+                    heisenbench_model::units::format_seconds(w)
+                ),
+            );
+        }
+    }
+    (
+        None,
+        format!("no loop count up to 4096 meets the budget ({demand:.2} cores of work)"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn burst_wait_is_pollaczek_khinchine_on_bursts() {
+        // 100 bursts/s of 20 chunks at 200 us: B = 4 ms, rho 0.4, Wq = rho B / (2 (1 - rho)).
+        let m = first_wait(100.0, 20.0, 200e-6, true).expect("stable");
+        let want = 0.4 * 0.004 / (2.0 * 0.6);
+        assert!((m.wait_mean_s() - want).abs() < 1e-9 * want.max(1.0));
+        assert!(first_wait(300.0, 20.0, 200e-6, true).is_none());
+    }
+
+    #[test]
+    fn the_plan_is_the_fewest_loops_meeting_the_budget() {
+        let b = Budget {
+            q: Quantile::new(0.99).expect("level"),
+            limit: Seconds::new(0.002).expect("limit"),
+        };
+        let (k, _) = plan(1000.0, 200.0, 20e-6, true, b);
+        let k = k.expect("reachable");
+        let w = |k: u32| {
+            first_wait(1000.0 / f64::from(k), 200.0, 20e-6, true)
+                .map_or(f64::INFINITY, |m| m.wait_quantile_s(b.q))
+        };
+        assert!(w(k) <= 0.002 && w(k - 1) > 0.002, "k = {k}");
+        // Four cores of work need at least five loops.
+        assert!(k >= 5);
+    }
+}

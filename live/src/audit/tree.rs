@@ -1,0 +1,332 @@
+//! The CPU a client spends, from outside: its whole process tree, read from `/proc`.
+//!
+//! A benchmark client is often several processes (a launcher, workers, a tokenizer
+//! server), started late or re-parented when their parent exits. The sampler makes the
+//! auditing process a child subreaper, so orphaned descendants are re-parented to it
+//! rather than to init, and follows the tree by parent links at every sample.
+//!
+//! CPU time is counted where the kernel keeps it. A process's own user + system time is
+//! read at every sample; when a descendant ends, its parent's reaped-children time takes
+//! it over, so the total is, for every process seen, its own last time, plus the children
+//! time of the processes still there, minus the last time of the children those reaped:
+//! what a child spent between its last sample and its end is not lost. The root's and each
+//! orphan's final figures are read while they are zombies, before they are reaped.
+//! Resolution is the kernel's clock tick (10 ms on most systems), per process.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+
+/// One process as `/proc/PID/stat` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// Process id.
+    pub pid: i32,
+    /// Parent process id.
+    pub ppid: i32,
+    /// Run state (`R`, `S`, `Z`...).
+    pub state: u8,
+    /// Own user + system time, clock ticks.
+    pub own_ticks: u64,
+    /// Reaped children's user + system time, clock ticks.
+    pub children_ticks: u64,
+    /// Threads.
+    pub threads: u64,
+    /// Start time since boot, clock ticks: with the pid, the process's identity.
+    pub start: u64,
+}
+
+/// Parses the text of `/proc/PID/stat`. The command name may hold spaces and
+/// parentheses, so the fields are read after its last `)`.
+pub fn parse_stat(text: &str) -> Option<Stat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid = text[..open].trim().parse().ok()?;
+    let f: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
+    Some(Stat {
+        pid,
+        ppid: f.get(1)?.parse().ok()?,
+        state: *f.first()?.as_bytes().first()?,
+        own_ticks: n(11)? + n(12)?,
+        children_ticks: n(13)? + n(14)?,
+        threads: n(17)?,
+        start: n(19)?,
+    })
+}
+
+fn read_stat(pid: i32) -> Option<Stat> {
+    parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Whether `pid` has ended and waits to be reaped.
+pub fn is_zombie(pid: i32) -> bool {
+    read_stat(pid).is_some_and(|s| s.state == b'Z')
+}
+
+/// Every process on the machine now.
+fn all_processes() -> Vec<Stat> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(read_stat)
+        .collect()
+}
+
+/// Whether this machine exposes process accounting the sampler can read.
+pub fn available() -> bool {
+    cfg!(target_os = "linux") && read_stat(std::process::id() as i32).is_some()
+}
+
+/// The kernel's clock ticks per second.
+pub fn ticks_per_second() -> u64 {
+    rustix::param::clock_ticks_per_second()
+}
+
+/// What the sampler knows of one process.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    last: Stat,
+    gone: bool,
+}
+
+/// Follows the descendants of one process (and orphans re-parented to the sampler) and
+/// accounts their CPU time.
+#[derive(Debug)]
+pub struct TreeSampler {
+    own_pid: i32,
+    seen: HashMap<(i32, u64), Seen>,
+    /// Largest number of live processes at one sample.
+    pub max_processes: usize,
+    /// Largest number of live threads at one sample.
+    pub max_threads: u64,
+    /// Samples taken.
+    pub samples: u64,
+    /// Every sample: when (CLOCK_MONOTONIC ns) and each live process's own ticks.
+    history: Vec<(u64, Vec<((i32, u64), u64)>)>,
+}
+
+impl TreeSampler {
+    /// A sampler of the children of this process. Makes this process a child subreaper
+    /// (Linux), so that descendants whose parent exits stay in view.
+    pub fn new() -> Self {
+        #[cfg(target_os = "linux")]
+        {
+            let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+        }
+        Self {
+            own_pid: std::process::id() as i32,
+            seen: HashMap::new(),
+            max_processes: 0,
+            max_threads: 0,
+            samples: 0,
+            history: Vec::new(),
+        }
+    }
+
+    /// Reads the tree once: every live descendant of this process.
+    pub fn sample(&mut self) {
+        let all = all_processes();
+        let mut children: HashMap<i32, Vec<&Stat>> = HashMap::new();
+        for s in &all {
+            children.entry(s.ppid).or_default().push(s);
+        }
+        let now = crate::clock::mono_ns();
+        let mut live = HashSet::new();
+        let mut stack = vec![self.own_pid];
+        let (mut processes, mut threads) = (0usize, 0u64);
+        while let Some(p) = stack.pop() {
+            for s in children.get(&p).map_or(&[][..], Vec::as_slice) {
+                let key = (s.pid, s.start);
+                if !live.insert(key) {
+                    continue;
+                }
+                processes += 1;
+                threads += s.threads;
+                self.seen.insert(
+                    key,
+                    Seen {
+                        last: **s,
+                        gone: false,
+                    },
+                );
+                stack.push(s.pid);
+            }
+        }
+        for (key, s) in &mut self.seen {
+            if !live.contains(key) {
+                s.gone = true;
+            }
+        }
+        self.history.push((
+            now,
+            live.iter()
+                .map(|k| (*k, self.seen[k].last.own_ticks))
+                .collect(),
+        ));
+        self.samples += 1;
+        self.max_processes = self.max_processes.max(processes);
+        self.max_threads = self.max_threads.max(threads);
+    }
+
+    /// Reaps orphans re-parented to this process that have ended, after reading their
+    /// final figures. The direct child the caller started is left to its `Child`.
+    pub fn reap_orphans(&mut self, keep: i32) {
+        #[cfg(target_os = "linux")]
+        {
+            let ended: Vec<Stat> = all_processes()
+                .into_iter()
+                .filter(|s| s.ppid == self.own_pid && s.pid != keep && s.state == b'Z')
+                .collect();
+            for s in ended {
+                self.seen.insert(
+                    (s.pid, s.start),
+                    Seen {
+                        last: s,
+                        gone: true,
+                    },
+                );
+                if let Some(pid) = rustix::process::Pid::from_raw(s.pid) {
+                    let _ =
+                        rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
+                }
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = keep;
+    }
+
+    /// Reads `pid`'s final figures while it is a zombie (before its `Child` reaps it).
+    pub fn record_final(&mut self, pid: i32) {
+        if let Some(s) = read_stat(pid) {
+            self.seen.insert(
+                (s.pid, s.start),
+                Seen {
+                    last: s,
+                    gone: true,
+                },
+            );
+        }
+    }
+
+    /// Live descendants' pids (to stop what a client left running).
+    pub fn live_pids(&self) -> Vec<i32> {
+        self.seen
+            .values()
+            .filter(|s| !s.gone)
+            .map(|s| s.last.pid)
+            .collect()
+    }
+
+    /// Total CPU time of the tree so far, in clock ticks.
+    pub fn total_ticks(&self) -> u64 {
+        let known: HashSet<i32> = self.seen.values().map(|s| s.last.pid).collect();
+        let mut total: i64 = 0;
+        for s in self.seen.values() {
+            // Own time plus the reaped children's time the process holds.
+            total += (s.last.own_ticks + s.last.children_ticks) as i64;
+            // An ended process reaped by a parent of the tree is in that parent's children
+            // time: count it once, as the parent's (later) figure.
+            if s.gone && s.last.ppid != self.own_pid && known.contains(&s.last.ppid) {
+                total -= (s.last.own_ticks + s.last.children_ticks) as i64;
+            }
+        }
+        total.max(0) as u64
+    }
+
+    /// CPU time spent between two instants (CLOCK_MONOTONIC ns), in clock ticks, per
+    /// process (largest first): each process's own time at `to_ns` less its time at
+    /// `from_ns`, each interpolated between the samples around it. A process that ended
+    /// inside the window counts up to its last sample.
+    pub fn window_ticks(&self, from_ns: u64, to_ns: u64) -> Vec<f64> {
+        let (start, end) = (self.own_at(from_ns), self.own_at(to_ns));
+        let mut v: Vec<f64> = end
+            .iter()
+            .map(|(k, e)| (e - start.get(k).copied().unwrap_or(0.0)).max(0.0))
+            .filter(|d| *d > 0.0)
+            .collect();
+        v.sort_unstable_by(|a, b| b.total_cmp(a));
+        v
+    }
+
+    /// Every process's own ticks at `t`, interpolated between the samples around it.
+    fn own_at(&self, t: u64) -> HashMap<(i32, u64), f64> {
+        let mut before: HashMap<(i32, u64), u64> = HashMap::new();
+        let mut t0 = 0;
+        let mut i = 0;
+        while i < self.history.len() && self.history[i].0 <= t {
+            t0 = self.history[i].0;
+            for (k, v) in &self.history[i].1 {
+                before.insert(*k, *v);
+            }
+            i += 1;
+        }
+        let mut at: HashMap<(i32, u64), f64> =
+            before.iter().map(|(k, v)| (*k, *v as f64)).collect();
+        if let Some((t1, next)) = self.history.get(i) {
+            let frac = if *t1 > t0 && i > 0 {
+                (t - t0) as f64 / (*t1 - t0) as f64
+            } else {
+                1.0
+            };
+            for (k, v1) in next {
+                let v0 = before.get(k).copied().unwrap_or(0) as f64;
+                at.insert(*k, v0 + (*v1 as f64 - v0) * frac);
+            }
+        }
+        at
+    }
+
+    /// Per-process own CPU time, clock ticks, largest first.
+    pub fn per_process_ticks(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.seen.values().map(|s| s.last.own_ticks).collect();
+        v.sort_unstable_by(|a, b| b.cmp(a));
+        v
+    }
+
+    /// Processes seen over the whole run.
+    pub fn processes_seen(&self) -> usize {
+        self.seen.len()
+    }
+}
+
+impl Default for TreeSampler {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_with_odd_names_parse() {
+        let line = "4242 (my (odd) name) S 17 4242 17 0 -1 4194560 100 0 0 0 250 30 7 3 20 0 5 0 98765 1000 200 18446744073709551615";
+        let s = parse_stat(line).expect("parses");
+        assert_eq!(
+            (
+                s.pid,
+                s.ppid,
+                s.state,
+                s.own_ticks,
+                s.children_ticks,
+                s.threads,
+                s.start
+            ),
+            (4242, 17, b'S', 280, 10, 5, 98765)
+        );
+        assert!(parse_stat("12 (x) S 1").is_none());
+    }
+
+    #[test]
+    fn own_process_reads() {
+        if !available() {
+            return;
+        }
+        let s = read_stat(std::process::id() as i32).expect("own stat");
+        assert_eq!(s.pid, std::process::id() as i32);
+        assert!(s.threads >= 1);
+        assert!(ticks_per_second() > 0);
+    }
+}
