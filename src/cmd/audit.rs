@@ -74,7 +74,7 @@ pub fn run(a: AuditArgs, out: &mut dyn Write) -> Result<(), Failure> {
         other => Failure::Runtime(other.into()),
     })?;
     let budget = predict::Budget { q, limit: limit_s };
-    let prediction = predict::predict(&observed, bursts, budget, a.tolerance);
+    let prediction = predict::predict(&observed, bursts, a.loops, budget, a.tolerance);
     let report = Report {
         version: 1,
         kind: "audit",
@@ -150,11 +150,16 @@ fn print(
         Some(cpu) => writeln!(
             out,
             "  CPU {cpu:.2}s over the tree; {:.2}s in the {:.1}s load window ({:.0}% of one core), \
-             {} busy process(es); the audit's own sampling: {:.3}s ({:.2}% of one core)",
+             by process {}; the audit's own sampling: {:.3}s ({:.2}% of one core)",
             c.window_cpu_s.unwrap_or(0.0),
             c.window_s,
             100.0 * c.window_cpu_s.unwrap_or(0.0) / c.window_s.max(1e-9),
-            c.busy_processes,
+            c.window_cpu_per_process_s
+                .iter()
+                .take(4)
+                .map(|s| format!("{s:.2}s"))
+                .collect::<Vec<_>>()
+                .join(", "),
             c.sampler_cpu_s,
             100.0 * c.sampler_cpu_s / c.wall_s.max(1e-9)
         )?,

@@ -130,8 +130,10 @@ pub struct ClientRun {
     /// Processes seen over the run.
     pub processes_seen: usize,
     /// Processes that each spent at least a tenth of the tree's CPU inside the load window:
-    /// the client's loops.
+    /// the client's loops, unless told otherwise.
     pub busy_processes: u32,
+    /// CPU inside the load window per process, seconds, largest first.
+    pub window_cpu_per_process_s: Vec<f64>,
     /// CPU the audit spent reading the tree, seconds.
     pub sampler_cpu_s: f64,
     /// Tree readings taken.
@@ -352,10 +354,10 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
             sampler.record_final(pid);
         }
         sampler_ns += thread_cpu_ns().saturating_sub(t0);
-        if ended || !tree::available() {
-            if let Ok(Some(s)) = child.try_wait() {
-                break Some(s);
-            }
+        if (ended || !tree::available())
+            && let Ok(Some(s)) = child.try_wait()
+        {
+            break Some(s);
         }
         if start.elapsed() >= cfg.timeout {
             timed_out = true;
@@ -405,6 +407,7 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
         max_threads: sampler.max_threads,
         processes_seen: sampler.processes_seen(),
         busy_processes: busy,
+        window_cpu_per_process_s: in_window.iter().map(|t| t / tps).collect(),
         sampler_cpu_s: sampler_ns as f64 * 1e-9,
         samples: sampler.samples,
         left_running: left.len(),

@@ -102,15 +102,31 @@ fn stats(m: &Mg1) -> [f64; 4] {
 
 /// Holds `o` against the model; `bursts`: whether the server streamed every token at
 /// once; `tolerance`: the relative error within which the bias counts as explained.
-pub fn predict(o: &Observed, bursts: bool, budget: Budget, tolerance: f64) -> Option<Prediction> {
-    let cpu = o.client.window_cpu_s?;
+///
+/// `loops`: the processes that run the client's loops (default: the busy ones); the loops'
+/// CPU is that of the `loops` busiest processes, so a coordinator process left out of the
+/// count does not inflate the cost per chunk.
+pub fn predict(
+    o: &Observed,
+    bursts: bool,
+    loops: Option<u32>,
+    budget: Budget,
+    tolerance: f64,
+) -> Option<Prediction> {
+    o.client.window_cpu_s?;
     let t = &o.truth;
     if t.completed == 0 || t.tokens == 0 {
         return None;
     }
+    let k = loops.unwrap_or(o.client.busy_processes).max(1);
+    let cpu: f64 = o
+        .client
+        .window_cpu_per_process_s
+        .iter()
+        .take(k as usize)
+        .sum();
     let n = t.tokens_per_request.max(1.0);
     let c = cpu / t.tokens as f64;
-    let k = o.client.busy_processes.max(1);
     let rate = t.achieved_rate_per_s / f64::from(k);
     let rho = rate * n * c;
     let rho_offered = o.offered.rate_per_s / f64::from(k) * n * c;

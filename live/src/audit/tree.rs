@@ -83,6 +83,12 @@ pub fn ticks_per_second() -> u64 {
     rustix::param::clock_ticks_per_second()
 }
 
+/// A process's identity: pid and start time (pids are reused).
+type Key = (i32, u64);
+
+/// One reading of the tree: when (CLOCK_MONOTONIC ns), and each live process's own ticks.
+type Sample = (u64, Vec<(Key, u64)>);
+
 /// What the sampler knows of one process.
 #[derive(Debug, Clone, Copy)]
 struct Seen {
@@ -103,7 +109,7 @@ pub struct TreeSampler {
     /// Samples taken.
     pub samples: u64,
     /// Every sample: when (CLOCK_MONOTONIC ns) and each live process's own ticks.
-    history: Vec<(u64, Vec<((i32, u64), u64)>)>,
+    history: Vec<Sample>,
 }
 
 impl TreeSampler {

@@ -1,0 +1,228 @@
+//! `heisenbench audit` against a client from outside the project: the example
+//! `loop_client` (one thread, one request at a time, a known CPU cost per chunk), and the
+//! broken clients an audit must survive. They run the built binary, which starts the
+//! client as a child process, so they live beside it.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The example client, built by `cargo test` beside the binary (and built here when a
+/// narrower command, such as `cargo test --test audit`, left it out).
+fn loop_client() -> PathBuf {
+    static BUILD: std::sync::Once = std::sync::Once::new();
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_heisenbench"));
+    let dir = bin.parent().expect("target directory");
+    let path = dir
+        .join("examples")
+        .join(format!("loop_client{}", std::env::consts::EXE_SUFFIX));
+    BUILD.call_once(|| {
+        if !path.exists() {
+            let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+            c.args(["build", "--example", "loop_client"]);
+            if dir.ends_with("release") {
+                c.arg("--release");
+            }
+            let ok = c.status().is_ok_and(|s| s.success());
+            assert!(ok, "cannot build the example client");
+        }
+    });
+    assert!(path.exists(), "{} is missing", path.display());
+    path
+}
+
+/// Runs an audit; returns the exit status, the JSON report (when printed) and stderr.
+fn audit(flags: &[&str], client: &[&str]) -> (i32, Option<Value>, String) {
+    let client_path = loop_client();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_heisenbench"));
+    c.arg("audit").args(flags).arg("--json").arg("--");
+    for a in client {
+        c.arg(if *a == "LOOP_CLIENT" {
+            client_path.as_os_str()
+        } else {
+            std::ffi::OsStr::new(a)
+        });
+    }
+    let out = c.output().expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    (
+        out.status.code().unwrap_or(-1),
+        serde_json::from_str(&stdout).ok(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+const CLIENT: [&str; 13] = [
+    "LOOP_CLIENT",
+    "--url",
+    "{url}",
+    "--model",
+    "{model}",
+    "--rate",
+    "{rate}",
+    "--duration",
+    "{duration}",
+    "--tokens",
+    "{output_tokens}",
+    "--out",
+    "{out}",
+];
+
+/// The due times the client draws for `seed` (its generator, reproduced).
+fn due_times(seed: u64, rate: f64, duration: f64) -> Vec<f64> {
+    let mut state = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    let mut t = 0.0;
+    let mut v = Vec::new();
+    loop {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let u = ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        t += -u.ln() / rate;
+        if t >= duration {
+            return v;
+        }
+        v.push(t);
+    }
+}
+
+/// A client whose queue is known: 40 chunks of 500 us each per request at 25 requests/s
+/// is a single loop at utilisation 0.5 whose every request waits as M/D/1 says. The audit
+/// must find the CPU per chunk (CPU time, from /proc) within 20 % and predict the TTFT
+/// excess the client reports within 25 %.
+#[test]
+fn audit_finds_a_clients_cost_and_predicts_its_bias() {
+    let (rate, duration, seed, cost_us) = (25.0, 12.0, 3u64, 500.0);
+    let flags = [
+        "--rate",
+        "25",
+        "--duration",
+        "12s",
+        "--output-tokens",
+        "40",
+        "--timeout",
+        "120s",
+    ];
+    let client = [&CLIENT[..], &["--cost-us", "500", "--seed", "3"]].concat();
+    let (code, report, err) = audit(&flags, &client);
+    assert_eq!(code, 0, "{err}");
+    let r = report.expect("a JSON report");
+    let o = &r["observed"];
+    let p = &r["prediction"];
+    let scheduled = due_times(seed, rate, duration).len() as u64;
+    assert_eq!(o["truth"]["completed"].as_u64(), Some(scheduled), "{o}");
+    assert_eq!(o["reported"]["completed"].as_u64(), Some(scheduled));
+    assert_eq!(o["truth"]["tokens_per_request"].as_f64(), Some(40.0));
+    let per_chunk = p["cpu_per_chunk_s"].as_f64().expect("cpu per chunk");
+    assert!(
+        (per_chunk / (cost_us * 1e-6) - 1.0).abs() <= 0.2,
+        "CPU per chunk {per_chunk} against {cost_us} us"
+    );
+    let rho = p["rho"].as_f64().expect("rho");
+    assert!((0.3..=0.8).contains(&rho), "utilisation {rho}");
+    let mean = p["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|row| row["statistic"] == "mean")
+        .expect("a mean row")
+        .clone();
+    let (excess, predicted) = (
+        mean["excess_s"].as_f64().expect("excess"),
+        mean["predicted_s"].as_f64().expect("prediction"),
+    );
+    // A second method for the same seed: Lindley's recursion on the client's own due times
+    // with the per-request CPU the audit measured. It separates the sample path's own
+    // deviation from steady state from the model's error.
+    let b = p["cpu_per_request_s"].as_f64().expect("per request");
+    let due = due_times(seed, rate, duration);
+    let (mut w, mut sum) = (0.0f64, 0.0);
+    for i in 0..due.len() {
+        if i > 0 {
+            w = (w + b - (due[i] - due[i - 1])).max(0.0);
+        }
+        sum += w;
+    }
+    let path_mean = sum / due.len() as f64;
+    assert!(
+        (excess - predicted).abs() <= 0.25 * predicted,
+        "TTFT excess {excess} against the prediction {predicted} (this seed's Lindley mean {path_mean})"
+    );
+    // The audit's own sampling stays well under 5 % of a core.
+    let sampler = o["client"]["sampler_cpu_s"].as_f64().expect("sampler cpu");
+    let wall = o["client"]["wall_s"].as_f64().expect("wall");
+    assert!(
+        sampler / wall < 0.05,
+        "sampling cost {sampler}s over {wall}s"
+    );
+}
+
+#[test]
+fn a_client_that_fails_is_reported_with_its_status() {
+    let flags = ["--rate", "20", "--duration", "1s", "--output-tokens", "5"];
+    let client = [&CLIENT[..], &["--exit-code", "7"]].concat();
+    let (code, report, err) = audit(&flags, &client);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("exited with status 7"), "{err}");
+    // The report is still printed: the server saw the requests it sent.
+    let r = report.expect("a report");
+    assert_eq!(r["observed"]["client"]["exit_code"], 7);
+    assert!(r["observed"]["truth"]["completed"].as_u64() > Some(0));
+}
+
+#[test]
+fn a_client_that_never_starts_is_one_usage_line() {
+    let (code, report, err) = audit(
+        &["--rate", "5", "--duration", "1s"],
+        &["/nonexistent/heisenbench-no-such-client", "{url}"],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(report.is_none());
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("cannot start the client"), "{err}");
+}
+
+#[test]
+fn a_client_that_ignores_the_url_or_writes_nothing_is_named() {
+    let flags = ["--rate", "20", "--duration", "1s", "--output-tokens", "5"];
+    let ignoring = [&CLIENT[..], &["--ignore-url"]].concat();
+    let (code, report, err) = audit(&flags, &ignoring);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("the server saw no requests"), "{err}");
+    assert_eq!(
+        report.expect("a report")["observed"]["truth"]["requests"],
+        0
+    );
+
+    let silent = [&CLIENT[..], &["--no-results"]].concat();
+    let (code, report, err) = audit(&flags, &silent);
+    assert_eq!(code, 0, "{err}");
+    let r = report.expect("a report");
+    assert!(r["observed"]["reported"].is_null());
+    assert!(r["observed"]["truth"]["completed"].as_u64() > Some(0));
+    assert!(
+        r["prediction"]["verdict_text"]
+            .as_str()
+            .is_some_and(|t| t.contains("no results file"))
+    );
+}
+
+#[test]
+fn a_client_that_hangs_is_stopped_at_the_timeout() {
+    // Resolve (and if need be build) the example first: the guard below times the audit.
+    let _ = loop_client();
+    let started = std::time::Instant::now();
+    let (code, report, err) = audit(
+        &["--rate", "5", "--duration", "1s", "--timeout", "1s"],
+        &["sh", "-c", "sleep 30 & sleep 30"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("did not finish within the timeout"), "{err}");
+    let r = report.expect("a report");
+    assert_eq!(r["observed"]["client"]["timed_out"], true);
+    // The shell and its background child were both followed.
+    assert!(r["observed"]["client"]["processes_seen"].as_u64() >= Some(2));
+    // A guard against a hang, not a timing assertion.
+    assert!(started.elapsed() < std::time::Duration::from_secs(25));
+}
