@@ -66,8 +66,19 @@ pub enum Command {
 #[command(mut_arg("port", |a| a.default_value("0")))]
 pub struct AuditArgs {
     /// The request rate the client is asked to offer ({rate}).
-    #[arg(long, value_parser = parse_rate, allow_hyphen_values = true)]
-    pub rate: Rate,
+    #[arg(long, value_parser = parse_rate, allow_hyphen_values = true, required_unless_present = "rates", conflicts_with = "rates")]
+    pub rate: Option<Rate>,
+    /// Audit once per rate (comma-separated) and draw achieved rate and reported TTFT
+    /// against offered rate (`--figure`).
+    #[arg(long, value_parser = parse_rate, value_delimiter = ',', num_args = 1..)]
+    pub rates: Vec<Rate>,
+    /// The client's name in reports and on the figure (default: the tool whose results
+    /// were read, else the command's file name).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Draw the audit figure (audit.png and audit.svg) into this directory.
+    #[arg(long)]
+    pub figure: Option<std::path::PathBuf>,
     /// How long the client is asked to run ({duration}, whole seconds).
     #[arg(long, default_value = "10s", value_parser = parse_positive_duration, allow_hyphen_values = true)]
     pub duration: Seconds,
@@ -604,8 +615,9 @@ fn parse_duration_zero_ok(s: &str) -> Result<Seconds, String> {
 #[derive(Debug, Args)]
 pub struct CompareArgs {
     /// A report from `sim --json/--out` or `run --out`, or a foreign client's JSON:
-    /// {"arrival_rate_per_s", "event_cost_mean_s", "event_cost_scv", "burst",
-    /// "round_robin_k", "observed": {"mean_s", "p50_s", "p90_s", "p99_s"}}.
+    /// {"requests_per_s" with "events_per_request", or "events_per_s"; "event_cost_mean_s",
+    /// "event_cost_scv", "burst", "round_robin_k", "observed": {"mean_s", "p50_s", "p90_s",
+    /// "p99_s"}}, for one client loop.
     pub report: std::path::PathBuf,
     /// Relative error within which the observation counts as explained by the model.
     #[arg(long, default_value_t = 0.1)]
@@ -672,7 +684,12 @@ pub struct SweepArgs {
 #[derive(Debug, Args)]
 pub struct FiguresArgs {
     /// The figure-data.json that `reproduce` wrote.
-    pub data: std::path::PathBuf,
+    #[arg(required_unless_present = "audit")]
+    pub data: Option<std::path::PathBuf>,
+    /// Instead: draw the audit figure from these `audit --out` files (one client each,
+    /// one rate or a `--rates` series), all on one chart.
+    #[arg(long, num_args = 1.., conflicts_with = "data")]
+    pub audit: Vec<std::path::PathBuf>,
     /// Where to draw.
     #[arg(long, default_value = "figures/out")]
     pub out: std::path::PathBuf,

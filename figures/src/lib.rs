@@ -56,6 +56,7 @@ use style::{FONT, SIZE};
 
 mod chart;
 mod figure {
+    pub(crate) mod audit;
     pub(crate) mod latency_profile;
     pub(crate) mod ntpot;
     pub(crate) mod policies;
@@ -68,6 +69,7 @@ mod figure {
 }
 
 use chart::DrawError;
+pub use figure::audit::{AuditPoint, AuditedClient};
 pub use figure::latency_profile::LatencyProfile;
 pub use figure::ntpot::NtpotDecomposition;
 pub use figure::policies::Policies;
@@ -258,6 +260,36 @@ pub fn draw_all(data: &FigureData, dir: &Path) -> Result<Vec<PathBuf>, FigureErr
         out.push(svg);
     }
     Ok(out)
+}
+
+/// Draws the audit figure (real clients over offered rates) into `dir` as `audit.png`
+/// and `audit.svg`; returns the paths.
+pub fn draw_audit(clients: &[AuditedClient], dir: &Path) -> Result<Vec<PathBuf>, FigureError> {
+    font()?;
+    if clients.iter().all(|c| c.points.is_empty()) {
+        return Err(FigureError::Empty("audit".into()));
+    }
+    let fail = |source: DrawError| FigureError::Draw {
+        figure: "audit".into(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(|e| fail(Box::new(e)))?;
+    let (png, svg) = (dir.join("audit.png"), dir.join("audit.svg"));
+    let wide = (SIZE.0 * 2, SIZE.1);
+    let draw = |root: DrawingArea<_, Shift>| -> Result<(), DrawError> {
+        root.fill(&WHITE)?;
+        figure::audit::draw(&root, clients)?;
+        root.present()?;
+        Ok(())
+    };
+    draw(BitMapBackend::new(&png, wide).into_drawing_area()).map_err(fail)?;
+    {
+        let root = SVGBackend::new(&svg, wide).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| fail(Box::new(e)))?;
+        figure::audit::draw(&root, clients).map_err(fail)?;
+        root.present().map_err(|e| fail(Box::new(e)))?;
+    }
+    Ok(vec![png, svg])
 }
 
 fn draw_one<DB: DrawingBackend<ErrorType: 'static>>(

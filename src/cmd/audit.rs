@@ -3,25 +3,39 @@
 use std::io::Write;
 use std::time::Duration;
 
+use heisenbench_figures::{AuditPoint, AuditedClient};
 use heisenbench_live::audit::predict::{self, Prediction};
 use heisenbench_live::audit::{self, AuditConfig, AuditError, Observed};
 use heisenbench_model::plan::Budget;
 use heisenbench_model::units::format_seconds;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{check_out_file, write_atomic, write_json};
 use crate::Failure;
 use crate::args::AuditArgs;
 
-/// The audit as written by `--out` and `--json`.
-#[derive(Serialize)]
-struct Report<'a> {
+/// One audit as written by `--out` and `--json`.
+#[derive(Serialize, Deserialize, Clone)]
+struct Report {
     version: u32,
-    kind: &'static str,
-    observed: &'a Observed,
-    prediction: Option<&'a Prediction>,
+    /// "audit".
+    kind: String,
+    /// The client's name.
+    #[serde(default)]
+    label: Option<String>,
+    observed: Observed,
+    prediction: Option<Prediction>,
     /// What the mock was told (its latencies are the truth's floor).
     server: String,
+}
+
+/// `audit --rates`: one report per rate (without the per-request records).
+#[derive(Serialize, Deserialize)]
+struct Series {
+    version: u32,
+    /// "audit-series".
+    kind: String,
+    points: Vec<Report>,
 }
 
 pub fn run(a: AuditArgs, out: &mut dyn Write) -> Result<(), Failure> {
@@ -36,6 +50,9 @@ pub fn run(a: AuditArgs, out: &mut dyn Write) -> Result<(), Failure> {
     if let Some(p) = &a.out {
         check_out_file(p)?;
     }
+    if let Some(d) = &a.figure {
+        super::check_out_dir(d)?;
+    }
     let work_dir = match a.work_dir {
         Some(d) => {
             super::check_out_dir(&d)?;
@@ -43,6 +60,11 @@ pub fn run(a: AuditArgs, out: &mut dyn Write) -> Result<(), Failure> {
         }
         None => std::env::temp_dir().join(format!("heisenbench-audit-{}", std::process::id())),
     };
+    let rates: Vec<f64> = match a.rate {
+        Some(r) => vec![r.get()],
+        None => a.rates.iter().map(|r| r.get()).collect(),
+    };
+    let series = a.rate.is_none();
     let duration = Duration::from_secs_f64(a.duration.get());
     let mock = super::mock::config(a.mock);
     let bursts = mock.law().streams_in_bursts();
@@ -51,54 +73,111 @@ pub fn run(a: AuditArgs, out: &mut dyn Write) -> Result<(), Failure> {
         format_seconds(mock.time_to_first_token.as_secs_f64()),
         format_seconds(mock.inter_token_latency.as_secs_f64())
     );
-    let cfg = AuditConfig {
-        command: a.command,
-        rate_per_s: a.rate.get(),
-        duration,
-        prompt_tokens: a.prompt_tokens,
-        output_tokens: a.output_tokens,
-        work_dir,
-        timeout: a
-            .timeout
-            .map_or(duration * 3 + Duration::from_secs(60), |t| {
-                Duration::from_secs_f64(t.get())
-            }),
-        sample_every: Duration::from_millis(100),
-        mock,
-    };
-    let observed = audit::run(&cfg).map_err(|e| match e {
-        AuditError::Start { .. } | AuditError::NoCommand => Failure::Usage(e.to_string()),
-        AuditError::Mock(heisenbench_live::mock::MockError::Config(c)) => {
-            Failure::Usage(c.to_string())
-        }
-        other => Failure::Runtime(other.into()),
-    })?;
     let budget = predict::Budget { q, limit: limit_s };
-    let prediction = predict::predict(&observed, bursts, a.loops, budget, a.tolerance);
-    let report = Report {
-        version: 1,
-        kind: "audit",
-        observed: &observed,
-        prediction: prediction.as_ref(),
-        server,
-    };
+    let mut reports = Vec::new();
+    let mut failure = None;
+    for rate in rates {
+        let cfg = AuditConfig {
+            command: a.command.clone(),
+            rate_per_s: rate,
+            duration,
+            prompt_tokens: a.prompt_tokens,
+            output_tokens: a.output_tokens,
+            work_dir: if series {
+                work_dir.join(format!("rate-{rate}"))
+            } else {
+                work_dir.clone()
+            },
+            timeout: a
+                .timeout
+                .map_or(duration * 3 + Duration::from_secs(60), |t| {
+                    Duration::from_secs_f64(t.get())
+                }),
+            sample_every: Duration::from_millis(100),
+            mock: mock.clone(),
+        };
+        let observed = audit::run(&cfg).map_err(|e| match e {
+            AuditError::Start { .. } | AuditError::NoCommand => Failure::Usage(e.to_string()),
+            AuditError::Mock(heisenbench_live::mock::MockError::Config(c)) => {
+                Failure::Usage(c.to_string())
+            }
+            other => Failure::Runtime(other.into()),
+        })?;
+        let prediction = predict::predict(&observed, bursts, a.loops, budget, a.tolerance);
+        if !a.json {
+            if series {
+                writeln!(out, "== offered {rate} req/s")?;
+            }
+            print(out, &observed, prediction.as_ref(), &server)?;
+        }
+        if failure.is_none() {
+            failure = ending(&observed).err();
+        }
+        reports.push(Report {
+            version: 1,
+            kind: "audit".into(),
+            label: a.label.clone(),
+            observed,
+            prediction,
+            server: server.clone(),
+        });
+    }
+    let summaries: Vec<Report> = reports
+        .iter()
+        .map(|r| Report {
+            observed: Observed {
+                served: Vec::new(),
+                ..r.observed.clone()
+            },
+            ..r.clone()
+        })
+        .collect();
     if let Some(p) = &a.out {
-        let bytes = serde_json::to_vec_pretty(&report).map_err(|e| Failure::Runtime(e.into()))?;
+        let bytes = if series {
+            pretty(&Series {
+                version: 1,
+                kind: "audit-series".into(),
+                points: summaries.clone(),
+            })
+        } else {
+            pretty(&reports[0])
+        }?;
         write_atomic(p, &bytes)?;
     }
     if a.json {
-        let summary = Report {
-            observed: &Observed {
-                served: Vec::new(),
-                ..observed.clone()
-            },
-            ..report
-        };
-        write_json(out, &summary)?;
-    } else {
-        print(out, &observed, prediction.as_ref(), &report.server)?;
+        if series {
+            write_json(
+                out,
+                &Series {
+                    version: 1,
+                    kind: "audit-series".into(),
+                    points: summaries.clone(),
+                },
+            )?;
+        } else {
+            write_json(out, &summaries[0])?;
+        }
     }
-    let c = &observed.client;
+    if let Some(dir) = &a.figure {
+        let files = heisenbench_figures::draw_audit(&[client_line(&summaries)], dir)
+            .map_err(|e| Failure::Runtime(e.into()))?;
+        if !a.json {
+            writeln!(out, "drew {}", files[0].display())?;
+        }
+    }
+    match failure {
+        Some(f) => Err(f),
+        None => Ok(()),
+    }
+}
+
+fn pretty(v: &impl Serialize) -> Result<Vec<u8>, Failure> {
+    serde_json::to_vec_pretty(v).map_err(|e| Failure::Runtime(e.into()))
+}
+
+/// How the client's run ended, as the command's status.
+fn ending(o: &Observed) -> Result<(), Failure> {
+    let c = &o.client;
     if c.timed_out {
         return Err(Failure::Runtime(anyhow::anyhow!(
             "the client did not finish within the timeout; it was stopped (see {})",
@@ -112,11 +191,90 @@ pub fn run(a: AuditArgs, out: &mut dyn Write) -> Result<(), Failure> {
             c.logs[1].display()
         )));
     }
-    if observed.truth.requests == 0 {
+    if o.truth.requests == 0 {
         return Err(Failure::Runtime(anyhow::anyhow!(
             "the server saw no requests: does the command use {{url}} (or {{host}} and {{port}})?"
         )));
     }
+    Ok(())
+}
+
+/// One client's line on the audit figure: its reports ordered by offered rate.
+fn client_line(reports: &[Report]) -> AuditedClient {
+    let label = reports
+        .iter()
+        .find_map(|r| r.label.clone())
+        .or_else(|| {
+            reports
+                .iter()
+                .find_map(|r| r.observed.reported.as_ref().map(|x| x.tool.clone()))
+        })
+        .or_else(|| {
+            reports.first().and_then(|r| {
+                r.observed.client.command.first().map(|c| {
+                    std::path::Path::new(c)
+                        .file_name()
+                        .map_or(c.clone(), |f| f.to_string_lossy().into_owned())
+                })
+            })
+        })
+        .unwrap_or_else(|| "client".into());
+    let mut points: Vec<AuditPoint> = reports
+        .iter()
+        .map(|r| {
+            let o = &r.observed;
+            let ttft = o.reported.as_ref().and_then(|x| x.ttft);
+            AuditPoint {
+                offered: o.offered.rate_per_s,
+                achieved: o.truth.achieved_rate_per_s,
+                reported_p50_s: ttft.and_then(|t| t.p50_s),
+                reported_p99_s: ttft.and_then(|t| t.p99_s),
+                true_p50_s: o.truth.ttft.p50_s,
+                true_p99_s: o.truth.ttft.p99_s,
+            }
+        })
+        .collect();
+    points.sort_by(|a, b| a.offered.total_cmp(&b.offered));
+    AuditedClient { label, points }
+}
+
+/// `heisenbench figures --audit FILE...`: one line per client (files of a client's single
+/// audits and series are joined by the client's name).
+pub fn figure_from_files(
+    files: &[std::path::PathBuf],
+    dir: &std::path::Path,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let mut clients: Vec<AuditedClient> = Vec::new();
+    for f in files {
+        let text = std::fs::read(f)
+            .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", f.display())))?;
+        let v: serde_json::Value = serde_json::from_slice(&text)
+            .map_err(|e| Failure::Usage(format!("{}: not JSON: {e}", f.display())))?;
+        let bad = |e: serde_json::Error| Failure::Usage(format!("{}: {e}", f.display()));
+        let reports: Vec<Report> = match v.get("kind").and_then(serde_json::Value::as_str) {
+            Some("audit") => vec![serde_json::from_value(v).map_err(bad)?],
+            Some("audit-series") => serde_json::from_value::<Series>(v).map_err(bad)?.points,
+            _ => {
+                return Err(Failure::Usage(format!(
+                    "{}: not an `audit --out` file",
+                    f.display()
+                )));
+            }
+        };
+        // Files of the same client (one per rate) make one line.
+        let line = client_line(&reports);
+        match clients.iter_mut().find(|c| c.label == line.label) {
+            Some(c) => {
+                c.points.extend(line.points);
+                c.points.sort_by(|a, b| a.offered.total_cmp(&b.offered));
+            }
+            None => clients.push(line),
+        }
+    }
+    let drawn =
+        heisenbench_figures::draw_audit(&clients, dir).map_err(|e| Failure::Runtime(e.into()))?;
+    writeln!(out, "drew {}", drawn[0].display())?;
     Ok(())
 }
 
@@ -242,6 +400,14 @@ fn print(
             writeln!(out, "{}", line("TTFT", r.ttft, &t.ttft))?;
             writeln!(out, "{}", line("ITL", r.itl, &t.itl))?;
             writeln!(out, "{}", line("E2E", r.e2e, &t.e2e))?;
+            if let Some(lag) = r.send_lag {
+                writeln!(
+                    out,
+                    "  its own lateness against its schedule (not in its TTFT): mean {}  p99 {}",
+                    lag.mean_s.map_or("-".into(), f),
+                    lag.p99_s.map_or("-".into(), f)
+                )?;
+            }
         }
         None => writeln!(
             out,

@@ -12,12 +12,19 @@ use super::write_json;
 use crate::Failure;
 use crate::args::CompareArgs;
 
-/// A foreign client's measurements.
+/// A foreign client's measurements, for one of its loops. The rate is named by its unit:
+/// requests per second with the events (chunks) each brings, or events per second.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Foreign {
+    /// Requests per second on one client loop.
+    requests_per_s: Option<f64>,
+    /// Events (streamed chunks) one request brings to the loop.
+    events_per_request: Option<f64>,
     /// Events per second on one client loop.
-    arrival_rate_per_s: f64,
+    events_per_s: Option<f64>,
+    /// Refused: it does not say whether it counts requests or events.
+    arrival_rate_per_s: Option<f64>,
     event_cost_mean_s: f64,
     #[serde(default = "one")]
     event_cost_scv: f64,
@@ -94,6 +101,7 @@ pub fn run(a: CompareArgs, out: &mut dyn Write) -> Result<(), Failure> {
                     a.report.display()
                 ))
             })?;
+            let event_rate = foreign_event_rate(&f)?;
             let service = Service::gamma(f.event_cost_mean_s, f.event_cost_scv)?;
             let mut quantiles = Vec::new();
             for (q, v) in [
@@ -106,7 +114,7 @@ pub fn run(a: CompareArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 }
             }
             let obs = Observation {
-                event_rate_per_s: f.arrival_rate_per_s,
+                event_rate_per_s: event_rate,
                 service,
                 burst: f.burst,
                 arrivals: f
@@ -129,6 +137,36 @@ pub fn run(a: CompareArgs, out: &mut dyn Write) -> Result<(), Failure> {
         print(out, r)?;
     }
     Ok(())
+}
+
+/// The events per second a foreign observation describes; refuses the ambiguous.
+fn foreign_event_rate(f: &Foreign) -> Result<f64, Failure> {
+    if f.arrival_rate_per_s.is_some() {
+        return Err(Failure::Usage(
+            "arrival_rate_per_s is ambiguous (requests or chunks per second?): give \
+             requests_per_s with events_per_request, or events_per_s"
+                .into(),
+        ));
+    }
+    let positive = |name: &str, v: f64| {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(Failure::Usage(format!("{name} must be > 0, not {v}")))
+        }
+    };
+    match (f.requests_per_s, f.events_per_request, f.events_per_s) {
+        (Some(r), Some(n), None) => {
+            Ok(positive("requests_per_s", r)? * positive("events_per_request", n)?)
+        }
+        (None, None, Some(e)) => positive("events_per_s", e),
+        (Some(_), None, None) => Err(Failure::Usage(
+            "requests_per_s needs events_per_request: the loop's load is its events".into(),
+        )),
+        _ => Err(Failure::Usage(
+            "give either requests_per_s with events_per_request, or events_per_s (not both)".into(),
+        )),
+    }
 }
 
 /// A live report: one shard's loop, its events arriving a response at a time, each

@@ -32,10 +32,14 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<(), Failure> {
         Command::K8s(k) => k8s::run(*k, out),
         Command::Sweep(s) => sweep::run(*s, out),
         Command::Figures(f) => {
-            let text = std::fs::read(&f.data)
-                .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", f.data.display())))?;
+            if !f.audit.is_empty() {
+                return audit::figure_from_files(&f.audit, &f.out, out);
+            }
+            let data_path = f.data.expect("clap requires data without --audit");
+            let text = std::fs::read(&data_path)
+                .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", data_path.display())))?;
             let data: heisenbench_figures::FigureData = serde_json::from_slice(&text)
-                .map_err(|e| Failure::Usage(format!("{}: {e}", f.data.display())))?;
+                .map_err(|e| Failure::Usage(format!("{}: {e}", data_path.display())))?;
             let files = heisenbench_figures::draw_all(&data, &f.out)
                 .map_err(|e| Failure::Runtime(e.into()))?;
             writeln!(out, "drew {} files into {}", files.len(), f.out.display())?;

@@ -690,9 +690,26 @@ fn compare_explains_a_textbook_client_and_flags_bursts() {
     }
     // A foreign client's measurements.
     let foreign = dir.join("foreign.json");
-    std::fs::write(&foreign, r#"{"arrival_rate_per_s": 40000, "event_cost_mean_s": 20e-6, "event_cost_scv": 1, "observed": {"mean_s": 0.0003}}"#).unwrap();
+    std::fs::write(&foreign, r#"{"requests_per_s": 2000, "events_per_request": 20, "event_cost_mean_s": 20e-6, "event_cost_scv": 1, "observed": {"mean_s": 0.0003}}"#).unwrap();
     let v = json(&["compare", foreign.to_str().unwrap(), "--json"]);
     assert_eq!(v[0]["comparison"]["verdict"], "beyond_client", "{v}");
+    // The same load as events per second is the same comparison.
+    std::fs::write(&foreign, r#"{"events_per_s": 40000, "event_cost_mean_s": 20e-6, "event_cost_scv": 1, "observed": {"mean_s": 0.0003}}"#).unwrap();
+    let e = json(&["compare", foreign.to_str().unwrap(), "--json"]);
+    assert_eq!(e[0]["comparison"]["rho"], v[0]["comparison"]["rho"]);
+    // A rate that does not say what it counts is refused.
+    for ambiguous in [
+        r#"{"arrival_rate_per_s": 2000, "event_cost_mean_s": 20e-6, "observed": {"mean_s": 0.0003}}"#,
+        r#"{"requests_per_s": 2000, "event_cost_mean_s": 20e-6, "observed": {"mean_s": 0.0003}}"#,
+        r#"{"requests_per_s": 2000, "events_per_request": 20, "events_per_s": 40000, "event_cost_mean_s": 20e-6, "observed": {"mean_s": 0.0003}}"#,
+    ] {
+        std::fs::write(&foreign, ambiguous).unwrap();
+        assert_eq!(
+            fails(&["compare", foreign.to_str().unwrap()]).exit_code(),
+            2,
+            "{ambiguous}"
+        );
+    }
     std::fs::write(&foreign, "{}").unwrap();
     assert_eq!(
         fails(&["compare", foreign.to_str().unwrap()]).exit_code(),
@@ -1135,7 +1152,7 @@ mod hardening_classes {
         let dir = tmp("data");
         let foreign = |extra: &str| {
             format!(
-                r#"{{"arrival_rate_per_s": 1000, "event_cost_mean_s": 0.0002, {extra} "observed": {{"mean_s": 0.001}}}}"#
+                r#"{{"events_per_s": 1000, "event_cost_mean_s": 0.0002, {extra} "observed": {{"mean_s": 0.001}}}}"#
             )
         };
         for (name, text, needle) in [
@@ -1144,7 +1161,7 @@ mod hardening_classes {
             ("typo", foreign(r#""brust": 4,"#), "brust"),
             (
                 "negative",
-                r#"{"arrival_rate_per_s": 1000, "event_cost_mean_s": 0.0002, "observed": {"mean_s": -1}}"#.into(),
+                r#"{"events_per_s": 1000, "event_cost_mean_s": 0.0002, "observed": {"mean_s": -1}}"#.into(),
                 "observed wait",
             ),
             ("empty", r#"{"kind": "sim", "runs": []}"#.into(), "no runs"),

@@ -54,6 +54,10 @@ pub struct Reported {
     pub tpot: Option<Summary>,
     /// End to end.
     pub e2e: Option<Summary>,
+    /// The client's own lateness against its schedule, where it reports it
+    /// (inference-perf's schedule delay, heisenbench's send lag).
+    #[serde(default)]
+    pub send_lag: Option<Summary>,
 }
 
 /// The formats known, by the tool that writes them.
@@ -128,6 +132,15 @@ fn inference_perf(v: &Value) -> Option<Reported> {
         itl: s("inter_token_latency"),
         tpot: s("time_per_output_token"),
         e2e: s("request_latency"),
+        send_lag: v
+            .get("load_summary")
+            .and_then(|l| l.get("schedule_delay"))
+            .map(|d| Summary {
+                mean_s: f(d, "mean"),
+                p50_s: f(d, "median"),
+                p90_s: f(d, "p90"),
+                p99_s: f(d, "p99"),
+            }),
         ..Reported::default()
     })
 }
@@ -183,6 +196,7 @@ fn heisenbench(v: &Value) -> Option<Reported> {
         itl: v.get("itl").and_then(d),
         tpot: v.get("tpot").and_then(d),
         e2e: d(v.get("e2e")?.get("from_intended")?),
+        send_lag: v.get("send_lag").and_then(d),
         ..Reported::default()
     })
 }
@@ -190,6 +204,50 @@ fn heisenbench(v: &Value) -> Option<Reported> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Written by inference-perf 0.7.0 (`summary_lifecycle_metrics.json`), auditing it at
+    /// 100 req/s with 200-token streams: see fixtures/README.md.
+    const INFERENCE_PERF: &str = include_str!("fixtures/inference-perf-0.7.0-summary.json");
+
+    #[test]
+    fn inference_perf_summary_reads() {
+        let v: Value = serde_json::from_str(INFERENCE_PERF).expect("fixture is JSON");
+        let r = inference_perf(&v).expect("recognised");
+        assert!(vllm(&v).is_none() && heisenbench(&v).is_none());
+        assert_eq!(r.tool, "inference-perf");
+        assert_eq!(r.completed, Some(998));
+        let t = r.ttft.expect("ttft");
+        let (mean, p50, p99) = (t.mean_s.unwrap(), t.p50_s.unwrap(), t.p99_s.unwrap());
+        // Seconds, ordered, and of the size a loaded Python loop adds (milliseconds).
+        assert!(
+            1e-4 < p50 && p50 <= p99 && p99 < 1.0 && mean > 1e-4,
+            "{t:?}"
+        );
+        assert!(r.e2e.and_then(|e| e.p50_s) >= Some(p50));
+        assert!((r.requests_per_s.unwrap() - 100.0).abs() < 10.0);
+        assert!(r.send_lag.and_then(|s| s.mean_s).is_some());
+    }
+
+    /// Written by `vllm bench serve --save-result` (vllm 0.33.0) at 100 req/s with
+    /// 200-token streams: see fixtures/README.md.
+    const VLLM: &str = include_str!("fixtures/vllm-0.33.0-result.json");
+
+    #[test]
+    fn vllm_result_reads() {
+        let v: Value = serde_json::from_str(VLLM).expect("fixture is JSON");
+        let r = vllm(&v).expect("recognised");
+        assert!(inference_perf(&v).is_none() && heisenbench(&v).is_none());
+        assert_eq!(r.completed, Some(1000));
+        let t = r.ttft.expect("ttft");
+        // The file says 3.577 ms mean and 14.32 ms p99, in milliseconds.
+        assert!((t.mean_s.unwrap() - 3.5768583690951345e-3).abs() < 1e-12);
+        assert!((t.p99_s.unwrap() - 14.315383489301889e-3).abs() < 1e-12);
+        assert!(t.p50_s.is_some() && t.p90_s.is_some());
+        for s in [r.itl, r.tpot, r.e2e] {
+            assert!(s.and_then(|s| s.mean_s).is_some());
+        }
+        assert!((r.requests_per_s.unwrap() - 99.9).abs() < 0.01);
+    }
 
     #[test]
     fn unknown_json_is_not_a_result() {

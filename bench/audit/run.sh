@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# `heisenbench audit` of real benchmark clients from PyPI against the embedded
+# zero-latency mock: inference-perf and `vllm bench serve` (which runs without a GPU), at
+# several rates with 200-token streams. Writes one audit JSON per point and a Markdown
+# table (bench/audit/RESULTS.md is where the recorded one lives).
+#
+# Opt-in: it installs the tools into venvs under $CACHE (vllm is about 9 GB), so it is
+# never part of `cargo test` or .ci/run.
+#
+#   bash bench/audit/run.sh                 # every tool, rates 50 100 200 400 1000
+#   RATES="100 300" TOOLS=vllm bash bench/audit/run.sh
+#
+# Environment: PYTHON (Python 3.12; default: pyenv's 3.12), HEISENBENCH (the binary;
+# default target/release/heisenbench, built if missing), CACHE (default
+# ~/.cache/heisenbench/peers), OUT (default: a fresh temporary directory), DURATION
+# (default 10s), TOKENS (output tokens, default 200).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+
+CACHE=${CACHE:-$HOME/.cache/heisenbench/peers}
+PYTHON=${PYTHON:-$(ls -d "$HOME"/.pyenv/versions/3.12*/bin/python 2>/dev/null | tail -1)}
+PYTHON=${PYTHON:-python3}
+HB=${HEISENBENCH:-target/release/heisenbench}
+RATES=${RATES:-50 100 200 400 1000}
+TOOLS=${TOOLS:-inference-perf vllm}
+DURATION=${DURATION:-10s}
+TOKENS=${TOKENS:-200}
+OUT=${OUT:-$(mktemp -d)}
+IP_VERSION=0.7.0
+VLLM_VERSION=0.33.0
+mkdir -p "$CACHE" "$OUT"
+
+if [ ! -x "$HB" ]; then
+  cargo build --release --locked
+fi
+
+venv() { # venv DIR PACKAGE
+  if [ ! -x "$1/bin/python" ]; then
+    "$PYTHON" -m venv "$1"
+  fi
+  if ! "$1/bin/pip" show "${2%%==*}" >/dev/null 2>&1; then
+    echo "[audit] installing $2 into $1"
+    "$1/bin/pip" install --quiet "$2"
+  fi
+}
+
+# A tokenizer both tools can load offline: the llama.cpp harness's vocabulary (whole
+# words), as a Hugging Face tokenizer directory.
+TOK=$CACHE/tok
+if [ ! -f "$TOK/tokenizer.json" ]; then
+  venv "$CACHE/tokvenv" "gguf"
+  "$CACHE/tokvenv/bin/pip" install --quiet numpy
+  mkdir -p "$TOK"
+  "$CACHE/tokvenv/bin/python" bench/llamacpp/make_model.py "$TOK/unused.gguf" --tokenizer "$TOK/tokenizer.json"
+  rm -f "$TOK/unused.gguf"
+  echo '{"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 4096}' > "$TOK/tokenizer_config.json"
+fi
+
+# inference-perf takes a YAML file: the template's @FIELDS@ are filled from the audit's
+# placeholders by this wrapper, which the audit runs as the client.
+IP_WRAP=$OUT/inference-perf.sh
+cat > "$IP_WRAP" <<EOF
+#!/bin/sh
+# URL RATE DURATION PROMPT OUTPUT MODEL OUT
+set -e
+sed -e "s#@URL@#\$1#; s#@RATE@#\$2#; s#@DURATION@#\$3#; s#@PROMPT@#\$4#g; s#@OUTPUT@#\$5#g; s#@MODEL@#\$6#; s#@OUT@#\$7#; s#@WORKERS@#1#; s#@TOKENIZER@#$TOK#" \
+  "$ROOT/bench/audit/inference-perf.yaml" > "\$7/config.yaml"
+HF_HUB_OFFLINE=1 exec "$CACHE/ip/bin/inference-perf" --config_file "\$7/config.yaml"
+EOF
+chmod +x "$IP_WRAP"
+
+for tool in $TOOLS; do
+  case $tool in
+    inference-perf)
+      venv "$CACHE/ip" "inference-perf==$IP_VERSION"
+      CMD=("$IP_WRAP" {url} {rate} {duration} {prompt_tokens} {output_tokens} {model} {out})
+      EXTRA=(--loops 1 --label inference-perf --timeout 300s) ;;
+    vllm)
+      venv "$CACHE/vllm" "vllm==$VLLM_VERSION"
+      CMD=(env HF_HUB_OFFLINE=1 "$CACHE/vllm/bin/vllm" bench serve --backend openai
+        --base-url {url} --model {model} --tokenizer "$TOK" --dataset-name random
+        --random-input-len {prompt_tokens} --random-output-len {output_tokens}
+        --num-prompts {requests} --request-rate {rate} --ignore-eos --seed 1 --disable-tqdm
+        --num-warmups 0 --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99
+        --save-result --result-dir {out})
+      EXTRA=(--label "vllm bench serve" --timeout 300s) ;;
+    *) echo "unknown tool $tool" >&2; exit 2 ;;
+  esac
+  for rate in $RATES; do
+    echo "[audit] $tool at $rate req/s"
+    "$HB" audit --rate "$rate" --duration "$DURATION" --output-tokens "$TOKENS" \
+      --work-dir "$OUT/$tool-$rate" --out "$OUT/$tool-$rate.json" "${EXTRA[@]}" \
+      -- "${CMD[@]}" > "$OUT/$tool-$rate.txt" 2>&1 || echo "[audit] $tool at $rate: exit $?"
+  done
+done
+
+"$PYTHON" - "$OUT" $TOOLS -- $RATES <<'EOF'
+import json, os, sys
+out = sys.argv[1]
+i = sys.argv.index("--")
+tools, rates = sys.argv[2:i], sys.argv[i + 1:]
+ms = lambda s: "-" if s is None else f"{s * 1e3:.2f}"
+print("| client | offered req/s | achieved (server) | CPU per chunk | utilisation | reported TTFT p50 / p99 ms | true TTFT p50 / p99 ms | TTFT excess mean ms | predicted wait mean ms | processes for p99 <= 1 ms |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for tool in tools:
+    for rate in rates:
+        p = os.path.join(out, f"{tool}-{rate}.json")
+        if not os.path.exists(p):
+            print(f"| {tool} | {rate} | no report | | | | | | | |")
+            continue
+        r = json.load(open(p))
+        o, pr = r["observed"], r.get("prediction") or {}
+        t, rep = o["truth"], (o.get("reported") or {}).get("ttft") or {}
+        rows = {x["statistic"]: x for x in pr.get("rows", [])}
+        wait = pr.get("wait_s")
+        print(f"| {tool} | {rate} | {t['achieved_rate_per_s']:.0f} | {pr.get('cpu_per_chunk_s', 0) * 1e6:.1f} us"
+              f" | {pr.get('rho', 0):.2f} | {ms(rep.get('p50_s'))} / {ms(rep.get('p99_s'))}"
+              f" | {ms(t['ttft']['p50_s'])} / {ms(t['ttft']['p99_s'])}"
+              f" | {ms(rows.get('mean', {}).get('excess_s'))}"
+              f" | {'saturated' if wait is None else ms(wait[0])}"
+              f" | {pr.get('loops_needed') or '-'} |")
+EOF
+echo "[audit] reports in $OUT"
