@@ -161,7 +161,12 @@ pub fn predict(
             });
         }
     }
-    let (verdict, verdict_text) = verdict(rho, &rows, tolerance, o.reported.is_some());
+    let lag = o
+        .reported
+        .as_ref()
+        .and_then(|r| r.send_lag)
+        .and_then(|l| l.mean_s);
+    let (verdict, verdict_text) = verdict(rho, &rows, tolerance, o.reported.is_some(), lag);
     let (loops_needed, plan_reason) = plan(o.offered.rate_per_s, n, c, bursts, budget);
     Some(Prediction {
         loops: k,
@@ -190,13 +195,24 @@ fn verdict(
     rows: &[BiasRow],
     tolerance: f64,
     reported: bool,
+    lag_s: Option<f64>,
 ) -> (Option<Verdict>, String) {
     if rho >= 1.0 {
+        let shown = match lag_s {
+            Some(l) => format!(
+                "this client measures from its actual send, so its TTFT leaves the backlog out \
+                 and reports it as lateness ({} on average): it sends late, not slow",
+                heisenbench_model::units::format_seconds(l)
+            ),
+            None => "what it reports is inflated by that backlog wherever its clock starts \
+                     before its loop gets to the request"
+                .into(),
+        };
         return (
             Some(Verdict::ClientSaturated),
             format!(
                 "the client's loop is saturated (utilisation {rho:.2}): its backlog grows for as long as \
-                 the run lasts, and every latency it reports includes it"
+                 the run lasts; {shown}"
             ),
         );
     }
