@@ -56,6 +56,19 @@ pub enum Command {
     /// Audit another benchmark client: run it against the embedded mock, whose truth is
     /// known, and measure how much of what it reports is its own delay.
     Audit(Box<AuditArgs>),
+    /// Serve the interactive page that teaches the client-queue effect (loopback only).
+    Explore(ExploreArgs),
+}
+
+/// `heisenbench explore`.
+#[derive(Debug, Args)]
+pub struct ExploreArgs {
+    /// Port to listen on (0: any free port).
+    #[arg(long, default_value_t = 8300)]
+    pub port: u16,
+    /// Open the page in the desktop's browser (xdg-open).
+    #[arg(long)]
+    pub open: bool,
 }
 
 /// `heisenbench audit [options] -- COMMAND ARGS...`.

@@ -55,6 +55,7 @@ pub mod style {
 use style::{FONT, SIZE};
 
 mod chart;
+pub mod explore;
 mod figure {
     pub(crate) mod audit;
     pub(crate) mod latency_profile;

@@ -37,6 +37,7 @@ fn fixture() -> FigureData {
                 y: 5.0,
                 ci: 0.3,
             }],
+            points_label: None,
         },
         ttft_cdfs: TtftCdfs {
             series: vec![

@@ -8,6 +8,7 @@ use crate::args::{Cli, Command};
 mod audit;
 mod calibrate;
 mod compare;
+mod explore;
 mod k8s;
 mod merge;
 mod mock;
@@ -49,6 +50,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<(), Failure> {
             .map_err(|e| Failure::Runtime(anyhow::anyhow!(e))),
         Command::Reproduce(r) => reproduce::run(r, out),
         Command::Audit(a) => audit::run(*a, out),
+        Command::Explore(e) => explore::run(e, out),
     }
 }
 

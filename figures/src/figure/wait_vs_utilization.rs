@@ -17,6 +17,9 @@ pub struct WaitVsUtilization {
     pub mean_points: Vec<CiPoint>,
     /// Simulated p99 waits with their intervals.
     pub p99_points: Vec<CiPoint>,
+    /// What the points are, for the legend (default: simulated, with 95 % intervals).
+    #[serde(default)]
+    pub points_label: Option<String>,
 }
 
 pub(crate) fn draw<DB: DrawingBackend<ErrorType: 'static>>(
@@ -60,9 +63,15 @@ pub(crate) fn draw<DB: DrawingBackend<ErrorType: 'static>>(
             .label(s.label.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
     }
+    let what = d.points_label.as_deref().unwrap_or("simulated");
+    let ci = if d.points_label.is_some() {
+        ""
+    } else {
+        " (95% CI)"
+    };
     for (points, label, marker) in [
-        (&d.mean_points, "simulated mean (95% CI)", 0),
-        (&d.p99_points, "simulated p99 (95% CI)", 1),
+        (&d.mean_points, format!("{what} mean{ci}"), 0),
+        (&d.p99_points, format!("{what} p99{ci}"), 1),
     ] {
         let c = color(6);
         for p in points.iter().filter(|p| p.y > 0.0) {
@@ -80,12 +89,12 @@ pub(crate) fn draw<DB: DrawingBackend<ErrorType: 'static>>(
         if marker == 0 {
             chart
                 .draw_series(pts.iter().map(|p| Circle::new(*p, 5, c.filled())))?
-                .label(label)
+                .label(label.as_str())
                 .legend(move |(x, y)| Circle::new((x + 10, y), 5, c.filled()));
         } else {
             chart
                 .draw_series(pts.iter().map(|p| TriangleMarker::new(*p, 7, c.filled())))?
-                .label(label)
+                .label(label.as_str())
                 .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, c.filled()));
         }
     }

@@ -647,6 +647,17 @@ impl Job {
     }
 }
 
+/// One answer of a page server ([`MockServer::serve_pages`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// HTTP status.
+    pub status: u16,
+    /// Content type.
+    pub content_type: &'static str,
+    /// Body.
+    pub body: Vec<u8>,
+}
+
 /// Why the mock could not start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -723,7 +734,72 @@ impl MockServer {
         });
         let thread = std::thread::Builder::new()
             .name("heisenbench-mock".into())
-            .spawn(move || runtime.block_on(serve(listener, state, rx)))
+            .spawn(move || {
+                let header_timeout = state.cfg.header_timeout;
+                let handler = move |req| handle(req, state.clone());
+                runtime.block_on(serve(listener, header_timeout, handler, rx))
+            })
+            .map_err(MockError::Runtime)?;
+        Ok(Self {
+            addr,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        })
+    }
+
+    /// Serves `pages` (a path and a query in, a [`Page`] out) on the mock's HTTP server code
+    /// instead of the mock: GET requests only, each answered on a blocking thread so that a
+    /// page's computation never holds up the connections.
+    pub fn serve_pages<P>(addr: SocketAddr, pages: P) -> Result<Self, MockError>
+    where
+        P: Fn(&str, &str) -> Page + Send + Sync + 'static,
+    {
+        let listener =
+            std::net::TcpListener::bind(addr).map_err(|source| MockError::Bind { addr, source })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|source| MockError::Bind { addr, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| MockError::Bind { addr, source })?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(MockError::Runtime)?;
+        let (shutdown, rx) = watch::channel(false);
+        let pages = Arc::new(pages);
+        let handler = move |req: Request<Incoming>| {
+            let pages = pages.clone();
+            async move {
+                if req.method() != Method::GET {
+                    return Ok(error(
+                        StatusCode::METHOD_NOT_ALLOWED,
+                        "method not allowed",
+                        "invalid_request_error",
+                        "method_not_allowed",
+                    ));
+                }
+                let path = req.uri().path().to_string();
+                let query = req.uri().query().unwrap_or("").to_string();
+                let page = tokio::task::spawn_blocking(move || pages(&path, &query))
+                    .await
+                    .unwrap_or_else(|_| Page {
+                        status: 500,
+                        content_type: "text/plain",
+                        body: b"the page failed".to_vec(),
+                    });
+                Ok(Response::builder()
+                    .status(StatusCode::from_u16(page.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+                    .header("content-type", page.content_type)
+                    .header("cache-control", "no-store")
+                    .body(MockBody::full(page.body))
+                    .expect("static response parts are valid"))
+            }
+        };
+        let thread = std::thread::Builder::new()
+            .name("heisenbench-pages".into())
+            .spawn(move || runtime.block_on(serve(listener, config::HEADER_TIMEOUT, handler, rx)))
             .map_err(MockError::Runtime)?;
         Ok(Self {
             addr,
@@ -766,11 +842,15 @@ impl Drop for MockServer {
 /// How long open connections get to finish after a shutdown request.
 const DRAIN: Duration = Duration::from_secs(2);
 
-async fn serve(
+async fn serve<H, F>(
     listener: std::net::TcpListener,
-    state: Arc<State>,
+    header_timeout: Duration,
+    handler: H,
     mut shutdown: watch::Receiver<bool>,
-) {
+) where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: std::future::Future<Output = Result<Response<MockBody>, Infallible>> + Send + 'static,
+{
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(_) => return,
@@ -781,13 +861,12 @@ async fn serve(
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
                 let _ = stream.set_nodelay(true);
-                let state = state.clone();
+                let handler = handler.clone();
                 let mut stop = shutdown.clone();
                 let open = open.clone();
                 open.fetch_add(1, Relaxed);
-                let header_timeout = state.cfg.header_timeout;
                 tokio::spawn(async move {
-                    let svc = hyper::service::service_fn(move |req| handle(req, state.clone()));
+                    let svc = hyper::service::service_fn(handler);
                     // The header timer also runs while a kept-alive connection waits for its
                     // next request, so it closes idle and half-sent connections alike.
                     let conn = hyper::server::conn::http1::Builder::new()

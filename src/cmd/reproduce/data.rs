@@ -338,6 +338,7 @@ fn wait_vs_utilization(scale: Scale) -> WaitVsUtilization {
         curves,
         mean_points,
         p99_points,
+        points_label: None,
     }
 }
 

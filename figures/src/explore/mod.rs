@@ -1,0 +1,475 @@
+//! `heisenbench explore`: the interactive page, as a pure request handler.
+//!
+//! [`handle`] takes a path and a query string and returns the bytes to send: the page and
+//! its two assets (compiled in: no CDN, no network), a JSON API computed by `model`, and the
+//! charts as SVG drawn by the same functions that draw `reproduce`'s figures, so a fix to a
+//! figure fixes both. The command serves it over the project's HTTP server code; tests
+//! call it directly.
+//!
+//! Every parameter is bounded ([`State::from_query`]) and the work per call is fixed: a
+//! bad parameter is a 400 with its reason, never a panic or an unbounded computation.
+
+use heisenbench_model::error::ModelError;
+use heisenbench_model::plan::{Assignment, Budget, Hardware, Load, plan_workers};
+use heisenbench_model::queue::WaitModel;
+use heisenbench_model::service::Service;
+use heisenbench_model::units::{Quantile, Rate, Seconds};
+use plotters::prelude::*;
+use serde::Serialize;
+
+use crate::figure::{rate_failure, wait_vs_utilization, workers_needed};
+use crate::{CiPoint, RateFailure, Series, WaitVsUtilization, WorkersNeeded};
+
+const INDEX: &str = include_str!("index.html");
+const SCRIPT: &str = include_str!("app.js");
+const STYLE: &str = include_str!("style.css");
+
+/// What the handler answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// Content type.
+    pub content_type: &'static str,
+    /// Body.
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    fn ok(content_type: &'static str, body: impl Into<Vec<u8>>) -> Self {
+        Self {
+            status: 200,
+            content_type,
+            body: body.into(),
+        }
+    }
+
+    fn bad(reason: impl Into<String>) -> Self {
+        let body = serde_json::json!({ "error": reason.into() }).to_string();
+        Self {
+            status: 400,
+            content_type: "application/json",
+            body: body.into_bytes(),
+        }
+    }
+}
+
+/// Answers one request: `path` without the query, `query` without the `?`.
+pub fn handle(path: &str, query: &str) -> Reply {
+    match path {
+        "/" | "/index.html" => Reply::ok("text/html; charset=utf-8", INDEX),
+        "/app.js" => Reply::ok("text/javascript; charset=utf-8", SCRIPT),
+        "/style.css" => Reply::ok("text/css; charset=utf-8", STYLE),
+        "/api/state" | "/chart/wait.svg" | "/chart/rate.svg" | "/chart/loops.svg" => {
+            let state = match State::from_query(query) {
+                Ok(s) => s,
+                Err(e) => return Reply::bad(e),
+            };
+            match path {
+                "/api/state" => match state.evaluate() {
+                    Ok(v) => Reply::ok(
+                        "application/json",
+                        serde_json::to_vec(&v).expect("plain data serialises"),
+                    ),
+                    Err(e) => Reply::bad(e.to_string()),
+                },
+                chart => match state.chart(chart) {
+                    Ok(svg) => Reply::ok("image/svg+xml", svg),
+                    Err(e) => Reply::bad(e),
+                },
+            }
+        }
+        _ => Reply {
+            status: 404,
+            content_type: "text/plain; charset=utf-8",
+            body: b"no such page".to_vec(),
+        },
+    }
+}
+
+/// The page's controls, each bounded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct State {
+    /// Offered requests per second.
+    pub rate: f64,
+    /// Output tokens (chunks) per request.
+    pub tokens: u32,
+    /// The client's CPU per chunk, microseconds.
+    pub cost_us: f64,
+    /// Its variability (SCV; 0 constant, 1 exponential).
+    pub scv: f64,
+    /// Client loops.
+    pub loops: u32,
+    /// Dispatch policy.
+    pub policy: Assignment,
+    /// The server's inter-token latency, milliseconds (0: a response's chunks arrive
+    /// together, as one burst).
+    pub itl_ms: f64,
+    /// The server's TTFT, milliseconds.
+    pub ttft_ms: f64,
+    /// The budget: p99 of the client's wait, milliseconds.
+    pub budget_ms: f64,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        Self {
+            rate: 100.0,
+            tokens: 200,
+            cost_us: 25.0,
+            scv: 0.5,
+            loops: 1,
+            policy: Assignment::RoundRobin,
+            itl_ms: 0.0,
+            ttft_ms: 2.0,
+            budget_ms: 10.0,
+        }
+    }
+}
+
+/// (name, lowest, highest) of every numeric control.
+const BOUNDS: [(&str, f64, f64); 8] = [
+    ("rate", 0.1, 100_000.0),
+    ("tokens", 1.0, 10_000.0),
+    ("cost_us", 0.1, 100_000.0),
+    ("scv", 0.0, 20.0),
+    ("loops", 1.0, 1024.0),
+    ("itl_ms", 0.0, 10_000.0),
+    ("ttft_ms", 0.0, 100_000.0),
+    ("budget_ms", 0.001, 100_000.0),
+];
+
+impl State {
+    /// Reads `key=value&...`; a missing key keeps its default, an unknown key, a
+    /// malformed or out-of-range value is refused with its reason.
+    pub fn from_query(query: &str) -> Result<Self, String> {
+        let mut s = Self::default();
+        if query.len() > 2048 {
+            return Err("query too long".into());
+        }
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            if k == "policy" {
+                s.policy = v
+                    .replace("%2D", "-")
+                    .parse()
+                    .map_err(|e: ModelError| e.to_string())?;
+                continue;
+            }
+            let Some(&(_, lo, hi)) = BOUNDS.iter().find(|(n, _, _)| *n == k) else {
+                return Err(format!("unknown parameter '{k}'"));
+            };
+            let x: f64 = v
+                .parse()
+                .map_err(|_| format!("{k}: '{v}' is not a number"))?;
+            if !(x.is_finite() && (lo..=hi).contains(&x)) {
+                return Err(format!("{k} must be between {lo} and {hi}, not {v}"));
+            }
+            match k {
+                "rate" => s.rate = x,
+                "tokens" => s.tokens = x.round() as u32,
+                "cost_us" => s.cost_us = x,
+                "scv" => s.scv = x,
+                "loops" => s.loops = x.round() as u32,
+                "itl_ms" => s.itl_ms = x,
+                "ttft_ms" => s.ttft_ms = x,
+                _ => s.budget_ms = x,
+            }
+        }
+        Ok(s)
+    }
+
+    /// Events that arrive together: the whole response when the server streams at once.
+    fn burst(&self) -> u32 {
+        if self.itl_ms == 0.0 { self.tokens } else { 1 }
+    }
+
+    fn load(&self, rate: f64) -> Result<Load, ModelError> {
+        Load::new(
+            Rate::per_s(rate)?,
+            self.tokens,
+            self.burst(),
+            Service::gamma(self.cost_us * 1e-6, self.scv)?,
+            self.policy,
+        )
+    }
+
+    fn budget(&self) -> Result<Budget, ModelError> {
+        Ok(Budget::Quantile {
+            q: Quantile::P99,
+            limit_s: Seconds::new(self.budget_ms * 1e-3)?,
+        })
+    }
+
+    /// Requests per second the loops can carry at most: loops / (tokens x cost).
+    pub fn capacity(&self) -> f64 {
+        f64::from(self.loops) / (f64::from(self.tokens) * self.cost_us * 1e-6)
+    }
+
+    /// Everything the page shows, from the model.
+    pub fn evaluate(&self) -> Result<Evaluated, ModelError> {
+        let load = self.load(self.rate)?;
+        let rho = load.offered_erlangs() / f64::from(self.loops);
+        let (model, wait) = match load.worker_queue(self.loops, 1.0) {
+            Ok(q) => (q.name().to_string(), Some(Waits::of(q.as_ref()))),
+            Err(ModelError::Unstable { .. }) => ("unstable".to_string(), None),
+            Err(e) => return Err(e),
+        };
+        let plan = plan_workers(&load, &self.budget()?, Hardware::default());
+        let (loops_needed, plan_reasoning) = match plan {
+            Ok(p) => (Some(p.workers), p.reasoning),
+            Err(e) => (None, vec![e.to_string()]),
+        };
+        let ttft = self.ttft_ms * 1e-3;
+        Ok(Evaluated {
+            state: self.clone(),
+            utilisation: rho,
+            capacity_per_s: self.capacity(),
+            achieved_per_s: self.rate.min(self.capacity()),
+            model,
+            wait,
+            true_ttft_s: ttft,
+            reported_ttft_mean_s: wait.map(|w| ttft + w.mean_s),
+            reported_ttft_p99_s: wait.map(|w| ttft + w.p99_s),
+            loops_needed,
+            plan_reasoning,
+        })
+    }
+
+    /// One chart as SVG text.
+    fn chart(&self, which: &str) -> Result<String, String> {
+        crate::font().map_err(|e| e.to_string())?;
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (720, 450)).into_drawing_area();
+            root.fill(&WHITE).map_err(|e| e.to_string())?;
+            let drawn = match which {
+                "/chart/wait.svg" => wait_vs_utilization::draw(&root, &self.wait_chart()?),
+                "/chart/rate.svg" => rate_failure::draw(&root, &self.rate_chart()),
+                _ => workers_needed::draw(&root, &self.loops_chart()?),
+            };
+            drawn.map_err(|e| e.to_string())?;
+            root.present().map_err(|e| e.to_string())?;
+        }
+        Ok(svg)
+    }
+
+    /// Figure 2 for this client: mean and p99 of the wait (in units of E\[S\]) over the
+    /// utilisation of its loops, and where this rate puts it.
+    fn wait_chart(&self) -> Result<WaitVsUtilization, String> {
+        let es = self.cost_us * 1e-6;
+        let mut mean = Vec::new();
+        let mut p99 = Vec::new();
+        // Nineteen points bound the work of one chart (each quantile is a bisection).
+        for i in 1..=19 {
+            let rho = f64::from(i) * 0.05;
+            let rate = rho * self.capacity();
+            let Ok(q) = self
+                .load(rate)
+                .and_then(|l| l.worker_queue(self.loops, 1.0))
+            else {
+                continue;
+            };
+            mean.push((rho, q.wait_mean_s() / es));
+            p99.push((rho, q.wait_quantile_s(Quantile::P99) / es));
+        }
+        let here = self.evaluate().map_err(|e| e.to_string())?;
+        let point = |w: f64| CiPoint {
+            x: here.utilisation,
+            y: w / es,
+            ci: 0.0,
+        };
+        Ok(WaitVsUtilization {
+            curves: vec![
+                Series {
+                    label: "mean wait".into(),
+                    points: mean,
+                },
+                Series {
+                    label: "p99 wait".into(),
+                    points: p99,
+                },
+            ],
+            mean_points: here.wait.map(|w| point(w.mean_s)).into_iter().collect(),
+            p99_points: here.wait.map(|w| point(w.p99_s)).into_iter().collect(),
+            points_label: Some("your client:".into()),
+        })
+    }
+
+    /// Figure 1 for this client: achieved against offered, up to twice its capacity.
+    fn rate_chart(&self) -> RateFailure {
+        let cap = self.capacity();
+        let top = (2.0 * cap).max(self.rate * 1.2);
+        let points = (0..=40)
+            .map(|i| {
+                let x = top * f64::from(i) / 40.0;
+                (x, x.min(cap))
+            })
+            .collect();
+        RateFailure {
+            series: vec![Series {
+                label: format!("{} loop(s)", self.loops),
+                points,
+            }],
+        }
+    }
+
+    /// Figure 6 for this client: loops needed against the request rate.
+    fn loops_chart(&self) -> Result<WorkersNeeded, String> {
+        let budget = self.budget().map_err(|e| e.to_string())?;
+        let mut points = Vec::new();
+        // Seven rates, an octave apart around this one: a plan under round robin solves
+        // several Erlang-k queues numerically, so the points are few.
+        for i in -3..=3 {
+            let rate = self.rate * 2f64.powi(i);
+            let Ok(load) = self.load(rate) else { continue };
+            if let Ok(p) = plan_workers(&load, &budget, Hardware::default()) {
+                points.push((rate, f64::from(p.workers)));
+            }
+        }
+        Ok(WorkersNeeded {
+            series: vec![Series {
+                label: format!("{} us per chunk, {} chunks", self.cost_us, self.tokens),
+                points,
+            }],
+            budget: format!("p99 wait <= {} ms", self.budget_ms),
+        })
+    }
+}
+
+/// The wait's statistics, seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Waits {
+    /// Mean.
+    pub mean_s: f64,
+    /// Median.
+    pub p50_s: f64,
+    /// 90th percentile.
+    pub p90_s: f64,
+    /// 99th percentile.
+    pub p99_s: f64,
+}
+
+impl Waits {
+    fn of(q: &dyn WaitModel) -> Self {
+        Self {
+            mean_s: q.wait_mean_s(),
+            p50_s: q.wait_quantile_s(Quantile::P50),
+            p90_s: q.wait_quantile_s(Quantile::P90),
+            p99_s: q.wait_quantile_s(Quantile::P99),
+        }
+    }
+}
+
+/// What `/api/state` answers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evaluated {
+    /// The inputs, as read.
+    pub state: State,
+    /// Per-loop utilisation.
+    pub utilisation: f64,
+    /// Requests per second the loops carry at most.
+    pub capacity_per_s: f64,
+    /// What the client achieves: the offered rate up to its capacity.
+    pub achieved_per_s: f64,
+    /// The queue model.
+    pub model: String,
+    /// A chunk's wait for its loop (None: saturated).
+    pub wait: Option<Waits>,
+    /// The server's TTFT, seconds.
+    pub true_ttft_s: f64,
+    /// The TTFT a client stamping after its queue reports (from the intended send), mean.
+    pub reported_ttft_mean_s: Option<f64>,
+    /// The same, p99 (a chunk's p99 wait added to the server's TTFT).
+    pub reported_ttft_p99_s: Option<f64>,
+    /// `plan`'s answer for the budget.
+    pub loops_needed: Option<u32>,
+    /// Why.
+    pub plan_reasoning: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(path: &str, query: &str) -> serde_json::Value {
+        let r = handle(path, query);
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        serde_json::from_slice(&r.body).expect("JSON")
+    }
+
+    #[test]
+    fn the_page_and_its_assets_are_served() {
+        for (p, ct) in [
+            ("/", "text/html"),
+            ("/app.js", "text/javascript"),
+            ("/style.css", "text/css"),
+        ] {
+            let r = handle(p, "");
+            assert_eq!(r.status, 200);
+            assert!(r.content_type.starts_with(ct));
+        }
+        assert_eq!(handle("/nope", "").status, 404);
+        let total: usize = [INDEX, SCRIPT, STYLE].iter().map(|s| s.len()).sum();
+        assert!(total < 300 << 10, "{total} bytes");
+    }
+
+    #[test]
+    fn the_api_is_the_model() {
+        // One loop, 100 req/s of 20 chunks at 200 us: rho 0.4, bursts of 20 (zero ITL).
+        let v = json("/api/state", "rate=100&tokens=20&cost_us=200&scv=0&loops=1");
+        let rho = v["utilisation"].as_f64().unwrap();
+        assert!((rho - 0.4).abs() < 1e-12);
+        // M^X/D/1: Wq = rho B / (2 (1 - rho)) + (N - 1) S / 2, B = 4 ms, S = 200 us.
+        let want = 0.4 * 0.004 / (2.0 * 0.6) + 19.0 * 200e-6 / 2.0;
+        let got = v["wait"]["mean_s"].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+        assert_eq!(v["achieved_per_s"].as_f64(), Some(100.0));
+        assert!(v["loops_needed"].as_u64() >= Some(1));
+        // Past capacity the loop saturates: no wait, achieved = capacity.
+        let s = json("/api/state", "rate=1000&tokens=20&cost_us=200&loops=1");
+        assert!(s["wait"].is_null());
+        assert!((s["achieved_per_s"].as_f64().unwrap() - 250.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn bad_parameters_are_400s_with_a_reason() {
+        for q in [
+            "rate=-1",
+            "rate=abc",
+            "rate=1e300",
+            "tokens=0",
+            "loops=100000",
+            "policy=sideways",
+            "colour=red",
+            "scv=NaN",
+        ] {
+            let r = handle("/api/state", q);
+            assert_eq!(r.status, 400, "{q}");
+            let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{q}");
+            assert_eq!(handle("/chart/wait.svg", q).status, 400, "{q}");
+        }
+        assert_eq!(handle("/api/state", &"a".repeat(5000)).status, 400);
+    }
+
+    #[test]
+    fn charts_are_svg_at_the_extremes() {
+        for q in [
+            "",
+            "rate=100000&tokens=10000&cost_us=100000&loops=1024",
+            "rate=0.1&tokens=1&cost_us=0.1",
+            "policy=pooled&loops=8",
+            "itl_ms=5",
+        ] {
+            for c in ["/chart/wait.svg", "/chart/rate.svg", "/chart/loops.svg"] {
+                let r = handle(c, q);
+                // A state with nothing to draw is a 400, never a panic.
+                if r.status == 200 {
+                    assert!(String::from_utf8_lossy(&r.body).contains("<svg"), "{c}?{q}");
+                }
+            }
+        }
+        assert_eq!(handle("/chart/wait.svg", "").status, 200);
+    }
+}

@@ -1,0 +1,40 @@
+//! `heisenbench explore`: the interactive page (figures::explore) on loopback.
+
+use std::io::Write;
+
+use heisenbench_live::mock::{MockError, MockServer, Page};
+
+use crate::Failure;
+use crate::args::ExploreArgs;
+
+pub fn run(a: ExploreArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], a.port));
+    let server = MockServer::serve_pages(addr, |path, query| {
+        let r = heisenbench_figures::explore::handle(path, query);
+        Page {
+            status: r.status,
+            content_type: r.content_type,
+            body: r.body,
+        }
+    })
+    .map_err(|e| match e {
+        MockError::Bind { .. } => Failure::Usage(e.to_string()),
+        other => Failure::Runtime(other.into()),
+    })?;
+    let url = format!("{}/", server.url());
+    writeln!(out, "heisenbench explore on {url} (Ctrl-C stops it)")?;
+    out.flush()?;
+    if a.open {
+        // The desktop's browser, if it has one; the address above works either way.
+        let _ = std::process::Command::new("xdg-open").arg(&url).spawn();
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Runtime(e.into()))?;
+    rt.block_on(async {
+        let _ = tokio::signal::ctrl_c().await;
+    });
+    server.shutdown();
+    Ok(())
+}
