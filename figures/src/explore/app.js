@@ -15,7 +15,11 @@ const STEPS = [
 ];
 const $ = (id) => document.getElementById(id);
 let pinned = null;
+// The rate as set by the address, a preset or the slider: the slider's steps are
+// logarithmic, so a preset's rate is kept exact rather than read back from it.
+let rate = DEFAULTS.rate;
 let pending = null;
+let changed = 0;
 let generation = 0;
 
 function fmtSeconds(s) {
@@ -32,12 +36,13 @@ function read() {
   const s = {};
   for (const k of KEYS) {
     const el = $(k);
-    s[k] = k === "rate" ? rateFromSlider(Number(el.value)) : (k === "policy" ? el.value : Number(el.value));
+    s[k] = k === "rate" ? rate : (k === "policy" ? el.value : Number(el.value));
   }
   return s;
 }
 
 function write(s) {
+  rate = s.rate;
   for (const k of KEYS) {
     $(k).value = k === "rate" ? sliderFromRate(s[k]) : s[k];
   }
@@ -45,7 +50,7 @@ function write(s) {
 }
 
 function outputs() {
-  $("rate-out").textContent = rateFromSlider(Number($("rate").value)) + " req/s";
+  $("rate-out").textContent = rate + " req/s";
   $("loops-out").textContent = $("loops").value;
 }
 
@@ -110,13 +115,17 @@ async function update() {
   render(v);
   for (const c of ["wait", "rate", "loops"]) $("chart-" + c).src = "/chart/" + c + ".svg?" + q;
   window.exploreLast = v;
+  // From the control's change to the numbers on screen (the charts follow as images).
+  if (changed) window.exploreUpdateMs = performance.now() - changed;
 }
 
 function schedule() {
+  changed = performance.now();
   clearTimeout(pending);
   pending = setTimeout(update, 40);
 }
 
+$("rate").addEventListener("input", () => { rate = rateFromSlider(Number($("rate").value)); });
 for (const k of KEYS) {
   $(k).addEventListener("input", schedule);
   $(k).addEventListener("change", schedule);

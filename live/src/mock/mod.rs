@@ -790,7 +790,10 @@ impl MockServer {
                         body: b"the page failed".to_vec(),
                     });
                 Ok(Response::builder()
-                    .status(StatusCode::from_u16(page.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+                    .status(
+                        StatusCode::from_u16(page.status)
+                            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                    )
                     .header("content-type", page.content_type)
                     .header("cache-control", "no-store")
                     .body(MockBody::full(page.body))
