@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `heisenbench audit` of real benchmark clients from PyPI against the embedded
-# zero-latency mock: inference-perf and `vllm bench serve` (which runs without a GPU), at
+# zero-latency mock: inference-perf, `vllm bench serve` (which runs without a GPU) and
+# AIPerf, at
 # several rates with 200-token streams. Writes one audit JSON per point and a Markdown
 # table (bench/audit/RESULTS.md is where the recorded one lives).
 #
@@ -23,12 +24,13 @@ PYTHON=${PYTHON:-$(ls -d "$HOME"/.pyenv/versions/3.12*/bin/python 2>/dev/null | 
 PYTHON=${PYTHON:-python3}
 HB=${HEISENBENCH:-target/release/heisenbench}
 RATES=${RATES:-50 100 200 400 1000}
-TOOLS=${TOOLS:-inference-perf vllm}
+TOOLS=${TOOLS:-inference-perf vllm aiperf}
 DURATION=${DURATION:-10s}
 TOKENS=${TOKENS:-200}
 OUT=${OUT:-$(mktemp -d)}
 IP_VERSION=0.7.0
 VLLM_VERSION=0.33.0
+AIPERF_VERSION=0.13.0
 mkdir -p "$CACHE" "$OUT"
 
 if [ ! -x "$HB" ]; then
@@ -85,6 +87,16 @@ for tool in $TOOLS; do
         --num-warmups 0 --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99
         --save-result --result-dir {out})
       EXTRA=(--label "vllm bench serve" --timeout 300s) ;;
+    aiperf)
+      venv "$CACHE/aiperf" "aiperf==$AIPERF_VERSION"
+      # Not HF_HUB_OFFLINE: AIPerf then looks for the tokenizer in the hub's cache only.
+      CMD=("$CACHE/aiperf/bin/aiperf" profile --model {model} --url {url}
+        --endpoint-type completions --streaming --tokenizer "$TOK" --request-rate {rate}
+        --request-count {requests} --prompt-input-tokens-mean {prompt_tokens}
+        --prompt-input-tokens-stddev 0 --prompt-output-tokens-mean {output_tokens}
+        --prompt-output-tokens-stddev 0 --extra-inputs ignore_eos:true --random-seed 1
+        --ui-type none --artifact-dir {out})
+      EXTRA=(--label AIPerf --timeout 300s) ;;
     *) echo "unknown tool $tool" >&2; exit 2 ;;
   esac
   for rate in $RATES; do

@@ -61,8 +61,9 @@ pub struct Reported {
 }
 
 /// The formats known, by the tool that writes them.
-pub const FORMATS: [&str; 3] = [
+pub const FORMATS: [&str; 4] = [
     "inference-perf (summary_lifecycle_metrics.json)",
+    "AIPerf (profile_export_aiperf.json)",
     "vllm bench serve --save-result",
     "heisenbench run --out",
 ];
@@ -100,6 +101,7 @@ pub fn read(file: &Path) -> Option<Reported> {
     let text = std::fs::read(file).ok()?;
     let v: Value = serde_json::from_slice(&text).ok()?;
     let mut r = inference_perf(&v)
+        .or_else(|| aiperf(&v))
         .or_else(|| vllm(&v))
         .or_else(|| heisenbench(&v))?;
     r.file = file.to_path_buf();
@@ -141,6 +143,40 @@ fn inference_perf(v: &Value) -> Option<Reported> {
                 p90_s: f(d, "p90"),
                 p99_s: f(d, "p99"),
             }),
+        ..Reported::default()
+    })
+}
+
+/// AIPerf's `profile_export_aiperf.json`: one object per metric with its `unit`, `avg`
+/// and percentiles.
+fn aiperf(v: &Value) -> Option<Reported> {
+    v.get("aiperf_version")?;
+    let s = |k: &str| {
+        let d = v.get(k)?;
+        let scale = match d.get("unit")?.as_str()? {
+            "s" | "sec" => 1.0,
+            "ms" => 1e-3,
+            "us" => 1e-6,
+            "ns" => 1e-9,
+            _ => return None,
+        };
+        let x = |stat: &str| f(d, stat).map(|x| x * scale);
+        let s = Summary {
+            mean_s: x("avg"),
+            p50_s: x("p50"),
+            p90_s: x("p90"),
+            p99_s: x("p99"),
+        };
+        (!s.is_empty()).then_some(s)
+    };
+    let avg = |k: &str| v.get(k).and_then(|d| f(d, "avg"));
+    Some(Reported {
+        tool: "AIPerf".into(),
+        completed: avg("request_count").map(|c| c.round() as u64),
+        requests_per_s: avg("request_throughput"),
+        ttft: s("time_to_first_token"),
+        itl: s("inter_token_latency"),
+        e2e: s("request_latency"),
         ..Reported::default()
     })
 }
@@ -247,6 +283,23 @@ mod tests {
             assert!(s.and_then(|s| s.mean_s).is_some());
         }
         assert!((r.requests_per_s.unwrap() - 99.9).abs() < 0.01);
+    }
+
+    /// Written by AIPerf 0.13.0 (`profile_export_aiperf.json`) at 100 req/s with 200-token
+    /// streams: see fixtures/README.md.
+    const AIPERF: &str = include_str!("fixtures/aiperf-0.13.0-profile_export_aiperf.json");
+
+    #[test]
+    fn aiperf_export_reads() {
+        let v: Value = serde_json::from_str(AIPERF).expect("fixture is JSON");
+        let r = aiperf(&v).expect("recognised");
+        assert!(inference_perf(&v).is_none() && vllm(&v).is_none() && heisenbench(&v).is_none());
+        assert_eq!(r.completed, Some(1000));
+        let t = r.ttft.expect("ttft");
+        // The file says avg 5.063 ms and p99 41.89 ms, in milliseconds.
+        assert!((t.mean_s.unwrap() - 5.063301348e-3).abs() < 1e-12);
+        assert!((t.p99_s.unwrap() - 41.88923044999997e-3).abs() < 1e-12);
+        assert!((r.requests_per_s.unwrap() - 101.36).abs() < 0.01);
     }
 
     #[test]
