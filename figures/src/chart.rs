@@ -55,6 +55,23 @@ pub(crate) fn seconds_label(s: f64) -> String {
     format!("{:.*} {unit}", digits, v)
 }
 
+/// A log axis's tick label: durations at 1, 2 and 5 times a power of ten, blank between
+/// (plotters offers every multiple, which crowds the axis).
+pub(crate) fn log_tick_label(s: f64) -> String {
+    if !(s.is_finite() && s > 0.0) {
+        return String::new();
+    }
+    let mantissa = s / 10f64.powf(s.log10().floor());
+    if [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .any(|m| (mantissa - m).abs() < 1e-6 * m)
+    {
+        seconds_label(s)
+    } else {
+        String::new()
+    }
+}
+
 pub(crate) fn positive_range(lo: f64, hi: f64) -> std::ops::Range<f64> {
     let lo = if lo > 0.0 { lo } else { hi.max(1e-12) * 1e-3 };
     (lo / 1.5)..(hi.max(lo * 10.0) * 1.5)

@@ -44,6 +44,7 @@ fn fixture() -> FigureData {
                 s("server", vec![(1e-4, 0.0), (2e-4, 0.5), (3e-4, 1.0)]),
                 s("client", vec![(1e-1, 0.0), (1.0, 0.5), (10.0, 1.0)]),
             ],
+            title: None,
         },
         ntpot: NtpotDecomposition {
             input_tokens: vec![128, 1024],

@@ -5,13 +5,13 @@ window.addEventListener("error", (e) => window.exploreErrors.push(String(e.messa
 window.addEventListener("unhandledrejection", (e) => window.exploreErrors.push(String(e.reason)));
 
 const DEFAULTS = { rate: 100, tokens: 200, cost_us: 25, scv: 0.5, loops: 1, policy: "round-robin",
-  itl_ms: 0, ttft_ms: 2, budget_ms: 10 };
+  itl_ms: 0, ttft_ms: 2, budget_ms: 10, sim: 1 };
 const KEYS = Object.keys(DEFAULTS);
 const STEPS = [
-  { rate: 100, tokens: 200, cost_us: 25, scv: 0.5, loops: 1, policy: "round-robin", itl_ms: 0, ttft_ms: 2, budget_ms: 10 },
-  { rate: 180, tokens: 200, cost_us: 25, scv: 0.5, loops: 1, policy: "round-robin", itl_ms: 0, ttft_ms: 2, budget_ms: 10 },
-  { rate: 180, tokens: 200, cost_us: 25, scv: 0.5, loops: 1, policy: "round-robin", itl_ms: 5, ttft_ms: 2, budget_ms: 10 },
-  { rate: 1000, tokens: 200, cost_us: 25, scv: 0.5, loops: 8, policy: "round-robin", itl_ms: 0, ttft_ms: 2, budget_ms: 10 },
+  { rate: 100, tokens: 200, cost_us: 25, scv: 0.5, loops: 1, policy: "round-robin", itl_ms: 0, ttft_ms: 2, budget_ms: 10, sim: 1 },
+  { rate: 180, tokens: 200, cost_us: 25, scv: 0.5, loops: 1, policy: "round-robin", itl_ms: 0, ttft_ms: 2, budget_ms: 10, sim: 1 },
+  { rate: 180, tokens: 200, cost_us: 25, scv: 0.5, loops: 1, policy: "round-robin", itl_ms: 5, ttft_ms: 2, budget_ms: 10, sim: 1 },
+  { rate: 1000, tokens: 200, cost_us: 25, scv: 0.5, loops: 8, policy: "round-robin", itl_ms: 0, ttft_ms: 2, budget_ms: 10, sim: 1 },
 ];
 const $ = (id) => document.getElementById(id);
 let pinned = null;
@@ -36,7 +36,7 @@ function read() {
   const s = {};
   for (const k of KEYS) {
     const el = $(k);
-    s[k] = k === "rate" ? rate : (k === "policy" ? el.value : Number(el.value));
+    s[k] = k === "rate" ? rate : (k === "policy" ? el.value : (k === "sim" ? (el.checked ? 1 : 0) : Number(el.value)));
   }
   return s;
 }
@@ -44,7 +44,8 @@ function read() {
 function write(s) {
   rate = s.rate;
   for (const k of KEYS) {
-    $(k).value = k === "rate" ? sliderFromRate(s[k]) : s[k];
+    if (k === "sim") $(k).checked = Number(s[k]) !== 0;
+    else $(k).value = k === "rate" ? sliderFromRate(s[k]) : s[k];
   }
   outputs();
 }
@@ -113,7 +114,7 @@ async function update() {
   }
   $("error").hidden = true;
   render(v);
-  for (const c of ["wait", "rate", "loops"]) $("chart-" + c).src = "/chart/" + c + ".svg?" + q;
+  for (const c of ["wait", "ttft", "rate", "loops"]) $("chart-" + c).src = "/chart/" + c + ".svg?" + q;
   window.exploreLast = v;
   // From the control's change to the numbers on screen (the charts follow as images).
   if (changed) window.exploreUpdateMs = performance.now() - changed;

@@ -17,8 +17,8 @@ use heisenbench_model::units::{Quantile, Rate, Seconds};
 use plotters::prelude::*;
 use serde::Serialize;
 
-use crate::figure::{rate_failure, wait_vs_utilization, workers_needed};
-use crate::{CiPoint, RateFailure, Series, WaitVsUtilization, WorkersNeeded};
+use crate::figure::{rate_failure, ttft_cdf, wait_vs_utilization, workers_needed};
+use crate::{CiPoint, RateFailure, Series, TtftCdfs, WaitVsUtilization, WorkersNeeded};
 
 const INDEX: &str = include_str!("index.html");
 const SCRIPT: &str = include_str!("app.js");
@@ -60,7 +60,8 @@ pub fn handle(path: &str, query: &str) -> Reply {
         "/" | "/index.html" => Reply::ok("text/html; charset=utf-8", INDEX),
         "/app.js" => Reply::ok("text/javascript; charset=utf-8", SCRIPT),
         "/style.css" => Reply::ok("text/css; charset=utf-8", STYLE),
-        "/api/state" | "/chart/wait.svg" | "/chart/rate.svg" | "/chart/loops.svg" => {
+        "/api/state" | "/chart/wait.svg" | "/chart/rate.svg" | "/chart/loops.svg"
+        | "/chart/ttft.svg" => {
             let state = match State::from_query(query) {
                 Ok(s) => s,
                 Err(e) => return Reply::bad(e),
@@ -109,6 +110,8 @@ pub struct State {
     pub ttft_ms: f64,
     /// The budget: p99 of the client's wait, milliseconds.
     pub budget_ms: f64,
+    /// Whether the wait chart also shows the simulator's points (slower).
+    pub sim: bool,
 }
 
 impl Default for State {
@@ -123,6 +126,7 @@ impl Default for State {
             itl_ms: 0.0,
             ttft_ms: 2.0,
             budget_ms: 10.0,
+            sim: true,
         }
     }
 }
@@ -149,6 +153,14 @@ impl State {
         }
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            if k == "sim" {
+                s.sim = match v {
+                    "1" | "true" => true,
+                    "0" | "false" => false,
+                    _ => return Err(format!("sim must be 0 or 1, not {v}")),
+                };
+                continue;
+            }
             if k == "policy" {
                 s.policy = v
                     .replace("%2D", "-")
@@ -194,6 +206,19 @@ impl State {
         )
     }
 
+    /// The queue a response's first chunk waits in: with bursts, the loop's queue of whole
+    /// bursts (a request's chunks cost the sum of their costs), so the first chunk waits
+    /// only for the work before its burst; with spread chunks, the chunks' own queue.
+    fn first_chunk_queue(&self) -> Result<Box<dyn WaitModel>, ModelError> {
+        if self.burst() == 1 {
+            return self.load(self.rate)?.worker_queue(self.loops, 1.0);
+        }
+        let cost = Service::gamma(self.cost_us * 1e-6, self.scv)?;
+        let (burst_cost, _) = cost.sum_of(self.tokens);
+        Load::new(Rate::per_s(self.rate)?, 1, 1, burst_cost, self.policy)?
+            .worker_queue(self.loops, 1.0)
+    }
+
     fn budget(&self) -> Result<Budget, ModelError> {
         Ok(Budget::Quantile {
             q: Quantile::P99,
@@ -221,6 +246,11 @@ impl State {
             Err(e) => (None, vec![e.to_string()]),
         };
         let ttft = self.ttft_ms * 1e-3;
+        let first = match self.first_chunk_queue() {
+            Ok(q) => Some(Waits::of(q.as_ref())),
+            Err(ModelError::Unstable { .. }) => None,
+            Err(e) => return Err(e),
+        };
         Ok(Evaluated {
             state: self.clone(),
             utilisation: rho,
@@ -229,8 +259,9 @@ impl State {
             model,
             wait,
             true_ttft_s: ttft,
-            reported_ttft_mean_s: wait.map(|w| ttft + w.mean_s),
-            reported_ttft_p99_s: wait.map(|w| ttft + w.p99_s),
+            first_chunk_wait: first,
+            reported_ttft_mean_s: first.map(|w| ttft + w.mean_s),
+            reported_ttft_p99_s: first.map(|w| ttft + w.p99_s),
             loops_needed,
             plan_reasoning,
         })
@@ -246,6 +277,7 @@ impl State {
             let drawn = match which {
                 "/chart/wait.svg" => wait_vs_utilization::draw(&root, &self.wait_chart()?),
                 "/chart/rate.svg" => rate_failure::draw(&root, &self.rate_chart()),
+                "/chart/ttft.svg" => ttft_cdf::draw(&root, &self.ttft_chart()?),
                 _ => workers_needed::draw(&root, &self.loops_chart()?),
             };
             drawn.map_err(|e| e.to_string())?;
@@ -274,25 +306,95 @@ impl State {
             p99.push((rho, q.wait_quantile_s(Quantile::P99) / es));
         }
         let here = self.evaluate().map_err(|e| e.to_string())?;
-        let point = |w: f64| CiPoint {
-            x: here.utilisation,
-            y: w / es,
-            ci: 0.0,
-        };
+        // Where this client is: a vertical line at its utilisation (when stable).
+        let mut curves = vec![
+            Series {
+                label: "mean wait (model)".into(),
+                points: mean,
+            },
+            Series {
+                label: "p99 wait (model)".into(),
+                points: p99,
+            },
+        ];
+        if let Some(w) = here.wait {
+            curves.push(Series {
+                label: format!("your client (utilisation {:.2})", here.utilisation),
+                points: vec![
+                    (here.utilisation, (w.mean_s / es).max(1e-3) / 3.0),
+                    (here.utilisation, (w.p99_s / es).max(1e-3) * 3.0),
+                ],
+            });
+        }
+        // The simulator at four utilisations: means and p99s with 95 % intervals (batch
+        // means over about two million events each), so the curves are checked on the page.
+        let (mut mean_points, mut p99_points) = (Vec::new(), Vec::new());
+        let limit = Seconds::new(1.0).map_err(|e| e.to_string())?;
+        let checked: &[f64] = if self.sim { &[0.3, 0.5, 0.7, 0.9] } else { &[] };
+        for &rho in checked {
+            let Ok(load) = self.load(rho * self.capacity()) else {
+                continue;
+            };
+            for (budget, points) in [
+                (Budget::Mean { limit_s: limit }, &mut mean_points),
+                (
+                    Budget::Quantile {
+                        q: Quantile::P99,
+                        limit_s: limit,
+                    },
+                    &mut p99_points,
+                ),
+            ] {
+                if let Some(c) = heisenbench_sim::plancheck::simulate(&load, &budget, self.loops) {
+                    points.push(CiPoint {
+                        x: rho,
+                        y: c.simulated_s / es,
+                        ci: c.ci95_s / es,
+                    });
+                }
+            }
+        }
         Ok(WaitVsUtilization {
-            curves: vec![
+            curves,
+            mean_points,
+            p99_points,
+            points_label: None,
+        })
+    }
+
+    /// Figure 3 for this client: the server's TTFT against the TTFT the client reports
+    /// (the server's plus the first chunk's wait), as distributions.
+    fn ttft_chart(&self) -> Result<TtftCdfs, String> {
+        let ttft = self.ttft_ms * 1e-3;
+        let q = self.first_chunk_queue().map_err(|e| match e {
+            ModelError::Unstable { .. } => {
+                "the client is saturated: its reported TTFT grows without bound".to_string()
+            }
+            e => e.to_string(),
+        })?;
+        let floor = (ttft * 1e-3).max(1e-7);
+        // The requests that found the loop idle report the truth: a step there.
+        let mut reported = vec![(ttft.max(floor), 0.0), (ttft.max(floor), 1.0 - q.p_wait())];
+        // Thirty levels from the probability of not waiting to 0.999.
+        let p0 = 1.0 - q.p_wait();
+        for i in 1..=30 {
+            let p = p0 + (0.999 - p0) * f64::from(i) / 30.0;
+            if let Ok(level) = Quantile::new(p) {
+                reported.push((ttft + q.wait_quantile_s(level), p));
+            }
+        }
+        Ok(TtftCdfs {
+            series: vec![
                 Series {
-                    label: "mean wait".into(),
-                    points: mean,
+                    label: "server's TTFT (the truth)".into(),
+                    points: vec![(ttft.max(floor), 0.0), (ttft.max(floor), 1.0)],
                 },
                 Series {
-                    label: "p99 wait".into(),
-                    points: p99,
+                    label: "TTFT the client reports".into(),
+                    points: reported,
                 },
             ],
-            mean_points: here.wait.map(|w| point(w.mean_s)).into_iter().collect(),
-            p99_points: here.wait.map(|w| point(w.p99_s)).into_iter().collect(),
-            points_label: Some("your client:".into()),
+            title: Some(format!("Reported vs true TTFT at {} requests/s", self.rate)),
         })
     }
 
@@ -378,9 +480,12 @@ pub struct Evaluated {
     pub wait: Option<Waits>,
     /// The server's TTFT, seconds.
     pub true_ttft_s: f64,
-    /// The TTFT a client stamping after its queue reports (from the intended send), mean.
+    /// A response's first chunk's wait for its loop (None: saturated).
+    pub first_chunk_wait: Option<Waits>,
+    /// The TTFT a client that stamps a chunk when its loop gets to it reports, from the
+    /// intended send: the server's TTFT plus the first chunk's wait; mean.
     pub reported_ttft_mean_s: Option<f64>,
-    /// The same, p99 (a chunk's p99 wait added to the server's TTFT).
+    /// The same, p99.
     pub reported_ttft_p99_s: Option<f64>,
     /// `plan`'s answer for the budget.
     pub loops_needed: Option<u32>,
@@ -425,6 +530,12 @@ mod tests {
         let got = v["wait"]["mean_s"].as_f64().unwrap();
         assert!((got - want).abs() < 1e-9, "{got} vs {want}");
         assert_eq!(v["achieved_per_s"].as_f64(), Some(100.0));
+        // The first chunk waits only for the bursts before its own: M/D/1 of 4 ms bursts.
+        let first = v["first_chunk_wait"]["mean_s"].as_f64().unwrap();
+        let want = 0.4 * 0.004 / (2.0 * 0.6);
+        assert!((first - want).abs() < 1e-9, "{first} vs {want}");
+        let reported = v["reported_ttft_mean_s"].as_f64().unwrap();
+        assert!((reported - (0.002 + want)).abs() < 1e-9);
         assert!(v["loops_needed"].as_u64() >= Some(1));
         // Past capacity the loop saturates: no wait, achieved = capacity.
         let s = json("/api/state", "rate=1000&tokens=20&cost_us=200&loops=1");
@@ -443,6 +554,7 @@ mod tests {
             "policy=sideways",
             "colour=red",
             "scv=NaN",
+            "sim=maybe",
         ] {
             let r = handle("/api/state", q);
             assert_eq!(r.status, 400, "{q}");
@@ -462,7 +574,12 @@ mod tests {
             "policy=pooled&loops=8",
             "itl_ms=5",
         ] {
-            for c in ["/chart/wait.svg", "/chart/rate.svg", "/chart/loops.svg"] {
+            for c in [
+                "/chart/wait.svg",
+                "/chart/rate.svg",
+                "/chart/loops.svg",
+                "/chart/ttft.svg",
+            ] {
                 let r = handle(c, q);
                 // A state with nothing to draw is a 400, never a panic.
                 if r.status == 200 {

@@ -13,6 +13,9 @@ use crate::style::{FONT, LABEL};
 pub struct TtftCdfs {
     /// One CDF per view (points: value in seconds, probability).
     pub series: Vec<Series>,
+    /// The chart's title (default: the reproduction's, at 1,000 requests/s).
+    #[serde(default)]
+    pub title: Option<String>,
 }
 
 pub(crate) fn draw<DB: DrawingBackend<ErrorType: 'static>>(
@@ -26,11 +29,17 @@ pub(crate) fn draw<DB: DrawingBackend<ErrorType: 'static>>(
             .filter(|(x, _)| *x > 0.0),
     )
     .ok_or("no data")?;
-    let mut chart = frame(root, "Measured vs true TTFT at 1,000 requests/s", 80)
-        .build_cartesian_2d(positive_range(x0, x1).log_scale(), 0f64..1.0)?;
+    let title = d
+        .title
+        .as_deref()
+        .unwrap_or("Measured vs true TTFT at 1,000 requests/s");
+    let mut chart =
+        frame(root, title, 80).build_cartesian_2d(positive_range(x0, x1).log_scale(), 0f64..1.0)?;
     chart
         .configure_mesh()
-        .x_desc("TTFT (seconds, log scale)")
+        .x_desc("TTFT (log scale)")
+        .x_labels(30)
+        .x_label_formatter(&|v| log_tick_label(*v))
         .y_desc("fraction of requests")
         .label_style((FONT, LABEL))
         .axis_desc_style((FONT, LABEL))

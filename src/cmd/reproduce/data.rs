@@ -364,7 +364,10 @@ fn ttft_cdfs(scale: Scale) -> Result<TtftCdfs, Failure> {
         out.push(series(label, r.ttft_cdf_from_intended.clone()));
     }
     out.insert(0, series("true (server side)", server.unwrap_or_default()));
-    Ok(TtftCdfs { series: out })
+    Ok(TtftCdfs {
+        series: out,
+        title: None,
+    })
 }
 
 fn ntpot_decomposition(scale: Scale) -> Result<NtpotDecomposition, Failure> {
