@@ -127,7 +127,7 @@ fn every_figure_is_drawn_with_its_labels() {
         ),
         (
             "3-ttft-cdf",
-            &["TTFT (seconds, log scale)", "fraction of requests"],
+            &["TTFT (log scale)", "fraction of requests"],
         ),
         (
             "4-ntpot-decomposition",
