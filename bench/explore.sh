@@ -12,8 +12,8 @@ PID=$!
 trap 'kill $PID' EXIT
 sleep 1
 stats() { sort -n | awk '{v[NR]=$1} END {printf "median %.1f ms, range %.1f-%.1f ms\n", v[int((NR+1)/2)]*1000, v[1]*1000, v[NR]*1000}'; }
-for state in "rate=100" "rate=1000&loops=8" "rate=1000&loops=8&policy=random" "rate=1000&loops=8&policy=pooled"; do
-  for path in /api/state /chart/wait.svg /chart/rate.svg /chart/loops.svg; do
+for state in "rate=100" "rate=100&sim=0" "rate=1000&loops=8" "rate=1000&loops=8&policy=random" "rate=1000&loops=8&policy=pooled"; do
+  for path in /api/state /chart/wait.svg /chart/ttft.svg /chart/rate.svg /chart/loops.svg; do
     printf '%-32s %-16s ' "$state" "$path"
     for _ in $(seq 10); do
       curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$PORT$path?$state"
