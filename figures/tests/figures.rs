@@ -125,10 +125,7 @@ fn every_figure_is_drawn_with_its_labels() {
             "2-wait-vs-utilization",
             &["utilisation rho", "wait (units of the mean service time)"],
         ),
-        (
-            "3-ttft-cdf",
-            &["TTFT (log scale)", "fraction of requests"],
-        ),
+        ("3-ttft-cdf", &["TTFT (log scale)", "fraction of requests"]),
         (
             "4-ntpot-decomposition",
             &["prompt tokens", "NTPOT (milliseconds per output token)"],

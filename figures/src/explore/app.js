@@ -114,7 +114,7 @@ async function update() {
   }
   $("error").hidden = true;
   render(v);
-  for (const c of ["wait", "ttft", "rate", "loops"]) $("chart-" + c).src = "/chart/" + c + ".svg?" + q;
+  for (const c of ["trace", "wait", "ttft", "rate", "loops"]) $("chart-" + c).src = "/chart/" + c + ".svg?" + q;
   window.exploreLast = v;
   // From the control's change to the numbers on screen (the charts follow as images).
   if (changed) window.exploreUpdateMs = performance.now() - changed;

@@ -17,8 +17,14 @@ use heisenbench_model::units::{Quantile, Rate, Seconds};
 use plotters::prelude::*;
 use serde::Serialize;
 
-use crate::figure::{rate_failure, ttft_cdf, wait_vs_utilization, workers_needed};
-use crate::{CiPoint, RateFailure, Series, TtftCdfs, WaitVsUtilization, WorkersNeeded};
+use crate::figure::{rate_failure, timeline, ttft_cdf, wait_vs_utilization, workers_needed};
+use crate::{
+    ChunkPassage, CiPoint, Lane, RateFailure, Series, Timeline, TtftCdfs, WaitVsUtilization,
+    WorkersNeeded,
+};
+
+/// Chunks per response drawn in the trace (more would not be readable).
+const TRACE_CHUNKS: u32 = 8;
 
 const INDEX: &str = include_str!("index.html");
 const SCRIPT: &str = include_str!("app.js");
@@ -61,7 +67,7 @@ pub fn handle(path: &str, query: &str) -> Reply {
         "/app.js" => Reply::ok("text/javascript; charset=utf-8", SCRIPT),
         "/style.css" => Reply::ok("text/css; charset=utf-8", STYLE),
         "/api/state" | "/chart/wait.svg" | "/chart/rate.svg" | "/chart/loops.svg"
-        | "/chart/ttft.svg" => {
+        | "/chart/ttft.svg" | "/chart/trace.svg" => {
             let state = match State::from_query(query) {
                 Ok(s) => s,
                 Err(e) => return Reply::bad(e),
@@ -278,6 +284,7 @@ impl State {
                 "/chart/wait.svg" => wait_vs_utilization::draw(&root, &self.wait_chart()?),
                 "/chart/rate.svg" => rate_failure::draw(&root, &self.rate_chart()),
                 "/chart/ttft.svg" => ttft_cdf::draw(&root, &self.ttft_chart()?),
+                "/chart/trace.svg" => timeline::draw(&root, &self.trace_chart()),
                 _ => workers_needed::draw(&root, &self.loops_chart()?),
             };
             drawn.map_err(|e| e.to_string())?;
@@ -396,6 +403,85 @@ impl State {
             ],
             title: Some(format!("Reported vs true TTFT at {} requests/s", self.rate)),
         })
+    }
+
+    /// Figure 8 for this client: a simulated trace of its first requests through one loop
+    /// and through its loops (at most eight lanes). A response is drawn as at most
+    /// [`TRACE_CHUNKS`] chunks, each costing the share of the request's work that the
+    /// full number would: the same work per request, so the same utilisation.
+    fn trace_chart(&self) -> Timeline {
+        use heisenbench_model::scenario::{
+            Arrivals, ClientModel, EventCosts, Lengths, Policy, Stamp, Stop, Workload,
+        };
+        use heisenbench_model::server::ServerModel;
+        use heisenbench_sim::engine::Simulation;
+        use heisenbench_sim::scenario::SimScenario;
+        let shown = self.tokens.min(TRACE_CHUNKS);
+        let cost = self.cost_us * 1e-6 * f64::from(self.tokens) / f64::from(shown);
+        let scenario = |workers: u32| SimScenario {
+            name: "explore trace".into(),
+            seed: 1,
+            workload: Workload {
+                arrivals: Arrivals::Poisson {
+                    rate_per_s: self.rate,
+                },
+                stop: Stop::Count { requests: 10 },
+                input_tokens: Lengths::Fixed { tokens: 8 },
+                output_tokens: Lengths::Fixed { tokens: shown },
+            },
+            client: ClientModel {
+                workers,
+                policy: match self.policy {
+                    Assignment::Random => Policy::Random,
+                    Assignment::RoundRobin => Policy::RoundRobin,
+                    Assignment::Pooled => Policy::LeastLoaded,
+                },
+                costs: EventCosts {
+                    send: None,
+                    chunk: Service::gamma(cost, self.scv).ok(),
+                    finish: None,
+                },
+                stamp: Stamp::AfterProcessing,
+                max_in_flight_per_worker: None,
+                timeout_s: None,
+                send_shares_loop: false,
+            },
+            server: ServerModel {
+                time_to_first_token_s: self.ttft_ms * 1e-3,
+                inter_token_latency_s: self.itl_ms * 1e-3,
+                max_num_seqs: 100_000,
+                ..ServerModel::default()
+            },
+        };
+        let lanes = |workers: u32, label: &dyn Fn(u32) -> String| -> Vec<Lane> {
+            let mut sim = Simulation::new(scenario(workers)).with_trace(TRACE_CHUNKS as usize * 10);
+            while sim.step() {}
+            (0..workers)
+                .map(|w| Lane {
+                    label: label(w),
+                    chunks: sim
+                        .trace()
+                        .iter()
+                        .filter(|t| t.worker == w && t.kind == "chunk")
+                        .map(|t| ChunkPassage {
+                            request: t.request as u32,
+                            arrival: t.arrive_ns as f64 * 1e-9,
+                            start: t.start_ns as f64 * 1e-9,
+                            end: t.done_ns as f64 * 1e-9,
+                        })
+                        .collect(),
+                })
+                .collect()
+        };
+        let k = self.loops.min(8);
+        Timeline {
+            single: lanes(1, &|_| "one loop".into()),
+            sharded: if k > 1 {
+                lanes(k, &|w| format!("loop {} of {k}", w + 1))
+            } else {
+                Vec::new()
+            },
+        }
     }
 
     /// Figure 1 for this client: achieved against offered, up to twice its capacity.
@@ -579,6 +665,7 @@ mod tests {
                 "/chart/rate.svg",
                 "/chart/loops.svg",
                 "/chart/ttft.svg",
+                "/chart/trace.svg",
             ] {
                 let r = handle(c, q);
                 // A state with nothing to draw is a 400, never a panic.
