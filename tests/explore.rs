@@ -298,6 +298,12 @@ fn the_page_teaches_in_a_real_browser() {
     let a_hidden = b.script("return document.getElementById('col-a').hidden;");
     assert_eq!(a_hidden, Value::Bool(false));
 
+    // The trace is replayed: the playhead moves.
+    let a = b.wait_for("return window.exploreAnimT > 0 ? window.exploreAnimT : null;");
+    std::thread::sleep(Duration::from_millis(300));
+    let a2 = b.script("return window.exploreAnimT;");
+    assert_ne!(a, a2, "the animation does not advance");
+
     // The charts loaded, and nothing went wrong on the page.
     b.wait_for(
         "return Array.from(document.images).every(i => i.complete && i.naturalWidth > 0) ? true : null;",

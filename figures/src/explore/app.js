@@ -114,10 +114,72 @@ async function update() {
   }
   $("error").hidden = true;
   render(v);
+  loadTrace(q);
   for (const c of ["trace", "wait", "ttft", "rate", "loops"]) $("chart-" + c).src = "/chart/" + c + ".svg?" + q;
   window.exploreLast = v;
   // From the control's change to the numbers on screen (the charts follow as images).
   if (changed) window.exploreUpdateMs = performance.now() - changed;
+}
+
+// The trace, replayed: a playhead sweeps the simulated run in six seconds; each chunk
+// appears when its bytes arrive, waits (faint), is processed (solid) and is stamped (tick).
+const PALETTE = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000"];
+let trace = null;
+let playing = true;
+let clock = 0;
+let last = null;
+
+async function loadTrace(q) {
+  const r = await fetch("/api/trace?" + q);
+  if (!r.ok) return;
+  const t = await r.json();
+  const lanes = t.single.concat(t.sharded);
+  const all = lanes.flatMap((l) => l.chunks);
+  if (all.length === 0) return;
+  const t0 = Math.min(...all.map((c) => c.arrival));
+  const t1 = Math.max(...all.map((c) => c.end));
+  trace = { lanes, t0, t1 };
+  clock = 0;
+  $("anim-note").textContent = "replayed " + Math.max(1, Math.round(6 / Math.max(t1 - t0, 1e-9))) + " times slower than real time";
+}
+
+function frame(now) {
+  if (last !== null && playing) clock = (clock + (now - last) / 6000) % 1;
+  last = now;
+  const cv = $("anim");
+  const g = cv.getContext("2d");
+  g.clearRect(0, 0, cv.width, cv.height);
+  if (trace) {
+    const { lanes, t0, t1 } = trace;
+    const t = t0 + clock * (t1 - t0);
+    const left = 110, width = cv.width - left - 10;
+    const x = (v) => left + ((v - t0) / (t1 - t0)) * width;
+    const h = cv.height / lanes.length;
+    g.font = "13px sans-serif";
+    lanes.forEach((lane, i) => {
+      const y = i * h + h / 2;
+      g.fillStyle = "#111";
+      g.fillText(lane.label, 4, y + 4);
+      let waiting = 0;
+      for (const c of lane.chunks) {
+        if (c.arrival > t) continue;
+        const col = PALETTE[c.request % PALETTE.length];
+        g.globalAlpha = 0.25;
+        g.fillStyle = col;
+        g.fillRect(x(c.arrival), y - 4, Math.max(1, x(Math.min(c.start, t)) - x(c.arrival)), 8);
+        g.globalAlpha = 1;
+        if (t > c.start) g.fillRect(x(c.start), y - 10, Math.max(1, x(Math.min(c.end, t)) - x(c.start)), 20);
+        else waiting += 1;
+        if (t >= c.end) { g.fillStyle = "#000"; g.fillRect(x(c.end) - 0.5, y - 14, 1.5, 6); }
+      }
+      g.fillStyle = "#a00";
+      g.fillText(waiting + " waiting", cv.width - 90, y - 14);
+    });
+    g.strokeStyle = "#444";
+    g.beginPath(); g.moveTo(x(t), 0); g.lineTo(x(t), cv.height); g.stroke();
+  }
+  window.exploreAnimT = clock;
+  requestAnimationFrame(frame);
 }
 
 function schedule() {
@@ -139,5 +201,10 @@ $("pin").addEventListener("click", () => { pinned = window.exploreLast || null; 
 $("unpin").addEventListener("click", () => { pinned = null; update(); });
 $("reset").addEventListener("click", () => { write(DEFAULTS); update(); });
 
+$("play").addEventListener("click", () => {
+  playing = !playing;
+  $("play").textContent = playing ? "Pause" : "Play";
+});
 write(fromLocation());
 update();
+requestAnimationFrame(frame);

@@ -66,8 +66,8 @@ pub fn handle(path: &str, query: &str) -> Reply {
         "/" | "/index.html" => Reply::ok("text/html; charset=utf-8", INDEX),
         "/app.js" => Reply::ok("text/javascript; charset=utf-8", SCRIPT),
         "/style.css" => Reply::ok("text/css; charset=utf-8", STYLE),
-        "/api/state" | "/chart/wait.svg" | "/chart/rate.svg" | "/chart/loops.svg"
-        | "/chart/ttft.svg" | "/chart/trace.svg" => {
+        "/api/state" | "/api/trace" | "/chart/wait.svg" | "/chart/rate.svg"
+        | "/chart/loops.svg" | "/chart/ttft.svg" | "/chart/trace.svg" => {
             let state = match State::from_query(query) {
                 Ok(s) => s,
                 Err(e) => return Reply::bad(e),
@@ -80,6 +80,10 @@ pub fn handle(path: &str, query: &str) -> Reply {
                     ),
                     Err(e) => Reply::bad(e.to_string()),
                 },
+                "/api/trace" => Reply::ok(
+                    "application/json",
+                    serde_json::to_vec(&state.trace_chart()).expect("plain data serialises"),
+                ),
                 chart => match state.chart(chart) {
                     Ok(svg) => Reply::ok("image/svg+xml", svg),
                     Err(e) => Reply::bad(e),
@@ -623,6 +627,20 @@ mod tests {
         let reported = v["reported_ttft_mean_s"].as_f64().unwrap();
         assert!((reported - (0.002 + want)).abs() < 1e-9);
         assert!(v["loops_needed"].as_u64() >= Some(1));
+        // The trace: ten requests of at most eight chunks through one loop, each chunk
+        // waiting (arrival <= start) and then processed (start < end).
+        let t = json("/api/trace", "rate=100&tokens=20&cost_us=200&loops=2");
+        let one = t["single"][0]["chunks"].as_array().unwrap();
+        assert_eq!(one.len(), 80);
+        for c in one {
+            let (a, st, e) = (
+                c["arrival"].as_f64().unwrap(),
+                c["start"].as_f64().unwrap(),
+                c["end"].as_f64().unwrap(),
+            );
+            assert!(a <= st && st < e, "{c}");
+        }
+        assert_eq!(t["sharded"].as_array().unwrap().len(), 2);
         // Past capacity the loop saturates: no wait, achieved = capacity.
         let s = json("/api/state", "rate=1000&tokens=20&cost_us=200&loops=1");
         assert!(s["wait"].is_null());
