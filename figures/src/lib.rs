@@ -76,7 +76,7 @@ pub use figure::ntpot::NtpotDecomposition;
 pub use figure::policies::Policies;
 pub use figure::predicted_observed::PredictedObserved;
 pub use figure::rate_failure::RateFailure;
-pub use figure::timeline::{ChunkPassage, Lane, Timeline};
+pub use figure::timeline::{ChunkPassage, Lane, Timeline, simulated_lanes};
 pub use figure::ttft_cdf::TtftCdfs;
 pub use figure::wait_vs_utilization::WaitVsUtilization;
 pub use figure::workers_needed::WorkersNeeded;

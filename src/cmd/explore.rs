@@ -28,13 +28,7 @@ pub fn run(a: ExploreArgs, out: &mut dyn Write) -> Result<(), Failure> {
         // The desktop's browser, if it has one; the address above works either way.
         let _ = std::process::Command::new("xdg-open").arg(&url).spawn();
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::Runtime(e.into()))?;
-    rt.block_on(async {
-        let _ = tokio::signal::ctrl_c().await;
-    });
+    super::mock::until_ctrl_c()?;
     server.shutdown();
     Ok(())
 }

@@ -48,6 +48,14 @@ pub fn run(a: MockArgs, out: &mut dyn Write) -> Result<(), Failure> {
         server.url()
     )?;
     out.flush()?;
+    until_ctrl_c()?;
+    server.shutdown();
+    writeln!(out, "heisenbench mock stopped")?;
+    Ok(())
+}
+
+/// Blocks until Ctrl-C (a server command's lifetime).
+pub fn until_ctrl_c() -> Result<(), Failure> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -55,7 +63,5 @@ pub fn run(a: MockArgs, out: &mut dyn Write) -> Result<(), Failure> {
     rt.block_on(async {
         let _ = tokio::signal::ctrl_c().await;
     });
-    server.shutdown();
-    writeln!(out, "heisenbench mock stopped")?;
     Ok(())
 }

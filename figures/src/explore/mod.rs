@@ -18,10 +18,7 @@ use plotters::prelude::*;
 use serde::Serialize;
 
 use crate::figure::{rate_failure, timeline, ttft_cdf, wait_vs_utilization, workers_needed};
-use crate::{
-    ChunkPassage, CiPoint, Lane, RateFailure, Series, Timeline, TtftCdfs, WaitVsUtilization,
-    WorkersNeeded,
-};
+use crate::{CiPoint, RateFailure, Series, Timeline, TtftCdfs, WaitVsUtilization, WorkersNeeded};
 
 /// Chunks per response drawn in the trace (more would not be readable).
 const TRACE_CHUNKS: u32 = 8;
@@ -418,7 +415,6 @@ impl State {
             Arrivals, ClientModel, EventCosts, Lengths, Policy, Stamp, Stop, Workload,
         };
         use heisenbench_model::server::ServerModel;
-        use heisenbench_sim::engine::Simulation;
         use heisenbench_sim::scenario::SimScenario;
         let shown = self.tokens.min(TRACE_CHUNKS);
         let cost = self.cost_us * 1e-6 * f64::from(self.tokens) / f64::from(shown);
@@ -457,25 +453,9 @@ impl State {
                 ..ServerModel::default()
             },
         };
-        let lanes = |workers: u32, label: &dyn Fn(u32) -> String| -> Vec<Lane> {
-            let mut sim = Simulation::new(scenario(workers)).with_trace(TRACE_CHUNKS as usize * 10);
-            while sim.step() {}
-            (0..workers)
-                .map(|w| Lane {
-                    label: label(w),
-                    chunks: sim
-                        .trace()
-                        .iter()
-                        .filter(|t| t.worker == w && t.kind == "chunk")
-                        .map(|t| ChunkPassage {
-                            request: t.request as u32,
-                            arrival: t.arrive_ns as f64 * 1e-9,
-                            start: t.start_ns as f64 * 1e-9,
-                            end: t.done_ns as f64 * 1e-9,
-                        })
-                        .collect(),
-                })
-                .collect()
+        let trace = TRACE_CHUNKS as usize * 10;
+        let lanes = |workers: u32, label: &dyn Fn(u32) -> String| {
+            crate::simulated_lanes(scenario(workers), workers, trace, label)
         };
         let k = self.loops.min(8);
         Timeline {

@@ -38,6 +38,37 @@ pub struct Timeline {
     pub sharded: Vec<Lane>,
 }
 
+/// The lanes of a simulated run with a trace: each of `workers` loops' chunks, labelled by
+/// `label` (the loop's index). Runs `scenario` with that many loops to its end, keeping up
+/// to `trace` events.
+pub fn simulated_lanes(
+    scenario: heisenbench_sim::scenario::SimScenario,
+    workers: u32,
+    trace: usize,
+    label: &dyn Fn(u32) -> String,
+) -> Vec<Lane> {
+    let mut sc = scenario;
+    sc.client.workers = workers;
+    let mut sim = heisenbench_sim::engine::Simulation::new(sc).with_trace(trace);
+    while sim.step() {}
+    (0..workers)
+        .map(|w| Lane {
+            label: label(w),
+            chunks: sim
+                .trace()
+                .iter()
+                .filter(|t| t.worker == w && t.kind == "chunk")
+                .map(|t| ChunkPassage {
+                    request: t.request as u32,
+                    arrival: t.arrive_ns as f64 * 1e-9,
+                    start: t.start_ns as f64 * 1e-9,
+                    end: t.done_ns as f64 * 1e-9,
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 pub(crate) fn draw<DB: DrawingBackend<ErrorType: 'static>>(
     root: &DrawingArea<DB, Shift>,
     d: &Timeline,

@@ -702,14 +702,7 @@ impl MockServer {
     fn start_with(cfg: MockConfig, journal: Option<Arc<Journal>>) -> Result<Self, MockError> {
         cfg.validate()?;
         let addr = SocketAddr::new(cfg.host, cfg.port);
-        let listener =
-            std::net::TcpListener::bind(addr).map_err(|source| MockError::Bind { addr, source })?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|source| MockError::Bind { addr, source })?;
-        let addr = listener
-            .local_addr()
-            .map_err(|source| MockError::Bind { addr, source })?;
+        let (listener, addr) = bind(addr)?;
         let runtime = if cfg.threads == 1 {
             tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -754,14 +747,7 @@ impl MockServer {
     where
         P: Fn(&str, &str) -> Page + Send + Sync + 'static,
     {
-        let listener =
-            std::net::TcpListener::bind(addr).map_err(|source| MockError::Bind { addr, source })?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|source| MockError::Bind { addr, source })?;
-        let addr = listener
-            .local_addr()
-            .map_err(|source| MockError::Bind { addr, source })?;
+        let (listener, addr) = bind(addr)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -840,6 +826,15 @@ impl Drop for MockServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A non-blocking listener on `addr` (port 0: any free port), and the address it got.
+fn bind(addr: SocketAddr) -> Result<(std::net::TcpListener, SocketAddr), MockError> {
+    let fail = |source| MockError::Bind { addr, source };
+    let listener = std::net::TcpListener::bind(addr).map_err(fail)?;
+    listener.set_nonblocking(true).map_err(fail)?;
+    let bound = listener.local_addr().map_err(fail)?;
+    Ok((listener, bound))
 }
 
 /// How long open connections get to finish after a shutdown request.

@@ -1,8 +1,8 @@
 //! Running every experiment of the reproduction and preparing the figures' data.
 
 use heisenbench_figures::{
-    ChunkPassage, CiPoint, FigureData, Lane, LatencyProfile, NtpotDecomposition, Policies,
-    PredictedObserved, RateFailure, Series, Timeline, TtftCdfs, WaitVsUtilization, WorkersNeeded,
+    CiPoint, FigureData, LatencyProfile, NtpotDecomposition, Policies, PredictedObserved,
+    RateFailure, Series, Timeline, TtftCdfs, WaitVsUtilization, WorkersNeeded,
 };
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
@@ -462,25 +462,8 @@ fn timeline() -> Result<Timeline, Failure> {
             ..ServerModel::default()
         },
     };
-    let lanes = |workers: u32, label: &dyn Fn(u32) -> String| -> Vec<Lane> {
-        let mut s = Simulation::new(sc(workers)).with_trace(1000);
-        while s.step() {}
-        (0..workers)
-            .map(|w| Lane {
-                label: label(w),
-                chunks: s
-                    .trace()
-                    .iter()
-                    .filter(|t| t.worker == w && t.kind == "chunk")
-                    .map(|t| ChunkPassage {
-                        request: t.request as u32,
-                        arrival: t.arrive_ns as f64 * 1e-9,
-                        start: t.start_ns as f64 * 1e-9,
-                        end: t.done_ns as f64 * 1e-9,
-                    })
-                    .collect(),
-            })
-            .collect()
+    let lanes = |workers: u32, label: &dyn Fn(u32) -> String| {
+        heisenbench_figures::simulated_lanes(sc(workers), workers, 1000, label)
     };
     Ok(Timeline {
         single: lanes(1, &|_| "one loop".into()),
