@@ -42,68 +42,89 @@ impl Reply {
     }
 }
 
-/// Sends one request with `Connection: close` and reads the reply incrementally, decoding
-/// chunked transfer encoding and splitting SSE events as they complete.
+/// A reply being read: the head, then the body decoded from chunked transfer encoding and
+/// split into SSE events as they complete, each stamped with the read that completed it.
+#[derive(Default)]
+struct Reading {
+    raw: Vec<u8>,
+    decoded: Vec<u8>,
+    head: Option<(u16, bool)>,
+    events: Vec<(Instant, String)>,
+}
+
+impl Reading {
+    fn feed(&mut self, bytes: &[u8], now: Instant) {
+        self.raw.extend_from_slice(bytes);
+        if self.head.is_none()
+            && let Some(end) = self.raw.windows(4).position(|w| w == b"\r\n\r\n")
+        {
+            let text = String::from_utf8_lossy(&self.raw[..end]).to_lowercase();
+            let status = text[9..12].parse().unwrap();
+            self.head = Some((status, text.contains("transfer-encoding: chunked")));
+            self.raw.drain(..end + 4);
+        }
+        let Some((_, chunked)) = self.head else {
+            return;
+        };
+        if chunked {
+            // Decode every complete chunk in `raw`.
+            while let Some(line_end) = self.raw.windows(2).position(|w| w == b"\r\n") {
+                let size = usize::from_str_radix(
+                    std::str::from_utf8(&self.raw[..line_end]).unwrap().trim(),
+                    16,
+                )
+                .unwrap();
+                if self.raw.len() < line_end + 2 + size + 2 {
+                    break;
+                }
+                let data = line_end + 2..line_end + 2 + size;
+                self.decoded.extend_from_slice(&self.raw[data]);
+                self.raw.drain(..line_end + 2 + size + 2);
+            }
+        } else {
+            self.decoded.append(&mut self.raw);
+        }
+        while let Some(p) = self.decoded.windows(2).position(|w| w == b"\n\n") {
+            let event = String::from_utf8(self.decoded.drain(..p + 2).collect()).unwrap();
+            self.events.push((now, event));
+        }
+    }
+
+    fn end(mut self, sent: Instant, now: Instant) -> Reply {
+        if !self.decoded.is_empty() {
+            let rest = String::from_utf8(std::mem::take(&mut self.decoded)).unwrap();
+            self.events.push((now, rest));
+        }
+        Reply {
+            status: self.head.expect("a response head").0,
+            sent,
+            events: self.events,
+        }
+    }
+}
+
+fn request_text(method: &str, path: &str, body: &str) -> String {
+    format!(
+        "{method} {path} HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// Sends one request with `Connection: close` and reads the reply incrementally.
 fn request(addr: SocketAddr, method: &str, path: &str, body: &str) -> Reply {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
     let sent = Instant::now();
-    s.write_all(req.as_bytes()).unwrap();
-    let (mut raw, mut decoded, mut events) = (Vec::new(), Vec::new(), Vec::new());
-    let mut head: Option<(u16, bool)> = None;
+    s.write_all(request_text(method, path, body).as_bytes())
+        .unwrap();
+    let mut reading = Reading::default();
     let mut buf = [0u8; 65536];
     loop {
         let n = s.read(&mut buf).unwrap();
-        let now = Instant::now();
-        raw.extend_from_slice(&buf[..n]);
-        if head.is_none()
-            && let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n")
-        {
-            let text = String::from_utf8_lossy(&raw[..end]).to_lowercase();
-            let status = text[9..12].parse().unwrap();
-            head = Some((status, text.contains("transfer-encoding: chunked")));
-            raw.drain(..end + 4);
-        }
-        if let Some((_, chunked)) = head {
-            if chunked {
-                // Decode every complete chunk in `raw`.
-                while let Some(line_end) = raw.windows(2).position(|w| w == b"\r\n") {
-                    let size = usize::from_str_radix(
-                        std::str::from_utf8(&raw[..line_end]).unwrap().trim(),
-                        16,
-                    )
-                    .unwrap();
-                    if raw.len() < line_end + 2 + size + 2 {
-                        break;
-                    }
-                    decoded.extend_from_slice(&raw[line_end + 2..line_end + 2 + size]);
-                    raw.drain(..line_end + 2 + size + 2);
-                }
-            } else {
-                decoded.append(&mut raw);
-            }
-            while let Some(p) = decoded.windows(2).position(|w| w == b"\n\n") {
-                events.push((
-                    now,
-                    String::from_utf8(decoded.drain(..p + 2).collect()).unwrap(),
-                ));
-            }
-        }
+        reading.feed(&buf[..n], Instant::now());
         if n == 0 {
-            break;
+            return reading.end(sent, Instant::now());
         }
-    }
-    if !decoded.is_empty() {
-        events.push((Instant::now(), String::from_utf8(decoded).unwrap()));
-    }
-    Reply {
-        status: head.expect("a response head").0,
-        sent,
-        events,
     }
 }
 
@@ -216,128 +237,6 @@ fn echo_mode_and_non_streaming_usage() {
 }
 
 #[test]
-fn latencies_are_honoured() {
-    // Token k is due at TTFT + k x ITL after the request started (absolute deadlines, so a
-    // late chunk does not delay the next). The timer never fires early and is late by well
-    // under a millisecond on an idle machine; a loaded 2-core CI box can add several
-    // milliseconds of scheduling delay to any one read. So chunk k must arrive in
-    // [due - 1 ms, due + 15 ms] (the 1 ms covers the request's own trip and the clocks'
-    // read order), and the median gap between chunks stays near 20 ms.
-    let cfg = MockConfig {
-        time_to_first_token: Duration::from_millis(20),
-        inter_token_latency: Duration::from_millis(20),
-        ..MockConfig::default()
-    };
-    let m = start(cfg);
-    let before = heisenbench_live::clock::mono_ns();
-    let r = post(
-        m.addr(),
-        "/v1/completions",
-        r#"{"prompt":"a","max_tokens":6,"stream":true,"ignore_eos":true}"#,
-    );
-    let sse = r.sse();
-    for (k, (t, _)) in sse[..6].iter().enumerate() {
-        let due = Duration::from_millis(20 * (k as u64 + 1));
-        let at = *t - r.sent;
-        assert!(
-            at + Duration::from_millis(1) >= due && at <= due + Duration::from_millis(15),
-            "token {k} at {at:?}, due {due:?}"
-        );
-    }
-    let mut gaps: Vec<Duration> = sse[..6].windows(2).map(|w| w[1].0 - w[0].0).collect();
-    gaps.sort();
-    assert!(
-        gaps[2] >= Duration::from_millis(15) && gaps[2] <= Duration::from_millis(25),
-        "median gap {:?}",
-        gaps[2]
-    );
-    // The server's own stamps: the mock sleeps until each token is due and stamps it
-    // after, and its clock started after `before`, so token k is stamped at least
-    // (k + 1) x 20 ms after `before`, however loaded the machine (a bound, not a window).
-    let stamps: Vec<u64> = payloads(&r)
-        .iter()
-        .map(|c| c["heisenbench_sent_ns"].as_u64().unwrap())
-        .collect();
-    for (k, st) in stamps[..6].iter().enumerate() {
-        let since = st - before;
-        assert!(
-            since >= 20_000_000 * (k as u64 + 1),
-            "token {k} stamped {since} ns after the request"
-        );
-    }
-}
-
-#[test]
-fn sub_millisecond_latencies_stay_sub_millisecond() {
-    let m = start(MockConfig {
-        inter_token_latency: Duration::from_micros(300),
-        ..MockConfig::default()
-    });
-    let before = heisenbench_live::clock::mono_ns();
-    let r = post(
-        m.addr(),
-        "/v1/completions",
-        r#"{"prompt":"a","max_tokens":41,"stream":true,"ignore_eos":true}"#,
-    );
-    let stamps: Vec<u64> = payloads(&r)
-        .iter()
-        .map(|c| c["heisenbench_sent_ns"].as_u64().unwrap())
-        .collect();
-    // The last of 41 tokens is due 40 x 300 us = 12 ms after the request starts (deadlines
-    // are absolute) and stamped after it is due; the mock's start follows `before`.
-    // Rounding 300 us down to whole milliseconds would put it at 0, rounding up at 40 ms:
-    // the window between tells them apart with 28 ms to spare for a loaded machine.
-    let since = stamps[40] - before;
-    assert!((12_000_000..40_000_000).contains(&since), "{since} ns");
-}
-
-#[test]
-fn slots_queue_and_429() {
-    let cfg = MockConfig {
-        max_num_seqs: 2,
-        max_waiting_queue_length: 1,
-        time_to_first_token: Duration::from_millis(400),
-        ..MockConfig::default()
-    };
-    let m = start(cfg);
-    let addr = m.addr();
-    let body = r#"{"prompt":"a","max_tokens":1,"stream":true,"ignore_eos":true}"#;
-    let spawn = || std::thread::spawn(move || post(addr, "/v1/completions", body));
-    let (a, b) = (spawn(), spawn());
-    std::thread::sleep(Duration::from_millis(100));
-    let c = spawn();
-    std::thread::sleep(Duration::from_millis(100));
-    let metrics = request(addr, "GET", "/metrics", "").body();
-    assert!(
-        metrics.contains("vllm:num_requests_running{model_name=\"heisenbench-mock\"} 2"),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains("vllm:num_requests_waiting{model_name=\"heisenbench-mock\"} 1"),
-        "{metrics}"
-    );
-    let d = post(addr, "/v1/completions", body);
-    assert_eq!(d.status, 429);
-    assert_eq!(d.json()["error"]["code"], "rate_limit_exceeded");
-    let (a, b, c) = (a.join().unwrap(), b.join().unwrap(), c.join().unwrap());
-    assert!([a.status, b.status, c.status].iter().all(|s| *s == 200));
-    // The queued request waited for a slot: its first token came a whole TTFT later.
-    let first = |r: &Reply| r.sse()[0].0;
-    assert!(first(&c) >= first(&a).max(first(&b)) + Duration::from_millis(300));
-    let metrics = request(addr, "GET", "/metrics", "").body();
-    assert!(
-        metrics.contains("heisenbench:requests_rejected_total{model_name=\"heisenbench-mock\"} 1")
-    );
-    assert!(
-        metrics
-            .contains("vllm:request_queue_time_seconds_count{model_name=\"heisenbench-mock\"} 3")
-    );
-    assert!(metrics.contains(
-        "vllm:request_success_total{model_name=\"heisenbench-mock\",finished_reason=\"length\"} 3"
-    ));
-}
-
-#[test]
 fn failure_injection_all_or_nothing() {
     let types = vec![
         FailureType::RateLimit,
@@ -420,27 +319,6 @@ fn request_errors_and_other_endpoints() {
     }
 }
 
-#[test]
-fn shutdown_lets_an_open_stream_finish() {
-    let m = start(MockConfig {
-        inter_token_latency: Duration::from_millis(20),
-        ..MockConfig::default()
-    });
-    let addr = m.addr();
-    let t = std::thread::spawn(move || {
-        post(
-            addr,
-            "/v1/completions",
-            r#"{"prompt":"a","max_tokens":10,"stream":true,"ignore_eos":true}"#,
-        )
-    });
-    std::thread::sleep(Duration::from_millis(50));
-    m.shutdown();
-    let r = t.join().unwrap();
-    assert_eq!(r.sse().last().unwrap().1, "[DONE]");
-    assert!(TcpStream::connect(addr).is_err(), "no longer accepting");
-}
-
 /// Idle, silent and half-sent connections are closed after the header timeout instead of
 /// being held forever. The guard (10 s) only catches a connection that is never closed.
 #[test]
@@ -482,5 +360,202 @@ fn idle_and_partial_connections_are_closed() {
         },
     ] {
         assert!(bad.validate().is_err());
+    }
+}
+
+/// The mock on the test's own runtime with tokio's clock paused: every latency is exact
+/// virtual time, whatever else the machine is doing, so these tests assert equalities.
+/// (tokio's sleeps end on whole milliseconds: a deadline between two is met at the next.)
+mod on_virtual_time {
+    use super::*;
+    use std::sync::Arc;
+
+    use heisenbench_live::clock::Clock;
+    use heisenbench_live::mock::{Journal, serve_with};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::sync::watch;
+
+    struct Virtual {
+        addr: SocketAddr,
+        stop: watch::Sender<bool>,
+        served: tokio::task::JoinHandle<()>,
+        journal: Arc<Journal>,
+    }
+
+    fn start(cfg: MockConfig) -> Virtual {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, rx) = watch::channel(false);
+        let journal = Arc::new(Journal::default());
+        let j = journal.clone();
+        let served = tokio::spawn(async move {
+            serve_with(cfg, listener, Clock::tokio(), Some(j), rx)
+                .await
+                .expect("valid config")
+        });
+        Virtual {
+            addr,
+            stop,
+            served,
+            journal,
+        }
+    }
+
+    fn now() -> Instant {
+        tokio::time::Instant::now().into_std()
+    }
+
+    async fn request(addr: SocketAddr, method: &str, path: &str, body: &str) -> Reply {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let sent = now();
+        s.write_all(request_text(method, path, body).as_bytes())
+            .await
+            .unwrap();
+        let mut reading = Reading::default();
+        let mut buf = vec![0u8; 65536];
+        loop {
+            let n = s.read(&mut buf).await.unwrap();
+            reading.feed(&buf[..n], now());
+            if n == 0 {
+                return reading.end(sent, now());
+            }
+        }
+    }
+
+    async fn post(addr: SocketAddr, body: &'static str) -> Reply {
+        request(addr, "POST", "/v1/completions", body).await
+    }
+
+    /// Each token's arrival after the request was sent, and the stamps it carried.
+    fn arrivals(r: &Reply) -> (Vec<Duration>, Vec<u64>) {
+        let at = r.sse()[..r.sse().len() - 1]
+            .iter()
+            .map(|(t, _)| *t - r.sent)
+            .collect();
+        let stamps = payloads(r)
+            .iter()
+            .map(|c| c["heisenbench_sent_ns"].as_u64().unwrap())
+            .collect();
+        (at, stamps)
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn latencies_are_exact() {
+        let m = start(MockConfig {
+            time_to_first_token: Duration::from_millis(20),
+            inter_token_latency: Duration::from_millis(20),
+            ..MockConfig::default()
+        });
+        let r = post(
+            m.addr,
+            r#"{"prompt":"a","max_tokens":6,"stream":true,"ignore_eos":true}"#,
+        )
+        .await;
+        let (at, stamps) = arrivals(&r);
+        let due: Vec<Duration> = (1..=6).map(|k| Duration::from_millis(20 * k)).collect();
+        assert_eq!(at, due);
+        // The chunk's own stamp is when it was handed over: 20 ms apart exactly.
+        let gaps: Vec<u64> = stamps.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(gaps, vec![20_000_000; 5]);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn deadlines_are_absolute() {
+        // Token k is due at k x 2.5 ms from the start, met at the next millisecond. A
+        // deadline counted from the previous token's (late) wake-up would drift to k x 3 ms.
+        let m = start(MockConfig {
+            inter_token_latency: Duration::from_micros(2_500),
+            ..MockConfig::default()
+        });
+        let r = post(
+            m.addr,
+            r#"{"prompt":"a","max_tokens":9,"stream":true,"ignore_eos":true}"#,
+        )
+        .await;
+        let ms: Vec<u64> = arrivals(&r)
+            .0
+            .iter()
+            .map(|d| d.as_millis() as u64)
+            .collect();
+        assert_eq!(ms, vec![0, 3, 5, 8, 10, 13, 15, 18, 20]);
+        // The server's own record agrees: first and last token handed over at 0 and 20 ms.
+        let j = m.journal.snapshot();
+        assert_eq!(j.len(), 1);
+        assert_eq!(j[0].first_token_ns, Some(j[0].arrival_ns));
+        assert_eq!(j[0].last_token_ns, Some(j[0].arrival_ns + 20_000_000));
+        assert_eq!((j[0].tokens, j[0].complete), (9, true));
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn slots_queue_and_429() {
+        let m = start(MockConfig {
+            max_num_seqs: 2,
+            max_waiting_queue_length: 1,
+            time_to_first_token: Duration::from_millis(400),
+            ..MockConfig::default()
+        });
+        let addr = m.addr;
+        let body = r#"{"prompt":"a","max_tokens":1,"stream":true,"ignore_eos":true}"#;
+        let t0 = now();
+        let (a, b) = (
+            tokio::spawn(post(addr, body)),
+            tokio::spawn(post(addr, body)),
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let c = tokio::spawn(post(addr, body));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let metrics = request(addr, "GET", "/metrics", "").await.body();
+        for line in [
+            "vllm:num_requests_running{model_name=\"heisenbench-mock\"} 2",
+            "vllm:num_requests_waiting{model_name=\"heisenbench-mock\"} 1",
+        ] {
+            assert!(metrics.contains(line), "{line} in {metrics}");
+        }
+        let d = post(addr, body).await;
+        assert_eq!(d.status, 429);
+        assert_eq!(d.json()["error"]["code"], "rate_limit_exceeded");
+        let (a, b, c) = (a.await.unwrap(), b.await.unwrap(), c.await.unwrap());
+        assert!([a.status, b.status, c.status].iter().all(|s| *s == 200));
+        // a and b answer at 400 ms; c, queued at 100 ms, starts when a slot frees at
+        // 400 ms and answers a whole TTFT later.
+        let first = |r: &Reply| r.sse()[0].0 - t0;
+        assert_eq!(first(&a), Duration::from_millis(400));
+        assert_eq!(first(&b), Duration::from_millis(400));
+        assert_eq!(first(&c), Duration::from_millis(800));
+        let metrics = request(addr, "GET", "/metrics", "").await.body();
+        for line in [
+            "heisenbench:requests_rejected_total{model_name=\"heisenbench-mock\"} 1",
+            "vllm:request_queue_time_seconds_count{model_name=\"heisenbench-mock\"} 3",
+            "vllm:request_queue_time_seconds_sum{model_name=\"heisenbench-mock\"} 0.3",
+            "vllm:request_success_total{model_name=\"heisenbench-mock\",finished_reason=\"length\"} 3",
+        ] {
+            assert!(metrics.contains(line), "{line} in {metrics}");
+        }
+        let statuses: Vec<u16> = m.journal.snapshot().iter().map(|s| s.status).collect();
+        assert_eq!(statuses, vec![200, 200, 200, 429]);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn shutdown_lets_an_open_stream_finish() {
+        let m = start(MockConfig {
+            inter_token_latency: Duration::from_millis(20),
+            ..MockConfig::default()
+        });
+        let addr = m.addr;
+        let t = tokio::spawn(post(
+            addr,
+            r#"{"prompt":"a","max_tokens":10,"stream":true,"ignore_eos":true}"#,
+        ));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        m.stop.send(true).unwrap();
+        let r = t.await.unwrap();
+        assert_eq!(r.sse().last().unwrap().1, "[DONE]");
+        // Tokens at 0, 20, ..., 180 ms: the stream ran to its end after the stop at 50 ms.
+        assert_eq!(arrivals(&r).0.last(), Some(&Duration::from_millis(180)));
+        m.served.await.unwrap();
+        assert!(
+            tokio::net::TcpStream::connect(addr).await.is_err(),
+            "no longer accepting"
+        );
     }
 }

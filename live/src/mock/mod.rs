@@ -5,7 +5,8 @@
 //! [`config::MockConfig`]): batch slots with a bounded waiting line (429 beyond it),
 //! TTFT or prefill time, inter-token latency with jitter, slow-down under load, failure
 //! injection, a context-length limit, echo or random text. Unlike it, sub-millisecond
-//! latencies are kept exact ([`crate::timer::PreciseTimer`]), and every streamed chunk
+//! latencies are kept exact ([`crate::timer::PreciseTimer`], behind [`crate::clock::Clock`],
+//! which tests swap for tokio's paused clock), and every streamed chunk
 //! carries [`openai::SENT_FIELD`], the CLOCK_MONOTONIC nanoseconds when it was handed to
 //! the connection, so a client on the same host can measure each chunk's delay.
 //!
@@ -35,8 +36,7 @@ use rand_distr::{Distribution, StandardNormal};
 use rand_pcg::Pcg64Mcg;
 use tokio::sync::{Semaphore, mpsc, watch};
 
-use crate::clock::mono_ns;
-use crate::timer::PreciseTimer;
+use crate::clock::Clock;
 use config::{MockConfig, Mode};
 use metrics::Metrics;
 use openai::{Api, ChunkWriter, GenRequest, json_str};
@@ -90,6 +90,7 @@ impl MockBody {
 /// What the server recorded of one response while it handed it to the connection.
 struct Track {
     journal: Arc<Journal>,
+    clock: Clock,
     served: Served,
     frames: u32,
 }
@@ -110,7 +111,7 @@ impl Body for MockBody {
         if let (Some(t), Poll::Ready(o)) = (&mut this.track, &polled) {
             match o {
                 Some(b) => {
-                    let now = mono_ns();
+                    let now = t.clock.stamp_ns();
                     t.frames += 1;
                     t.served.bytes += b.len() as u64;
                     if whole {
@@ -144,7 +145,7 @@ impl Drop for MockBody {
 
 /// One generation request as the server saw it: the server-side truth an audit holds a
 /// client's own report against. Times are CLOCK_MONOTONIC nanoseconds
-/// ([`crate::clock::mono_ns`]).
+/// ([`crate::clock::mono_ns`]), or the scale of the [`Clock`] the mock was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Served {
     /// When the request's head had been read.
@@ -192,12 +193,37 @@ struct State {
     metrics: Metrics,
     rng: Mutex<Pcg64Mcg>,
     next_id: AtomicU64,
-    timer: PreciseTimer,
+    /// Where the mock reads and waits for time.
+    clock: Clock,
     /// Where served requests are recorded (audits only).
     journal: Option<Arc<Journal>>,
 }
 
 impl State {
+    fn new(cfg: MockConfig, clock: Clock, journal: Option<Arc<Journal>>) -> Arc<Self> {
+        Arc::new(State {
+            slots: Arc::new(Semaphore::new(cfg.max_num_seqs as usize)),
+            metrics: Metrics::default(),
+            rng: Mutex::new(Pcg64Mcg::seed_from_u64(cfg.seed)),
+            next_id: AtomicU64::new(0),
+            clock,
+            law: cfg.law(),
+            cfg,
+            journal,
+        })
+    }
+
+    /// Serves on `listener` until `shutdown` turns true, then lets open responses finish.
+    async fn serve(
+        self: Arc<Self>,
+        listener: std::net::TcpListener,
+        shutdown: watch::Receiver<bool>,
+    ) {
+        let header_timeout = self.cfg.header_timeout;
+        let handler = move |req| handle(req, self.clone());
+        serve(listener, header_timeout, handler, shutdown).await;
+    }
+
     /// A standard normal draw from the mock's seeded generator.
     fn normal(&self) -> f64 {
         StandardNormal.sample(&mut *self.rng.lock().expect("rng lock"))
@@ -241,7 +267,7 @@ async fn handle(
     req: Request<Incoming>,
     state: Arc<State>,
 ) -> Result<Response<MockBody>, Infallible> {
-    let arrival_ns = mono_ns();
+    let arrival_ns = state.clock.stamp_ns();
     let generation = req.method() == Method::POST
         && matches!(req.uri().path(), "/v1/completions" | "/v1/chat/completions");
     let mut r = route(req, &state).await;
@@ -251,6 +277,7 @@ async fn handle(
         let status = r.status().as_u16();
         r.body_mut().track = Some(Track {
             journal: journal.clone(),
+            clock: state.clock.clone(),
             served: Served {
                 arrival_ns,
                 status,
@@ -371,7 +398,7 @@ async fn generate(api: Api, body: &[u8], state: Arc<State>) -> Response<MockBody
         );
     }
     // Admission: a free slot, else a place in the waiting line, else 429.
-    let arrived = Instant::now();
+    let arrived = state.clock.now();
     let permit = match state.slots.clone().try_acquire_owned() {
         Ok(p) => p,
         Err(_) => {
@@ -396,7 +423,7 @@ async fn generate(api: Api, body: &[u8], state: Arc<State>) -> Response<MockBody
             p
         }
     };
-    let start = Instant::now();
+    let start = state.clock.now();
     state
         .metrics
         .queue
@@ -536,17 +563,18 @@ impl Job {
     fn instant_stream(self) -> Bytes {
         let w = ChunkWriter::new(self.g.api, self.id, &self.state.cfg.model, self.created);
         let mut out = Vec::with_capacity(256 * (self.tokens.len() + 2));
-        w.role_chunk(&mut out, mono_ns());
+        let clock = &self.state.clock;
+        w.role_chunk(&mut out, clock.stamp_ns());
         let n = self.tokens.len();
         for (i, t) in self.tokens.iter().enumerate() {
             let finish = (i + 1 == n).then_some(self.finish);
-            w.token_chunk(&mut out, &json_str(t), finish, mono_ns());
+            w.token_chunk(&mut out, &json_str(t), finish, clock.stamp_ns());
         }
         if self.g.include_usage {
-            w.usage_chunk(&mut out, self.prompt_tokens, n as u32, mono_ns());
+            w.usage_chunk(&mut out, self.prompt_tokens, n as u32, clock.stamp_ns());
         }
         ChunkWriter::done(&mut out);
-        let now = Instant::now();
+        let now = clock.now();
         self.state
             .metrics
             .ttft
@@ -561,9 +589,9 @@ impl Job {
     /// Streams with the configured delays; stops when the client goes away.
     async fn timed_stream(self, tx: mpsc::Sender<Bytes>) {
         let w = ChunkWriter::new(self.g.api, self.id, &self.state.cfg.model, self.created);
-        let timer = self.state.timer.clone();
+        let clock = &self.state.clock;
         let mut buf = Vec::with_capacity(512);
-        w.role_chunk(&mut buf, mono_ns());
+        w.role_chunk(&mut buf, clock.stamp_ns());
         if !buf.is_empty()
             && tx
                 .send(Bytes::from(std::mem::take(&mut buf)))
@@ -579,8 +607,8 @@ impl Job {
             if i > 0 {
                 deadline += self.state.itl();
             }
-            timer.sleep_until(deadline).await;
-            let now = Instant::now();
+            clock.sleep_until(deadline).await;
+            let now = clock.now();
             if i == 0 {
                 self.state
                     .metrics
@@ -594,10 +622,15 @@ impl Job {
             }
             last = now;
             let finish = (i + 1 == n).then_some(self.finish);
-            w.token_chunk(&mut buf, &json_str(&self.tokens[i]), finish, mono_ns());
+            w.token_chunk(
+                &mut buf,
+                &json_str(&self.tokens[i]),
+                finish,
+                clock.stamp_ns(),
+            );
             if i + 1 == n {
                 if self.g.include_usage {
-                    w.usage_chunk(&mut buf, self.prompt_tokens, n as u32, mono_ns());
+                    w.usage_chunk(&mut buf, self.prompt_tokens, n as u32, clock.stamp_ns());
                 }
                 ChunkWriter::done(&mut buf);
             }
@@ -625,7 +658,7 @@ impl Job {
                 self.state.metrics.itl.observe_ns(itl.as_nanos() as u64);
                 total += itl;
             }
-            self.state.timer.sleep_until(self.start + total).await;
+            self.state.clock.sleep_until(self.start + total).await;
         }
         let text: String = self.tokens.concat();
         let body = openai::full_response(
@@ -642,7 +675,7 @@ impl Job {
         );
         // Nothing is sent before the end: the TTFT recorded is the generation's own.
         self.state.metrics.ttft.observe_ns(ttft.as_nanos() as u64);
-        self.finished(n, Instant::now());
+        self.finished(n, self.state.clock.now());
         response(StatusCode::OK, "application/json", body)
     }
 }
@@ -715,23 +748,10 @@ impl MockServer {
         }
         .map_err(MockError::Runtime)?;
         let (shutdown, rx) = watch::channel(false);
-        let state = Arc::new(State {
-            slots: Arc::new(Semaphore::new(cfg.max_num_seqs as usize)),
-            metrics: Metrics::default(),
-            rng: Mutex::new(Pcg64Mcg::seed_from_u64(cfg.seed)),
-            next_id: AtomicU64::new(0),
-            timer: PreciseTimer::new(),
-            law: cfg.law(),
-            cfg,
-            journal,
-        });
+        let state = State::new(cfg, Clock::host(), journal);
         let thread = std::thread::Builder::new()
             .name("heisenbench-mock".into())
-            .spawn(move || {
-                let header_timeout = state.cfg.header_timeout;
-                let handler = move |req| handle(req, state.clone());
-                runtime.block_on(serve(listener, header_timeout, handler, rx))
-            })
+            .spawn(move || runtime.block_on(state.serve(listener, rx)))
             .map_err(MockError::Runtime)?;
         Ok(Self {
             addr,
@@ -828,6 +848,33 @@ impl Drop for MockServer {
     }
 }
 
+/// Serves the mock on the caller's tokio runtime, reading time from `clock`, until
+/// `shutdown` turns true; returns once open responses have finished (at most two seconds
+/// later). [`MockServer`] is this on runtime threads of its own with the host's clock;
+/// tests give it [`Clock::tokio`] under paused time, where every latency is exact virtual
+/// time. With a journal, every generation request is recorded in it, on `clock`'s scale.
+pub async fn serve_with(
+    cfg: MockConfig,
+    listener: std::net::TcpListener,
+    clock: Clock,
+    journal: Option<Arc<Journal>>,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), MockError> {
+    cfg.validate()?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|source| MockError::Bind {
+            addr: listener
+                .local_addr()
+                .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0))),
+            source,
+        })?;
+    State::new(cfg, clock, journal)
+        .serve(listener, shutdown)
+        .await;
+    Ok(())
+}
+
 /// A non-blocking listener on `addr` (port 0: any free port), and the address it got.
 fn bind(addr: SocketAddr) -> Result<(std::net::TcpListener, SocketAddr), MockError> {
     let fail = |source| MockError::Bind { addr, source };
@@ -885,8 +932,8 @@ async fn serve<H, F>(
             _ = shutdown.changed() => break,
         }
     }
-    let deadline = Instant::now() + DRAIN;
-    while open.load(Relaxed) > 0 && Instant::now() < deadline {
+    let deadline = tokio::time::Instant::now() + DRAIN;
+    while open.load(Relaxed) > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
