@@ -32,12 +32,12 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use rand::{RngExt, SeedableRng};
-use rand_distr::{Distribution, StandardNormal};
 use rand_pcg::Pcg64Mcg;
 use tokio::sync::{Semaphore, mpsc, watch};
 
 use crate::clock::Clock;
 use config::{MockConfig, Mode};
+use heisenbench_model::sample::{self, SimRng};
 use metrics::Metrics;
 use openai::{Api, ChunkWriter, GenRequest, json_str};
 
@@ -191,7 +191,11 @@ struct State {
     law: heisenbench_model::server::ServerModel,
     slots: Arc<Semaphore>,
     metrics: Metrics,
+    /// Failure injection and random text.
     rng: Mutex<Pcg64Mcg>,
+    /// The latency law's jitter: the stream the simulator's server draws from under the
+    /// same seed, so a seed means the same latencies in both.
+    jitter: Mutex<SimRng>,
     next_id: AtomicU64,
     /// Where the mock reads and waits for time.
     clock: Clock,
@@ -205,6 +209,7 @@ impl State {
             slots: Arc::new(Semaphore::new(cfg.max_num_seqs as usize)),
             metrics: Metrics::default(),
             rng: Mutex::new(Pcg64Mcg::seed_from_u64(cfg.seed)),
+            jitter: Mutex::new(sample::stream(cfg.seed, sample::purpose::SERVER)),
             next_id: AtomicU64::new(0),
             clock,
             law: cfg.law(),
@@ -224,9 +229,9 @@ impl State {
         serve(listener, header_timeout, handler, shutdown).await;
     }
 
-    /// A standard normal draw from the mock's seeded generator.
+    /// A standard normal draw for the latency law's jitter.
     fn normal(&self) -> f64 {
-        StandardNormal.sample(&mut *self.rng.lock().expect("rng lock"))
+        sample::standard_normal(&mut *self.jitter.lock().expect("jitter lock"))
     }
 
     fn running(&self) -> u32 {
