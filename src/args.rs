@@ -198,7 +198,7 @@ pub struct QueueSimArgs {
     pub seed: u64,
     /// lindley, events or both.
     #[arg(long, default_value = "both")]
-    pub engine: String,
+    pub engine: heisenbench_sim::textbook::Engines,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,

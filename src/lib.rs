@@ -28,7 +28,6 @@ use std::io::Write;
 
 mod args;
 mod cmd;
-mod table;
 
 pub use args::Cli;
 

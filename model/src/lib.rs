@@ -63,6 +63,7 @@ pub mod schedule;
 pub mod server;
 pub mod service;
 pub mod stats;
+pub mod table;
 pub mod tail;
 pub mod units;
 

@@ -1,9 +1,12 @@
 //! What a simulation reports, and the model's prediction next to it.
 
+use std::io::{self, Write};
+
 use heisenbench_model::compare::{Comparison, LoopArrivals, Observation, compare};
 use heisenbench_model::metrics::{NtpotParts, Scalars};
 use heisenbench_model::scenario::{Arrivals, Policy, Stop};
-use heisenbench_model::units::Quantile;
+use heisenbench_model::table::write_pairs;
+use heisenbench_model::units::{Quantile, format_seconds};
 use serde::{Deserialize, Serialize};
 
 use crate::scenario::{SimScenario, request_cost};
@@ -331,4 +334,136 @@ fn predict(sc: &SimScenario, observed: &Recorder) -> Option<Prediction> {
         burst,
         comparison,
     })
+}
+
+// ----- text ----------------------------------------------------------------------------
+
+impl SimReport {
+    /// The report as text for a terminal.
+    pub fn write_summary(&self, out: &mut dyn Write) -> io::Result<()> {
+        let r = self;
+        let c = &r.counts;
+        writeln!(
+            out,
+            "{} (seed {}): {} loop(s), offered {:.1} req/s, achieved {:.1} req/s",
+            r.scenario.name,
+            r.scenario.seed,
+            r.scenario.client.workers,
+            r.offered_qps,
+            r.achieved_qps
+        )?;
+        let mut rows = vec![
+            (
+                "requests".to_string(),
+                format!(
+                    "scheduled {}, completed {}, rejected {}, timed out {}, left {}",
+                    c.scheduled, c.completed, c.rejected, c.timed_out, c.in_system_at_end
+                ),
+            ),
+            (
+                "simulated".into(),
+                format!(
+                    "{} client events, {} heap events, {:.3} s",
+                    c.client_events, c.heap_events, r.simulated_s
+                ),
+            ),
+            (
+                "".into(),
+                format!(
+                    "{:>10}  {:>12}  {:>12}",
+                    "server", "from intended", "from actual"
+                ),
+            ),
+        ];
+        rows.extend(views_row("TTFT", &r.ttft));
+        rows.extend(views_row("E2E", &r.e2e));
+        rows.extend(views_row("NTPOT", &r.ntpot));
+        rows.push((
+            "TPOT p50".into(),
+            format!(
+                "{:>10}  {:>12}",
+                format_seconds(r.tpot.server.p50_s),
+                format_seconds(r.tpot.from_actual.p50_s)
+            ),
+        ));
+        rows.push((
+            "ITL p99".into(),
+            format!(
+                "{:>10}  {:>12}",
+                format_seconds(r.itl_server.p99_s),
+                format_seconds(r.itl_measured.p99_s)
+            ),
+        ));
+        rows.push(pair(
+            "send lag p50 / p99",
+            r.send_lag.p50_s,
+            r.send_lag.p99_s,
+        ));
+        rows.push(pair(
+            "client wait mean / p99",
+            r.client_wait.mean_s,
+            r.client_wait.p99_s,
+        ));
+        rows.push(pair(
+            "client wait from due mean / p99",
+            r.client_wait_from_due.mean_s,
+            r.client_wait_from_due.p99_s,
+        ));
+        rows.push((
+            "client share of TTFT p99".into(),
+            format_seconds(r.first_chunk_delay.p99_s),
+        ));
+        let max_util = r.workers.iter().map(|w| w.utilization).fold(0.0, f64::max);
+        rows.push(("busiest loop utilisation".into(), format!("{max_util:.3}")));
+        if let Some(p) = &r.prediction {
+            let cmp = &p.comparison;
+            let predicted = cmp.predicted.as_ref().map_or("unbounded".to_string(), |q| {
+                format!(
+                    "mean {} / p99 {}",
+                    format_seconds(q.wq_mean_s),
+                    format_seconds(q.wq_p99_s)
+                )
+            });
+            rows.push((
+                "model".into(),
+                format!("{} (rho {:.3}): {predicted}", cmp.model, cmp.rho),
+            ));
+            rows.push(("model says".into(), cmp.verdict_text.clone()));
+        }
+        write_pairs(out, &rows)?;
+        writeln!(out)?;
+        Ok(())
+    }
+}
+
+fn views_row(name: &str, v: &Views) -> Vec<(String, String)> {
+    let f = format_seconds;
+    vec![
+        (
+            format!("{name} p50"),
+            format!(
+                "{:>10}  {:>12}  {:>12}",
+                f(v.server.p50_s),
+                f(v.from_intended.p50_s),
+                f(v.from_actual.p50_s)
+            ),
+        ),
+        (
+            format!("{name} p99"),
+            format!(
+                "{:>10}  {:>12}  {:>12}",
+                f(v.server.p99_s),
+                f(v.from_intended.p99_s),
+                f(v.from_actual.p99_s)
+            ),
+        ),
+    ]
+}
+
+/// A row of two durations, `a / b`.
+fn pair(label: &str, a: f64, b: f64) -> (String, String) {
+    (
+        label.to_string(),
+        format!("{} / {}", format_seconds(a), format_seconds(b)),
+    )
 }

@@ -491,3 +491,122 @@ pub struct TextbookReport {
     /// One result per engine run.
     pub results: Vec<QueueResult>,
 }
+
+// ----- the command's experiment and its text --------------------------------------------
+
+/// Which engines a textbook experiment runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engines {
+    /// The Lindley recursion.
+    Lindley,
+    /// The event engine.
+    Events,
+    /// Both, Lindley first.
+    Both,
+}
+
+impl std::str::FromStr for Engines {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "lindley" => Ok(Self::Lindley),
+            "events" => Ok(Self::Events),
+            "both" => Ok(Self::Both),
+            other => Err(format!(
+                "unknown engine '{other}': use lindley, events or both"
+            )),
+        }
+    }
+}
+
+impl TextbookReport {
+    /// Runs `engines` on `spec` with the model beside them: M/G/1 (bursts of one) for
+    /// Poisson gaps, exact theory; the lattice solution of GI/G/1 for constant and gamma
+    /// gaps. None when the queue is unstable or the model refuses it.
+    pub fn run(spec: QueueSpec, engines: Engines) -> Self {
+        use heisenbench_model::batch::BatchMg1;
+        use heisenbench_model::gig1::Gig1;
+        use heisenbench_model::queue::WaitModel;
+        let (rate, service) = (spec.rate_per_s, spec.service.clone());
+        let model = match spec.gaps {
+            Gaps::Poisson => BatchMg1::new(rate, 1, service).ok().map(|q| q.report()),
+            Gaps::Constant => Gig1::new(rate, 0.0, 1, service).ok().map(|q| q.report()),
+            Gaps::Gamma { shape } => Gig1::new(rate, 1.0 / shape, 1, service)
+                .ok()
+                .map(|q| q.report()),
+        };
+        let results = match engines {
+            Engines::Lindley => vec![lindley(&spec)],
+            Engines::Events => vec![events(&spec)],
+            Engines::Both => vec![lindley(&spec), events(&spec)],
+        };
+        Self {
+            spec,
+            model,
+            results,
+        }
+    }
+
+    /// Customers simulated, warm-up included, over every engine.
+    pub fn customers_simulated(&self) -> u64 {
+        self.results
+            .iter()
+            .map(|r| r.customers + r.customers / 10)
+            .sum()
+    }
+
+    /// The report as text: the model's and each engine's mean wait, P(wait) and wait
+    /// quantiles, the engines' with their 95 % intervals.
+    pub fn write_summary(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        use heisenbench_model::table::write_pairs;
+        let spec = &self.spec;
+        writeln!(
+            out,
+            "textbook queue: {} arrivals at {} /s, service {}, rho {:.4}, seed {}",
+            spec.gaps,
+            spec.rate_per_s,
+            spec.service,
+            spec.rate_per_s * spec.service.mean_s(),
+            spec.seed
+        )?;
+        let m = self.model.as_ref();
+        let model_of =
+            |f: &dyn Fn(&QueueReport) -> f64| m.map_or("-".into(), |r| format!("{:.6}", f(r)));
+        let mut rows = vec![("".to_string(), {
+            let mut h = format!("{:>12}", "model");
+            for r in &self.results {
+                h += &format!("  {:>24}", format!("{} (95% CI)", r.engine));
+            }
+            h
+        })];
+        let cell = |v: f64, ci: f64| format!("{:.6} +- {:.6}", v, ci);
+        let mut line = |label: &str, model: String, pick: &dyn Fn(&QueueResult) -> (f64, f64)| {
+            let mut s = format!("{model:>12}");
+            for r in &self.results {
+                let (v, ci) = pick(r);
+                s += &format!("  {:>24}", cell(v, ci));
+            }
+            rows.push((label.to_string(), s));
+        };
+        line("mean wait (s)", model_of(&|r| r.wq_mean_s), &|r| {
+            (r.wait_mean_s.value, r.wait_mean_s.ci95)
+        });
+        line("P(wait)", model_of(&|r| r.p_wait), &|r| {
+            (r.p_wait.value, r.p_wait.ci95)
+        });
+        for (i, q) in Quantile::STANDARD.iter().enumerate() {
+            let mv = m
+                .and_then(|r| r.wq_quantile_s(*q))
+                .map_or("-".into(), |v| format!("{v:.6}"));
+            line(&format!("wait {q} (s)"), mv, &|r| {
+                (r.wait_quantiles_s[i].1.value, r.wait_quantiles_s[i].1.ci95)
+            });
+        }
+        write_pairs(out, &rows)?;
+        if let Some(m) = m {
+            writeln!(out, "model: {} ({})", m.model, m.tail_method.describe())?;
+        }
+        Ok(())
+    }
+}

@@ -2,6 +2,8 @@
 
 use std::io::Write;
 
+use heisenbench_live::files;
+
 use crate::Failure;
 use crate::args::{Cli, Command};
 
@@ -64,63 +66,22 @@ pub(crate) fn write_json(
     Ok(())
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file beside it, then a rename, so a
-/// reader never sees half a report.
+/// Writes `bytes` to `path` whole or not at all ([`heisenbench_live::files`]).
 pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> Result<(), Failure> {
-    file_dir(path)?;
-    heisenbench_live::files::write_atomic(path, bytes)
-        .map_err(|e| Failure::Runtime(anyhow::anyhow!("cannot write {}: {e}", path.display())))
+    files::write_atomic(path, bytes).map_err(|e| match e.kind() {
+        std::io::ErrorKind::IsADirectory => Failure::Usage(format!("--out {e}")),
+        _ => Failure::Runtime(e.into()),
+    })
 }
 
-/// Checks, before any work, that `dir` can be made and written into, so that minutes of
-/// measurement are never lost to an output that fails at the end.
+/// Checks, before any work, that the output directory `dir` can be made and written into.
 pub(crate) fn check_out_dir(dir: &std::path::Path) -> Result<(), Failure> {
-    if dir.exists() && !dir.is_dir() {
-        return Err(Failure::Usage(format!(
-            "--out {} exists and is not a directory",
-            dir.display()
-        )));
-    }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Failure::Usage(format!("cannot create {}: {e}", dir.display())))?;
-    probe(dir)
+    files::check_dir(dir).map_err(|e| Failure::Usage(format!("--out {e}")))
 }
 
-/// The directory a file `path` goes into; refuses a path that is a directory.
-fn file_dir(path: &std::path::Path) -> Result<&std::path::Path, Failure> {
-    if path.is_dir() {
-        return Err(Failure::Usage(format!(
-            "--out {} is a directory; name a file",
-            path.display()
-        )));
-    }
-    Ok(path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new(".")))
-}
-
-/// Writes and removes an empty file in `dir`, to learn that it takes files.
-fn probe(dir: &std::path::Path) -> Result<(), Failure> {
-    let probe = dir.join(format!(".heisenbench-probe{}", std::process::id()));
-    std::fs::write(&probe, b"")
-        .map_err(|e| Failure::Usage(format!("cannot write into {}: {e}", dir.display())))?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
-}
-
-/// Checks, before any work, that the file `path` can be written (its directory exists and
-/// takes files; it is not a directory itself).
+/// Checks, before any work, that the output file `path` can be written.
 pub(crate) fn check_out_file(path: &std::path::Path) -> Result<(), Failure> {
-    let dir = file_dir(path)?;
-    if !dir.is_dir() {
-        return Err(Failure::Usage(format!(
-            "--out {}: no directory {}",
-            path.display(),
-            dir.display()
-        )));
-    }
-    probe(dir)
+    files::check_file(path).map_err(|e| Failure::Usage(format!("--out {e}")))
 }
 
 /// Send times from a trace file: one per line, seconds from the start; blank lines and

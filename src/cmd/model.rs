@@ -12,7 +12,7 @@ use heisenbench_model::service::{Service, ServiceKind};
 use super::write_json;
 use crate::Failure;
 use crate::args::{BasicQueue, GeneralQueue, QueueCmd};
-use crate::table::{queue_rows, write_pairs};
+use heisenbench_model::table::{queue_rows, write_pairs};
 
 fn service(q: &GeneralQueue) -> Result<Service, Failure> {
     Ok(Service::named(

@@ -13,7 +13,7 @@ use heisenbench_sim::plancheck::{Check, Simulations, budget_name};
 use super::write_json;
 use crate::Failure;
 use crate::args::PlanArgs;
-use crate::table::write_pairs;
+use heisenbench_model::table::write_pairs;
 
 pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let (mean, scv, calibration) = match a.event_cost {

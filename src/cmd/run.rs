@@ -1,10 +1,9 @@
 //! `heisenbench run`: the live sharded load generator.
 
 use std::io::{IsTerminal, Write};
-use std::path::Path;
 use std::time::Instant;
 
-use heisenbench_live::calibrate::{Calibration, LOADS_QPS, default_path, load, measure, store};
+use heisenbench_live::calibrate::{CalibrationError, default_path, default_run_shards, load};
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
 use heisenbench_live::prompt::Prompts;
@@ -13,17 +12,12 @@ use heisenbench_live::run::result::RunReport;
 use heisenbench_live::run::stop::{StopSignal, listen_for_signals};
 use heisenbench_live::run::{RunOptions, run as run_live};
 use heisenbench_model::scenario::{Arrivals, ClientModel, Lengths, Stop, Workload};
-use heisenbench_model::units::{Rate, Seconds, format_seconds};
+use heisenbench_model::units::{Rate, Seconds};
 use serde::Deserialize;
 
 use super::{write_atomic, write_json};
 use crate::Failure;
 use crate::args::RunArgs;
-
-/// Seconds per load of the calibration `run` makes by itself when there is none.
-const AUTO_CALIBRATION_S: f64 = 1.0;
-/// The default worker count keeps the p99 wait of an event for its shard's loop under this.
-const WORKER_BUDGET_S: f64 = 100e-6;
 
 /// The parts of a scenario file a live run reads (the server part is the simulator's).
 #[derive(Deserialize)]
@@ -59,9 +53,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
         let json = serde_json::to_vec(&report).map_err(|e| Failure::Runtime(e.into()))?;
         match &a.out {
             Some(dir) => {
-                std::fs::create_dir_all(dir).map_err(|e| {
-                    Failure::Runtime(anyhow::anyhow!("cannot create {}: {e}", dir.display()))
-                })?;
+                super::check_out_dir(dir)?;
                 write_atomic(&dir.join(format!("shard-{shard}.json")), &json)?;
             }
             None => {
@@ -75,7 +67,21 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     }
     let mut reasoning = Vec::new();
     if !workers_given {
-        let (k, why) = default_workers(&cfg, a.calibration.as_deref(), out, a.json)?;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        let mut tell = |line: &str| {
+            if !a.json {
+                let _ = writeln!(out, "workers: {line}").and_then(|()| out.flush());
+            }
+        };
+        let (k, why) =
+            default_run_shards(&cfg.workload, a.calibration.as_deref(), cores, &mut tell).map_err(
+                |e| match e {
+                    CalibrationError::Io { .. }
+                    | CalibrationError::Format { .. }
+                    | CalibrationError::Model(_) => Failure::Usage(e.to_string()),
+                    e => Failure::Runtime(e.into()),
+                },
+            )?;
         cfg.workers = k;
         reasoning = why;
     }
@@ -143,7 +149,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
             .and_then(|c| c.floor)
     };
     if let Some(dir) = &a.out {
-        write_outputs(dir, &report, a.csv)?;
+        report.write_files(dir, a.csv)?;
     }
     if a.json {
         let mut v = serde_json::to_value(&report).map_err(|e| Failure::Runtime(e.into()))?;
@@ -151,7 +157,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
         v.as_object_mut().map(|o| o.remove("merged"));
         write_json(out, &v)?;
     } else {
-        summary(out, &report)?;
+        report.write_summary(out)?;
     }
     verdict(&report)
 }
@@ -359,252 +365,4 @@ pub(crate) fn served_model(cfg: &RunConfig) -> Result<String, Failure> {
             many.join(", ")
         ))),
     }
-}
-
-/// The shard count `plan` gives for this load with this machine's measured event cost at
-/// the rate each shard will carry, capped at the cores this machine has. Without a
-/// calibration (or with one from another build), one is measured now and stored.
-fn default_workers(
-    cfg: &RunConfig,
-    calibration: Option<&Path>,
-    out: &mut dyn Write,
-    quiet: bool,
-) -> Result<(u32, Vec<String>), Failure> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-    let mut why = Vec::new();
-    let Some(qps) = cfg.workload.arrivals.rate_per_s() else {
-        let users = match cfg.workload.arrivals {
-            Arrivals::Closed { users, .. } => users,
-            _ => 1,
-        };
-        let k = users.min(cores).max(1);
-        why.push(format!(
-            "closed loop of {users} users: one shard per user up to the {cores} cores here: {k}"
-        ));
-        return Ok((k, why));
-    };
-    let path = calibration.map(Path::to_path_buf).or_else(default_path);
-    let stored: Option<Calibration> = match &path {
-        Some(p) => load(p)
-            .map_err(|e| Failure::Usage(e.to_string()))?
-            .filter(Calibration::fits_this_build),
-        None => None,
-    };
-    let (cal, source) = match stored {
-        Some(c) => {
-            let shown = path
-                .as_ref()
-                .map_or(String::new(), |p| p.display().to_string());
-            (c, format!("measured by `heisenbench calibrate` ({shown})"))
-        }
-        None => {
-            if !quiet {
-                writeln!(
-                    out,
-                    "workers: this machine has no calibration yet; measuring the generator's cost per event at {} loads (about {} s)...",
-                    LOADS_QPS.len(),
-                    LOADS_QPS.len() * AUTO_CALIBRATION_S as usize
-                )?;
-                out.flush()?;
-            }
-            let c = measure(AUTO_CALIBRATION_S, &LOADS_QPS, false)
-                .map_err(|e| Failure::Runtime(e.into()))?;
-            let kept = match &path {
-                Some(p) => match store(p, &c) {
-                    Ok(()) => format!("stored in {}", p.display()),
-                    Err(e) => format!("not stored: {e}"),
-                },
-                None => "not stored: no cache directory".into(),
-            };
-            (c, format!("measured just now, automatically ({kept})"))
-        }
-    };
-    let (k, reasons) = cal.default_shards(
-        qps,
-        cfg.workload.output_tokens.mean(),
-        cores,
-        WORKER_BUDGET_S,
-        &source,
-    )?;
-    why.extend(reasons);
-    Ok((k, why))
-}
-
-fn write_outputs(dir: &Path, report: &RunReport, csv: bool) -> Result<(), Failure> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Failure::Runtime(anyhow::anyhow!("cannot create {}: {e}", dir.display())))?;
-    let json = serde_json::to_vec_pretty(report).map_err(|e| Failure::Runtime(e.into()))?;
-    write_atomic(&dir.join("report.json"), &json)?;
-    if csv {
-        let mut rows = report.merged.rows.clone();
-        rows.sort_by_key(|r| r.index);
-        let mut text = String::from(
-            "index,shard,outcome,intended_ns,sent_ns,headers_ns,first_token_ns,end_ns,tokens_stream,tokens_usage\n",
-        );
-        let opt = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
-        for r in rows {
-            text += &format!(
-                "{},{},{},{},{},{},{},{},{},{}\n",
-                r.index,
-                r.shard,
-                r.outcome,
-                r.intended_ns,
-                r.sent_ns,
-                opt(r.headers_ns),
-                opt(r.first_token_ns),
-                opt(r.end_ns),
-                r.tokens_stream,
-                r.tokens_usage.map_or(String::new(), |t| t.to_string())
-            );
-        }
-        write_atomic(&dir.join("requests.csv"), text.as_bytes())?;
-    }
-    Ok(())
-}
-
-fn summary(out: &mut dyn Write, r: &RunReport) -> Result<(), Failure> {
-    let a = &r.accounting;
-    if r.config.insecure {
-        writeln!(
-            out,
-            "WARNING: TLS certificate verification was OFF (--insecure): the server was not authenticated"
-        )?;
-    }
-    if r.interrupted {
-        writeln!(
-            out,
-            "INTERRUPTED: stopped before the end of the schedule; what follows is what was measured until then"
-        )?;
-    }
-    writeln!(
-        out,
-        "{}: {} shard(s) ({:?}), offered {:.1} req/s, achieved {:.1} req/s over {:.2} s",
-        r.config.name,
-        r.config.workers,
-        r.config.shard_mode,
-        r.offered_qps,
-        r.achieved_qps,
-        r.duration_s
-    )?;
-    let failed: Vec<String> = a.failed.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    writeln!(
-        out,
-        "  requests: scheduled {}, completed {}, failed {}, timed out {}, not sent {}, lost {} ({})",
-        a.scheduled,
-        a.completed,
-        if failed.is_empty() {
-            "0".into()
-        } else {
-            failed.join(", ")
-        },
-        a.timed_out,
-        a.not_sent,
-        a.lost,
-        if a.balanced {
-            "balanced"
-        } else {
-            "NOT BALANCED"
-        }
-    )?;
-    for (message, n) in &r.merged.server_messages {
-        writeln!(out, "  error ({n}x): {message}")?;
-    }
-    if r.merged.zero_token_completions > 0 {
-        writeln!(
-            out,
-            "  {} completed request(s) carried no token (finish reason first): no TTFT for them",
-            r.merged.zero_token_completions
-        )?;
-    }
-    for s in r.shards.iter().filter(|s| !s.ok) {
-        writeln!(
-            out,
-            "  shard {} failed: {}",
-            s.index,
-            s.error.as_deref().unwrap_or("?")
-        )?;
-    }
-    let f = format_seconds;
-    let line = |name: &str, d: &heisenbench_model::stats::Dist| {
-        format!(
-            "  {name:<28} p50 {:>9}  p90 {:>9}  p99 {:>9}  p99.9 {:>9}  max {:>9}",
-            f(d.p50_s),
-            f(d.p90_s),
-            f(d.p99_s),
-            f(d.p999_s),
-            f(d.max_s)
-        )
-    };
-    writeln!(out, "{}", line("send lag", &r.send_lag))?;
-    writeln!(out, "{}", line("TTFT from intended", &r.ttft.from_intended))?;
-    writeln!(
-        out,
-        "{}",
-        line("TTFT from actual send", &r.ttft.from_actual)
-    )?;
-    if r.config.client_cost_s > 0.0 {
-        writeln!(
-            out,
-            "{}",
-            line("TTFT stamped after parsing", &r.ttft_after_processing)
-        )?;
-    }
-    writeln!(out, "{}", line("TPOT", &r.tpot))?;
-    writeln!(out, "{}", line("ITL", &r.itl))?;
-    writeln!(out, "{}", line("E2E from intended", &r.e2e.from_intended))?;
-    writeln!(
-        out,
-        "{}",
-        line("NTPOT from intended", &r.ntpot.from_intended)
-    )?;
-    if r.observer_overhead.count > 0 {
-        writeln!(
-            out,
-            "{}",
-            line("observer overhead per chunk", &r.observer_overhead)
-        )?;
-        if let Some(f) = &r.floor {
-            writeln!(out, "{}", line("floor, idle", &f.idle))?;
-            writeln!(
-                out,
-                "{}",
-                line(
-                    &format!("floor at {:.0} msg/s", f.loaded_rate_per_s),
-                    &f.loaded
-                )
-            )?;
-            let o = &r.observer_overhead;
-            let rate = r.events as f64 / r.duration_s.max(1e-9);
-            writeln!(out, "  {}", f.over(o.p50_s, o.p99_s, rate))?;
-        }
-    }
-    writeln!(out, "{}", line("processing per chunk", &r.processing))?;
-    let utils: Vec<String> = r
-        .shards
-        .iter()
-        .map(|s| format!("{:.2} (max {} in flight)", s.utilization, s.max_in_flight))
-        .collect();
-    writeln!(
-        out,
-        "  tokens: {} streamed, {} by usage ({} mismatched); shard utilisation: {}",
-        r.tokens_stream,
-        r.tokens_usage,
-        r.token_mismatches,
-        utils.join(" ")
-    )?;
-    writeln!(out, "  {}", r.config.prompts.describe())?;
-    let p = &r.prompt_tokens;
-    match p.usual_overhead {
-        Some(d) => writeln!(
-            out,
-            "  prompt tokens: {} sent; the server's usage counted {} requests at the prompt's length {:+} ({} differ)",
-            p.sent, p.checked, d, p.mismatches
-        )?,
-        None => writeln!(
-            out,
-            "  prompt tokens: {} sent; the server's usage carried no prompt count to check them",
-            p.sent
-        )?,
-    }
-    Ok(())
 }

@@ -13,6 +13,7 @@ pub mod http;
 pub mod result;
 pub mod shard;
 pub mod stop;
+mod summary;
 
 use std::io::{Read, Write};
 use std::path::PathBuf;

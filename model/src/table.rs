@@ -1,9 +1,9 @@
-//! Plain aligned tables for humans.
+//! Plain aligned tables for humans: every command's text report is made of these rows.
 
 use std::io::{self, Write};
 
-use heisenbench_model::queue::QueueReport;
-use heisenbench_model::units::format_seconds;
+use crate::queue::QueueReport;
+use crate::units::format_seconds;
 
 /// Writes `rows` as `label  value`, labels padded to one column.
 pub fn write_pairs(out: &mut dyn Write, rows: &[(String, String)]) -> io::Result<()> {

@@ -1,0 +1,196 @@
+//! A run's report as text and as files.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use heisenbench_model::units::format_seconds;
+
+use super::result::RunReport;
+use crate::files::write_atomic;
+
+impl RunReport {
+    /// Writes `report.json` (and `requests.csv`, one row per request, with `csv`) into
+    /// `dir`, each file whole or not at all.
+    pub fn write_files(&self, dir: &Path, csv: bool) -> io::Result<()> {
+        let report = self;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display()))
+        })?;
+        let json = serde_json::to_vec_pretty(report)?;
+        write_atomic(&dir.join("report.json"), &json)?;
+        if csv {
+            let mut rows = report.merged.rows.clone();
+            rows.sort_by_key(|r| r.index);
+            let mut text = String::from(
+                "index,shard,outcome,intended_ns,sent_ns,headers_ns,first_token_ns,end_ns,tokens_stream,tokens_usage\n",
+            );
+            let opt = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
+            for r in rows {
+                text += &format!(
+                    "{},{},{},{},{},{},{},{},{},{}\n",
+                    r.index,
+                    r.shard,
+                    r.outcome,
+                    r.intended_ns,
+                    r.sent_ns,
+                    opt(r.headers_ns),
+                    opt(r.first_token_ns),
+                    opt(r.end_ns),
+                    r.tokens_stream,
+                    r.tokens_usage.map_or(String::new(), |t| t.to_string())
+                );
+            }
+            write_atomic(&dir.join("requests.csv"), text.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// The report as text for a terminal.
+    pub fn write_summary(&self, out: &mut dyn Write) -> io::Result<()> {
+        let r = self;
+        let a = &r.accounting;
+        if r.config.insecure {
+            writeln!(
+                out,
+                "WARNING: TLS certificate verification was OFF (--insecure): the server was not authenticated"
+            )?;
+        }
+        if r.interrupted {
+            writeln!(
+                out,
+                "INTERRUPTED: stopped before the end of the schedule; what follows is what was measured until then"
+            )?;
+        }
+        writeln!(
+            out,
+            "{}: {} shard(s) ({:?}), offered {:.1} req/s, achieved {:.1} req/s over {:.2} s",
+            r.config.name,
+            r.config.workers,
+            r.config.shard_mode,
+            r.offered_qps,
+            r.achieved_qps,
+            r.duration_s
+        )?;
+        let failed: Vec<String> = a.failed.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        writeln!(
+            out,
+            "  requests: scheduled {}, completed {}, failed {}, timed out {}, not sent {}, lost {} ({})",
+            a.scheduled,
+            a.completed,
+            if failed.is_empty() {
+                "0".into()
+            } else {
+                failed.join(", ")
+            },
+            a.timed_out,
+            a.not_sent,
+            a.lost,
+            if a.balanced {
+                "balanced"
+            } else {
+                "NOT BALANCED"
+            }
+        )?;
+        for (message, n) in &r.merged.server_messages {
+            writeln!(out, "  error ({n}x): {message}")?;
+        }
+        if r.merged.zero_token_completions > 0 {
+            writeln!(
+                out,
+                "  {} completed request(s) carried no token (finish reason first): no TTFT for them",
+                r.merged.zero_token_completions
+            )?;
+        }
+        for s in r.shards.iter().filter(|s| !s.ok) {
+            writeln!(
+                out,
+                "  shard {} failed: {}",
+                s.index,
+                s.error.as_deref().unwrap_or("?")
+            )?;
+        }
+        let f = format_seconds;
+        let line = |name: &str, d: &heisenbench_model::stats::Dist| {
+            format!(
+                "  {name:<28} p50 {:>9}  p90 {:>9}  p99 {:>9}  p99.9 {:>9}  max {:>9}",
+                f(d.p50_s),
+                f(d.p90_s),
+                f(d.p99_s),
+                f(d.p999_s),
+                f(d.max_s)
+            )
+        };
+        writeln!(out, "{}", line("send lag", &r.send_lag))?;
+        writeln!(out, "{}", line("TTFT from intended", &r.ttft.from_intended))?;
+        writeln!(
+            out,
+            "{}",
+            line("TTFT from actual send", &r.ttft.from_actual)
+        )?;
+        if r.config.client_cost_s > 0.0 {
+            writeln!(
+                out,
+                "{}",
+                line("TTFT stamped after parsing", &r.ttft_after_processing)
+            )?;
+        }
+        writeln!(out, "{}", line("TPOT", &r.tpot))?;
+        writeln!(out, "{}", line("ITL", &r.itl))?;
+        writeln!(out, "{}", line("E2E from intended", &r.e2e.from_intended))?;
+        writeln!(
+            out,
+            "{}",
+            line("NTPOT from intended", &r.ntpot.from_intended)
+        )?;
+        if r.observer_overhead.count > 0 {
+            writeln!(
+                out,
+                "{}",
+                line("observer overhead per chunk", &r.observer_overhead)
+            )?;
+            if let Some(f) = &r.floor {
+                writeln!(out, "{}", line("floor, idle", &f.idle))?;
+                writeln!(
+                    out,
+                    "{}",
+                    line(
+                        &format!("floor at {:.0} msg/s", f.loaded_rate_per_s),
+                        &f.loaded
+                    )
+                )?;
+                let o = &r.observer_overhead;
+                let rate = r.events as f64 / r.duration_s.max(1e-9);
+                writeln!(out, "  {}", f.over(o.p50_s, o.p99_s, rate))?;
+            }
+        }
+        writeln!(out, "{}", line("processing per chunk", &r.processing))?;
+        let utils: Vec<String> = r
+            .shards
+            .iter()
+            .map(|s| format!("{:.2} (max {} in flight)", s.utilization, s.max_in_flight))
+            .collect();
+        writeln!(
+            out,
+            "  tokens: {} streamed, {} by usage ({} mismatched); shard utilisation: {}",
+            r.tokens_stream,
+            r.tokens_usage,
+            r.token_mismatches,
+            utils.join(" ")
+        )?;
+        writeln!(out, "  {}", r.config.prompts.describe())?;
+        let p = &r.prompt_tokens;
+        match p.usual_overhead {
+            Some(d) => writeln!(
+                out,
+                "  prompt tokens: {} sent; the server's usage counted {} requests at the prompt's length {:+} ({} differ)",
+                p.sent, p.checked, d, p.mismatches
+            )?,
+            None => writeln!(
+                out,
+                "  prompt tokens: {} sent; the server's usage carried no prompt count to check them",
+                p.sent
+            )?,
+        }
+        Ok(())
+    }
+}
