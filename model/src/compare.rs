@@ -283,6 +283,173 @@ pub fn compare(obs: &Observation, tolerance: f64) -> Result<Comparison> {
     })
 }
 
+// ----- a foreign client's observation ----------------------------------------------------
+
+/// A foreign client's measurements for one of its loops, as `compare` reads them from
+/// JSON. The rate is named by its unit: requests per second with the events (chunks)
+/// each brings, or events per second.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Foreign {
+    /// Requests per second on one client loop.
+    pub requests_per_s: Option<f64>,
+    /// Events (streamed chunks) one request brings to the loop.
+    pub events_per_request: Option<f64>,
+    /// Events per second on one client loop.
+    pub events_per_s: Option<f64>,
+    /// Refused: it does not say whether it counts requests or events.
+    pub arrival_rate_per_s: Option<f64>,
+    /// Mean CPU per event, seconds.
+    pub event_cost_mean_s: f64,
+    /// Its SCV (1 unless given).
+    #[serde(default = "one")]
+    pub event_cost_scv: f64,
+    /// Events arriving together (1 unless given).
+    #[serde(default = "one_u")]
+    pub burst: u32,
+    /// Requests dealt round robin over this many loops (Poisson split otherwise).
+    pub round_robin_k: Option<u32>,
+    /// The waits the client saw.
+    pub observed: ForeignWaits,
+}
+
+/// The waits a foreign client observed, seconds; any may be missing.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForeignWaits {
+    /// Mean.
+    pub mean_s: Option<f64>,
+    /// Median.
+    pub p50_s: Option<f64>,
+    /// 90th percentile.
+    pub p90_s: Option<f64>,
+    /// 99th percentile.
+    pub p99_s: Option<f64>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+fn one_u() -> u32 {
+    1
+}
+
+/// Why a foreign observation was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ForeignError {
+    /// `arrival_rate_per_s` was given.
+    #[error(
+        "arrival_rate_per_s is ambiguous (requests or chunks per second?): give requests_per_s with events_per_request, or events_per_s"
+    )]
+    Ambiguous,
+    /// `requests_per_s` without `events_per_request`.
+    #[error("requests_per_s needs events_per_request: the loop's load is its events")]
+    NoEventsPerRequest,
+    /// Neither or both ways of naming the rate.
+    #[error("give either requests_per_s with events_per_request, or events_per_s (not both)")]
+    RateNamedTwice,
+    /// A rate that is not a positive number.
+    #[error("{name} must be > 0, not {value}")]
+    NotPositive {
+        /// The field.
+        name: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// A field out of the model's range.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+impl Foreign {
+    /// The events per second on the loop; refuses the ambiguous.
+    pub fn event_rate_per_s(&self) -> std::result::Result<f64, ForeignError> {
+        if self.arrival_rate_per_s.is_some() {
+            return Err(ForeignError::Ambiguous);
+        }
+        let positive = |name: &'static str, value: f64| {
+            if value.is_finite() && value > 0.0 {
+                Ok(value)
+            } else {
+                Err(ForeignError::NotPositive { name, value })
+            }
+        };
+        match (
+            self.requests_per_s,
+            self.events_per_request,
+            self.events_per_s,
+        ) {
+            (Some(r), Some(n), None) => {
+                Ok(positive("requests_per_s", r)? * positive("events_per_request", n)?)
+            }
+            (None, None, Some(e)) => positive("events_per_s", e),
+            (Some(_), None, None) => Err(ForeignError::NoEventsPerRequest),
+            _ => Err(ForeignError::RateNamedTwice),
+        }
+    }
+
+    /// The observation to hold against the model.
+    pub fn observation(&self) -> std::result::Result<Observation, ForeignError> {
+        let o = &self.observed;
+        Ok(Observation {
+            event_rate_per_s: self.event_rate_per_s()?,
+            service: Service::gamma(self.event_cost_mean_s, self.event_cost_scv)?,
+            burst: self.burst,
+            arrivals: self
+                .round_robin_k
+                .map_or(LoopArrivals::Poisson, |k| LoopArrivals::RoundRobin { k }),
+            wait_mean_s: o.mean_s,
+            wait_quantiles_s: [
+                (Quantile::P50, o.p50_s),
+                (Quantile::P90, o.p90_s),
+                (Quantile::P99, o.p99_s),
+            ]
+            .into_iter()
+            .filter_map(|(q, v)| v.map(|v| (q, v)))
+            .collect(),
+        })
+    }
+}
+
+impl Comparison {
+    /// The comparison as text for a terminal, headed by `label` and `source`.
+    pub fn write_summary(
+        &self,
+        out: &mut dyn std::io::Write,
+        label: &str,
+        source: &str,
+    ) -> std::io::Result<()> {
+        use crate::units::format_seconds;
+        let c = self;
+        writeln!(
+            out,
+            "{label} ({source}): model {} at utilisation {:.3}",
+            c.model, c.rho
+        )?;
+        writeln!(out, "  why this model: {}", c.model_reason)?;
+        for row in &c.rows {
+            writeln!(
+                out,
+                "  {:<6} predicted {:>10}  observed {:>10}  error {}",
+                row.statistic,
+                format_seconds(row.predicted_s),
+                format_seconds(row.observed_s),
+                row.relative_error
+                    .map_or("-".into(), |e| format!("{:+.1}%", e * 100.0))
+            )?;
+        }
+        if let Some(p) = &c.plain_mg1 {
+            writeln!(
+                out,
+                "  plain M/G/1, ignoring the bursts, would predict a mean of {}",
+                format_seconds(p.wq_mean_s)
+            )?;
+        }
+        writeln!(out, "  verdict: {}", c.verdict_text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@
 
 pub mod adapters;
 pub mod predict;
+pub mod report;
 pub mod tree;
 
 use std::fs::File;

@@ -488,3 +488,45 @@ impl RunReport {
         }
     }
 }
+
+/// A live report (its JSON, as `run --out` writes it) as one shard loop's observation for
+/// the model, with the run's name: its events arrive a response at a time, each costing
+/// the emulated client cost (or, without one, the shards' CPU per event). None when the
+/// report has no completed requests.
+pub fn loop_observation(
+    v: &serde_json::Value,
+) -> Result<Option<(String, heisenbench_model::compare::Observation)>, heisenbench_model::ModelError>
+{
+    use heisenbench_model::compare::{LoopArrivals, Observation};
+    use heisenbench_model::service::Service;
+    let cfg = &v["config"];
+    let workers = cfg["workers"].as_f64().unwrap_or(1.0).max(1.0);
+    let events = v["events"].as_f64().unwrap_or(0.0);
+    let completed = v["accounting"]["completed"].as_f64().unwrap_or(0.0);
+    if events == 0.0 || completed == 0.0 {
+        return Ok(None);
+    }
+    let cost = cfg["client_cost_s"].as_f64().unwrap_or(0.0);
+    let cpu = v["merged"]["cpu_ns"].as_f64().unwrap_or(0.0) * 1e-9 / events;
+    let mean = if cost > 0.0 { cost } else { cpu.max(1e-9) };
+    let per_request = events / completed;
+    let rate = v["offered_qps"].as_f64().unwrap_or(0.0) / workers * per_request;
+    let d = |k: &str, f: &str| v[k][f].as_f64().unwrap_or(0.0);
+    // With a zero-latency server a response is due at its request's intended time. Its
+    // events' time in the client is then the send lag (the loop was busy when the
+    // request was due), the bytes' wait for the loop to read them (send stamp to arrival
+    // stamp) and the wait and processing after arrival: the model's wait plus one service.
+    let observed =
+        d("send_lag", "mean_s") + d("observer_overhead", "mean_s") + d("processing", "mean_s")
+            - mean;
+    let obs = Observation {
+        event_rate_per_s: rate,
+        service: Service::gamma(mean, if cost > 0.0 { 0.0 } else { 0.25 })?,
+        burst: per_request.round().max(1.0) as u32,
+        arrivals: LoopArrivals::Poisson,
+        wait_mean_s: Some(observed.max(0.0)),
+        wait_quantiles_s: vec![],
+    };
+    let name = cfg["name"].as_str().unwrap_or("live").to_string();
+    Ok(Some((name, obs)))
+}

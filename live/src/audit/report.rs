@@ -1,0 +1,312 @@
+//! An audit's report: what `audit --out` and `--json` write, read back for figures, and
+//! printed for a terminal.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use heisenbench_model::units::format_seconds;
+use serde::{Deserialize, Serialize};
+
+use super::Observed;
+use super::predict::Prediction;
+
+/// One audit.
+#[derive(Debug, Serialize, Deserialize, Clone)]
+pub struct AuditReport {
+    /// Format version (1).
+    pub version: u32,
+    /// "audit".
+    pub kind: String,
+    /// The client's name.
+    #[serde(default)]
+    pub label: Option<String>,
+    /// What was seen.
+    pub observed: Observed,
+    /// What the model makes of it.
+    pub prediction: Option<Prediction>,
+    /// What the mock was told (its latencies are the truth's floor).
+    pub server: String,
+}
+
+/// `audit --rates`: one report per rate (without the per-request records).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AuditSeries {
+    /// Format version (1).
+    pub version: u32,
+    /// "audit-series".
+    pub kind: String,
+    /// One audit per rate, in the order run.
+    pub points: Vec<AuditReport>,
+}
+
+impl AuditReport {
+    /// A report of version 1.
+    pub fn new(
+        label: Option<String>,
+        observed: Observed,
+        prediction: Option<Prediction>,
+        server: String,
+    ) -> Self {
+        Self {
+            version: 1,
+            kind: "audit".into(),
+            label,
+            observed,
+            prediction,
+            server,
+        }
+    }
+
+    /// The same report without its per-request records.
+    pub fn summary(&self) -> Self {
+        Self {
+            observed: Observed {
+                served: Vec::new(),
+                ..self.observed.clone()
+            },
+            ..self.clone()
+        }
+    }
+
+    /// The audits in a file written by `audit --out`: one, or a series' points. The error
+    /// names the file.
+    pub fn read(path: &Path) -> Result<Vec<Self>, String> {
+        let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        let text =
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let v: serde_json::Value = serde_json::from_slice(&text).map_err(|e| at(&e))?;
+        match v.get("kind").and_then(serde_json::Value::as_str) {
+            Some("audit") => Ok(vec![serde_json::from_value(v).map_err(|e| at(&e))?]),
+            Some("audit-series") => Ok(serde_json::from_value::<AuditSeries>(v)
+                .map_err(|e| at(&e))?
+                .points),
+            _ => Err(at(&"not an `audit --out` file")),
+        }
+    }
+
+    /// Why the client's run does not count, if it does not: stopped at the timeout, a
+    /// non-zero exit, or no request reached the server.
+    pub fn failure(&self) -> Option<String> {
+        let (c, t) = (&self.observed.client, &self.observed.truth);
+        if c.timed_out {
+            return Some(format!(
+                "the client did not finish within the timeout; it was stopped (see {})",
+                c.logs[1].display()
+            ));
+        }
+        if !c.succeeded() {
+            return Some(format!(
+                "the client {} (its output: {})",
+                c.ending(),
+                c.logs[1].display()
+            ));
+        }
+        if t.requests == 0 {
+            return Some(
+                "the server saw no requests: does the command use {url} (or {host} and {port})?"
+                    .into(),
+            );
+        }
+        None
+    }
+
+    /// The audit as text for a terminal: the client's process tree and CPU, the server's
+    /// truth, the client's own report beside it, and the model's reading.
+    pub fn write_summary(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (o, p, server) = (&self.observed, self.prediction.as_ref(), &self.server);
+        let c = &o.client;
+        let t = &o.truth;
+        let f = format_seconds;
+        writeln!(out, "client: {}", c.command.join(" "))?;
+        writeln!(
+            out,
+            "  {} after {:.1}s; {} process(es) seen, at most {} at once with {} threads",
+            c.ending(),
+            c.wall_s,
+            c.processes_seen,
+            c.max_processes,
+            c.max_threads
+        )?;
+        if c.left_running > 0 {
+            writeln!(
+                out,
+                "  {} process(es) it left running were stopped",
+                c.left_running
+            )?;
+        }
+        match c.cpu_s {
+            Some(cpu) => writeln!(
+                out,
+                "  CPU {cpu:.2}s over the tree; {:.2}s in the {:.1}s load window ({:.0}% of one core), \
+                 by process {}; the audit's own sampling: {:.3}s ({:.2}% of one core)",
+                c.window_cpu_s.unwrap_or(0.0),
+                c.window_s,
+                100.0 * c.window_cpu_s.unwrap_or(0.0) / c.window_s.max(1e-9),
+                c.window_cpu_per_process_s
+                    .iter()
+                    .take(4)
+                    .map(|s| format!("{s:.2}s"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                c.sampler_cpu_s,
+                100.0 * c.sampler_cpu_s / c.wall_s.max(1e-9)
+            )?,
+            None => writeln!(
+                out,
+                "  CPU: not measurable here (no /proc process accounting)"
+            )?,
+        }
+        writeln!(out, "server ({server}):")?;
+        writeln!(
+            out,
+            "  {} requests, {} completed{}; achieved {:.1} req/s of {} offered; arrival gaps SCV {}",
+            t.requests,
+            t.completed,
+            if t.errors.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", errors {}",
+                    t.errors
+                        .iter()
+                        .map(|(s, n)| format!("{n} x {s}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            t.achieved_rate_per_s,
+            o.offered.rate_per_s,
+            t.arrival_gap_scv
+                .map_or("-".into(), |v| format!("{v:.2} (Poisson: 1)"))
+        )?;
+        writeln!(
+            out,
+            "  {:.1} tokens and {:.1} prompt words per request (asked: {} and {})",
+            t.tokens_per_request,
+            t.prompt_tokens_per_request,
+            o.offered.output_tokens,
+            o.offered.prompt_tokens
+        )?;
+        writeln!(
+            out,
+            "  true TTFT p50 {} p99 {}; E2E p50 {} p99 {}",
+            f(t.ttft.p50_s),
+            f(t.ttft.p99_s),
+            f(t.e2e.p50_s),
+            f(t.e2e.p99_s)
+        )?;
+        match &o.reported {
+            Some(r) => {
+                writeln!(
+                    out,
+                    "client's own report ({}, {}):",
+                    r.tool,
+                    r.file.display()
+                )?;
+                if let Some(rate) = r.requests_per_s {
+                    writeln!(
+                        out,
+                        "  throughput {rate:.1} req/s reported, {:.1} seen by the server",
+                        t.achieved_rate_per_s
+                    )?;
+                }
+                let line = |name: &str,
+                            rep: Option<super::adapters::Summary>,
+                            truth: &heisenbench_model::stats::Dist|
+                 -> String {
+                    let Some(rep) = rep else {
+                        return format!("  {name:<5} not reported");
+                    };
+                    let cell = |r: Option<f64>, t: f64| {
+                        r.map_or("-".to_string(), |r| format!("{} (true {})", f(r), f(t)))
+                    };
+                    format!(
+                        "  {name:<5} mean {}  p50 {}  p99 {}",
+                        cell(rep.mean_s, truth.mean_s),
+                        cell(rep.p50_s, truth.p50_s),
+                        cell(rep.p99_s, truth.p99_s)
+                    )
+                };
+                writeln!(out, "{}", line("TTFT", r.ttft, &t.ttft))?;
+                writeln!(out, "{}", line("ITL", r.itl, &t.itl))?;
+                writeln!(out, "{}", line("E2E", r.e2e, &t.e2e))?;
+                if let Some(lag) = r.send_lag {
+                    writeln!(
+                        out,
+                        "  its own lateness against its schedule (not in its TTFT): mean {}  p99 {}",
+                        lag.mean_s.map_or("-".into(), f),
+                        lag.p99_s.map_or("-".into(), f)
+                    )?;
+                }
+            }
+            None => writeln!(
+                out,
+                "client's own report: no result file of a known format in {} (known: {})",
+                c.logs[0]
+                    .parent()
+                    .map_or("-".into(), |d| d.join("client-out").display().to_string()),
+                super::adapters::FORMATS.join(", ")
+            )?,
+        }
+        let Some(p) = p else {
+            writeln!(
+                out,
+                "model: no prediction (no completed requests, or no CPU figures)"
+            )?;
+            return Ok(());
+        };
+        writeln!(out, "model: {}", p.model)?;
+        writeln!(
+            out,
+            "  CPU per chunk {}, per request {}; utilisation per loop {:.2} at the rate achieved, {:.2} at the rate offered",
+            f(p.cpu_per_chunk_s),
+            f(p.cpu_per_request_s),
+            p.rho,
+            p.rho_offered
+        )?;
+        if let Some(w) = p.wait_s {
+            writeln!(
+                out,
+                "  predicted wait before the first chunk: mean {}  p50 {}  p90 {}  p99 {}",
+                f(w[0]),
+                f(w[1]),
+                f(w[2]),
+                f(w[3])
+            )?;
+        }
+        for r in &p.rows {
+            writeln!(
+                out,
+                "  TTFT {:<4} excess {} (reported {} - true {}), predicted {}{}",
+                r.statistic,
+                f(r.excess_s),
+                f(r.reported_s),
+                f(r.true_s),
+                r.predicted_s.map_or("-".into(), f),
+                r.relative_error
+                    .map_or(String::new(), |e| format!(", error {:+.1}%", e * 100.0))
+            )?;
+        }
+        writeln!(out, "  verdict: {}", p.verdict_text)?;
+        match p.loops_needed {
+            Some(k) => writeln!(
+                out,
+                "plan: {k} process(es) for {} req/s with {} ({})",
+                o.offered.rate_per_s, p.budget, p.plan_reason
+            )?,
+            None => writeln!(out, "plan: {}", p.plan_reason)?,
+        }
+        Ok(())
+    }
+}
+
+impl AuditSeries {
+    /// A series of version 1.
+    pub fn new(points: Vec<AuditReport>) -> Self {
+        Self {
+            version: 1,
+            kind: "audit-series".into(),
+            points,
+        }
+    }
+}
