@@ -10,6 +10,7 @@
 pub mod config;
 pub mod distributed;
 pub mod http;
+pub mod k8s;
 pub mod result;
 pub mod shard;
 pub mod stop;
