@@ -84,6 +84,12 @@ impl From<heisenbench_model::ModelError> for Failure {
     }
 }
 
+impl From<heisenbench_figures::paper::ExperimentError> for Failure {
+    fn from(e: heisenbench_figures::paper::ExperimentError) -> Self {
+        Self::Runtime(e.into())
+    }
+}
+
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Self {
         Self::Runtime(e.into())

@@ -56,6 +56,7 @@ use style::{FONT, SIZE};
 
 mod chart;
 pub mod explore;
+pub mod paper;
 mod figure {
     pub(crate) mod audit;
     pub(crate) mod latency_profile;
