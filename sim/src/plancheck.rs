@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 
 use heisenbench_model::error::min_stable_servers;
-use heisenbench_model::plan::{Assignment, Budget, Load};
+use heisenbench_model::plan::{Assignment, Budget, Hardware, Load, WorkerPlan, plan_with_workers};
+use heisenbench_model::table::write_pairs;
+use heisenbench_model::units::format_seconds;
 use serde::{Deserialize, Serialize};
 
 use crate::textbook::{BurstSpec, Gaps, lindley_bursts, pooled_bursts};
@@ -140,4 +142,132 @@ pub fn simulate(load: &Load, budget: &Budget, workers: u32) -> Option<Check> {
         events: sim.customers,
         agrees: est.covers(model_s, 3.0, 0.005 * model_s),
     })
+}
+
+/// A plan with what the simulator says of it: a pool is always sized by simulation (no
+/// formula for M/G/c met 2 %, see `bench/RESULTS.md`), and a checked plan carries the
+/// simulated wait at k and k - 1 loops with 95 % intervals.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckedPlan {
+    /// The plan (for a pool, at the count simulation found).
+    #[serde(flatten)]
+    pub plan: WorkerPlan,
+    /// The simulations at k and k - 1 loops (empty when not checked).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+    /// Whether the loops share one queue.
+    #[serde(skip)]
+    pub pooled: bool,
+}
+
+/// Sizes a pool by simulation (the model's count is where the search starts, and the
+/// reasoning says both), and checks the plan at k and k - 1 when `check` (always for a
+/// pool).
+pub fn check_plan(
+    load: &Load,
+    budget: &Budget,
+    hw: Hardware,
+    mut plan: WorkerPlan,
+    check: bool,
+) -> CheckedPlan {
+    let pooled = load.assignment == Assignment::Pooled;
+    let mut sims = Simulations::new(load, budget);
+    if pooled {
+        let model_k = plan.workers;
+        let k = sims.size_pool(model_k);
+        let model_name = plan.model.clone();
+        if k != model_k {
+            plan = plan_with_workers(load, budget, hw, k);
+        }
+        let sim_at_k = sims.get(k).map_or(f64::NAN, |c| c.simulated_s);
+        plan.reasoning.push(format!(
+            "pooled loops: the {model_name} model is an approximation ({}), so the pool is sized \
+             by simulating it (Kiefer-Wolfowitz's recursion, about 2 million events a count): \
+             the model asked for {model_k} loop(s); {k} is the fewest whose simulated {} = {} \
+             meets the budget",
+            if load.burst == 1 {
+                "Lee-Longton's mean with an exponential tail; the M/D/c mean is exact"
+            } else {
+                "one loop as fast as all of them"
+            },
+            budget_name(budget),
+            format_seconds(sim_at_k)
+        ));
+    }
+    let checks = if check || pooled {
+        [
+            Some(plan.workers),
+            plan.workers.checked_sub(1).filter(|k| *k > 0),
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(|k| sims.get(k).cloned())
+        .collect()
+    } else {
+        Vec::new()
+    };
+    CheckedPlan {
+        plan,
+        checks,
+        pooled,
+    }
+}
+
+impl CheckedPlan {
+    /// The plan as text for a terminal: the count, its numbers, why, and the checks.
+    pub fn write_summary(
+        &self,
+        out: &mut dyn std::io::Write,
+        qps: f64,
+        budget: &Budget,
+    ) -> std::io::Result<()> {
+        let plan = &self.plan;
+        writeln!(
+            out,
+            "{} loop(s) for {qps} req/s under {budget}",
+            plan.workers
+        )?;
+        let mut rows = vec![
+            ("workers".into(), plan.workers.to_string()),
+            ("utilisation".into(), format!("{:.4}", plan.utilization)),
+            (
+                "predicted wait".into(),
+                format_seconds(plan.predicted_wait_s),
+            ),
+            ("model".into(), plan.model.clone()),
+            ("cores needed".into(), plan.cores_needed.to_string()),
+        ];
+        if let Some(m) = plan.machines_needed {
+            rows.push(("machines needed".into(), m.to_string()));
+        }
+        write_pairs(out, &rows)?;
+        writeln!(out, "why:")?;
+        for line in &plan.reasoning {
+            writeln!(out, "  - {line}")?;
+        }
+        if !self.checks.is_empty() {
+            writeln!(
+                out,
+                "checked by simulation ({}, 95 % intervals):",
+                if self.pooled { "the pool" } else { "one loop" }
+            )?;
+            for c in &self.checks {
+                writeln!(
+                    out,
+                    "  - {} loop(s): model {}, simulated {} +- {} over {} events: {}",
+                    c.workers,
+                    format_seconds(c.model_s),
+                    format_seconds(c.simulated_s),
+                    format_seconds(c.ci95_s),
+                    c.events,
+                    if c.agrees {
+                        "agree"
+                    } else {
+                        "DISAGREE beyond the interval"
+                    }
+                )?;
+            }
+        }
+        Ok(())
+    }
 }
