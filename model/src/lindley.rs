@@ -281,6 +281,15 @@ fn increment(s: &Pmf, a: &Pmf) -> Pmf {
     (lo, u)
 }
 
+/// The stationary solution of Lindley's recursion V' = max(0, V + U) for integer steps U
+/// (U's first point at `u_lo`, probabilities `u`): P(V = n) for n = 0, 1, ..., the tail
+/// below [`CUT`] held in the last cell, and the descending ladder's missing mass (the
+/// iteration gap). Exact on the integers: no lattice rounding is involved.
+pub(crate) fn integer_lindley(u_lo: i64, u: &[f64]) -> (Vec<f64>, f64) {
+    let (a, gap) = ladder(u_lo, u);
+    (renewal(&a), gap)
+}
+
 /// The strict ascending ladder height distribution (index i holds height i + 1) of the walk
 /// with steps U (U's first point at `u_lo`), and the descending ladder's missing mass.
 fn ladder(u_lo: i64, u: &[f64]) -> (Vec<f64>, f64) {

@@ -28,6 +28,9 @@ pub enum TailMethod {
     /// Lindley's equation solved on a lattice (Wiener-Hopf ladder heights), with a
     /// lattice-error estimate.
     LindleyLattice,
+    /// M/D/c's queue as a chain at steps of one service time, solved exactly, and Franx's
+    /// waiting-time formula over it.
+    EmbeddedChain,
     /// Pooled loops as one loop as fast as all of them (M^X/G/c): an approximation whose
     /// error the simulation check measures.
     FastServer,
@@ -49,6 +52,7 @@ impl TailMethod {
             }
             Self::LindleyLattice => "Lindley's equation on a lattice (Wiener-Hopf ladder heights)",
             Self::ExponentialFit => "exponential tail fitted to P(wait) and the mean",
+            Self::EmbeddedChain => "exact: the queue as a chain at steps of one service (Franx)",
             Self::FastServer => "pooled loops as one loop c times as fast (approximate)",
         }
     }
