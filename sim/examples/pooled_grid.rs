@@ -1,10 +1,11 @@
 //! Pooled loops (one FIFO queue, c servers): the model `plan --policy pooled` uses against
 //! the simulator's Kiefer-Wolfowitz recursion. Spread events (bursts of one): M/G/c (M/M/c
-//! exact, M/D/c mean exact, otherwise Lee-Longton with an exponential tail); bursts of 20:
+//! and M/D/c exact, otherwise Lee-Longton with an exponential tail); bursts of 20:
 //! M^X/G/c as one loop c times as fast. Prints the relative error of the mean and p99 per
 //! case and, per model, the range of errors.
 //!
-//! `cargo run --release -p heisenbench-sim --example pooled_grid [customers]`
+//! `cargo run --release -p heisenbench-sim --example pooled_grid [customers [SERVICE [BURST]]]`
+//! (SERVICE one of D, M, G0.5, G4, LN1, LN4 to run only that service; BURST 1 or 20)
 
 use heisenbench_model::mmc::{Mgc, PooledBursts};
 use heisenbench_model::queue::WaitModel;
@@ -25,12 +26,20 @@ fn main() {
         ("LN1", Service::lognormal(1.0, 1.0).unwrap()),
         ("LN4", Service::lognormal(1.0, 4.0).unwrap()),
     ];
+    let only = std::env::args().nth(2);
+    let only_burst: Option<u32> = std::env::args().nth(3).and_then(|a| a.parse().ok());
     println!("case | mean: model / sim +- ci (error) | p99: model / sim +- ci (error)");
     for burst in [1u32, 20] {
+        if only_burst.is_some_and(|b| b != burst) {
+            continue;
+        }
         let mut errs: Vec<(f64, f64)> = Vec::new();
         for c in [2u32, 4, 10, 21] {
             for rho in [0.5, 0.8, 0.9, 0.95] {
                 for (name, s) in &services {
+                    if only.as_deref().is_some_and(|o| o != *name) {
+                        continue;
+                    }
                     let burst_rate = rho * f64::from(c) / f64::from(burst);
                     let m: Box<dyn WaitModel> = if burst == 1 {
                         Box::new(Mgc::new(burst_rate, c, s.clone()).unwrap())
