@@ -339,10 +339,14 @@ pub struct PlanArgs {
     /// Instead: the largest QPS that --workers loops carry under the budget.
     #[arg(long, requires = "workers")]
     pub max_qps: bool,
-    /// Check the plan by simulation: the chosen count and one fewer, each loop simulated
-    /// (Lindley's recursion over bursts, about 2 million events), with 95 % intervals.
-    /// Pooled plans are always sized this way (the pool by Kiefer-Wolfowitz's recursion).
-    #[arg(long, conflicts_with = "max_qps")]
+    /// Skip the check by simulation. By default every plan is checked: the chosen count
+    /// and one fewer, each loop simulated (Lindley's recursion over bursts, about 2
+    /// million events), with 95 % intervals. Pooled plans are sized by simulating the pool
+    /// (Kiefer-Wolfowitz's recursion) either way.
+    #[arg(long)]
+    pub no_check: bool,
+    /// The default (kept for scripts that ask for it).
+    #[arg(long, hide = true, conflicts_with = "no_check")]
     pub check: bool,
     /// Loops, for --max-qps.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]

@@ -93,7 +93,7 @@ pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
         }
         None => (plan_workers(&load, &a.budget, hw)?, load),
     };
-    let checked = check_plan(&load, &a.budget, hw, plan, a.check);
+    let checked = check_plan(&load, &a.budget, hw, plan, !a.no_check);
     if a.json {
         return write_json(out, &checked);
     }
