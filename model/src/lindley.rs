@@ -237,6 +237,18 @@ fn pmf(d: &Service, h: f64) -> Option<Pmf> {
         }
         hi *= 2.0;
     }
+    // The cut lies between hi / 2 and hi: narrow it to within 1/16 of that octave, so
+    // the lattice is not up to twice as wide as the tail needs.
+    let (mut lo, mut top) = (hi / 2.0, hi);
+    for _ in 0..4 {
+        let mid = 0.5 * (lo + top);
+        if heavy(mid) {
+            lo = mid;
+        } else {
+            top = mid;
+        }
+    }
+    let hi = top;
     let last = ((hi / h).ceil() as usize).clamp(1, MAX_KERNEL);
     // G at the lattice points 0..=last+1, in closed form:
     // G(x) = int_0^x F = x - int_0^x (1 - F) = x - E[X] F_e(x).
@@ -312,18 +324,13 @@ fn ladder(u_lo: i64, u: &[f64]) -> (Vec<f64>, f64) {
     for _ in 0..max_iterations {
         // Gauss-Seidel: each sum uses the entries of higher index, already updated.
         for k in (1..=up).rev() {
-            let mut sum = at(k as i64);
-            for j in 1..=down.min(up - k) {
-                sum += a[k + j] * d[j];
-            }
+            let n = down.min(up - k);
+            let sum = at(k as i64) + dot(&a[k + 1..=k + n], &d[1..=n]);
             a[k] = sum / (1.0 - d[0]).max(f64::MIN_POSITIVE);
         }
         for m in (0..=down).rev() {
-            let mut sum = at(-(m as i64));
-            for i in 1..=up.min(down - m) {
-                sum += a[i] * d[i + m];
-            }
-            d[m] = sum;
+            let n = up.min(down - m);
+            d[m] = at(-(m as i64)) + dot(&a[1..=n], &d[m + 1..=m + n]);
         }
         let missing = 1.0 - d.iter().sum::<f64>();
         if (missing - gap).abs() < 1e-15 || missing < 1e-12 {
@@ -334,6 +341,26 @@ fn ladder(u_lo: i64, u: &[f64]) -> (Vec<f64>, f64) {
     }
     a.remove(0);
     (a, gap)
+}
+
+/// The dot product of two equally long slices, in four independent sums (which the
+/// compiler keeps in vector registers; one running sum would serialise every addition).
+fn dot(x: &[f64], y: &[f64]) -> f64 {
+    debug_assert_eq!(x.len(), y.len());
+    let mut acc = [0.0f64; 4];
+    let (xc, yc) = (x.chunks_exact(4), y.chunks_exact(4));
+    let tail: f64 = xc
+        .remainder()
+        .iter()
+        .zip(yc.remainder())
+        .map(|(p, q)| p * q)
+        .sum();
+    for (p, q) in xc.zip(yc) {
+        for l in 0..4 {
+            acc[l] += p[l] * q[l];
+        }
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 
 /// P(W = n) for n = 0, 1, ...: w_0 = 1 - sum a, w_n = sum_i a_i w_{n-i}, until the mass
