@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
+use heisenbench_live::mock::openai::sent_stamps;
 use heisenbench_live::timer::PreciseTimer;
 
 fn quantiles(label: &str, mut v: Vec<f64>) {
@@ -80,17 +81,7 @@ fn stamps_span_us(addr: std::net::SocketAddr) -> f64 {
     .expect("send");
     let mut reply = String::new();
     s.read_to_string(&mut reply).expect("read");
-    let key = "\"heisenbench_sent_ns\":";
-    let stamps: Vec<u64> = reply
-        .match_indices(key)
-        .map(|(i, _)| {
-            let digits: String = reply[i + key.len()..]
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect();
-            digits.parse().expect("a stamp")
-        })
-        .collect();
+    let stamps = sent_stamps(&reply);
     assert_eq!(stamps.len(), 41, "one stamp per token");
     (stamps[40] - stamps[0]) as f64 / 1e3
 }

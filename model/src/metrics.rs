@@ -75,6 +75,17 @@ pub struct NtpotParts {
     pub decode_s: f64,
 }
 
+impl NtpotParts {
+    /// The mean parts from their sums over `n` requests (queue, prefill, decode).
+    pub fn mean(sums: [f64; 3], n: f64) -> Self {
+        Self {
+            queue_s: sums[0] / n,
+            prefill_s: sums[1] / n,
+            decode_s: sums[2] / n,
+        }
+    }
+}
+
 /// The metrics of one request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestMetrics {

@@ -242,11 +242,7 @@ impl SimReport {
                 from_intended: t.ntpot_intended.summary(),
                 from_actual: t.ntpot_actual.summary(),
             },
-            ntpot_parts_mean: NtpotParts {
-                queue_s: t.parts_sum[0] / n,
-                prefill_s: t.parts_sum[1] / n,
-                decode_s: t.parts_sum[2] / n,
-            },
+            ntpot_parts_mean: NtpotParts::mean(t.parts_sum, n),
             itl_server: t.itl_true.summary(),
             itl_measured: t.itl_measured.summary(),
             client_wait: t.client_wait.summary(),

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use heisenbench_live::clock::Clock;
 use heisenbench_live::mock::config::MockConfig;
+use heisenbench_live::mock::openai::sent_stamps;
 use heisenbench_live::mock::{Journal, serve_with};
 use heisenbench_model::scenario::{
     Arrivals, ClientModel, EventCosts, Lengths, Policy, Stamp, Stop, Workload,
@@ -122,17 +123,7 @@ async fn token_stamps(addr: SocketAddr, body: &str) -> Vec<u64> {
     let mut reply = String::new();
     s.read_to_string(&mut reply).await.unwrap();
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
-    let key = "\"heisenbench_sent_ns\":";
-    reply
-        .match_indices(key)
-        .map(|(i, _)| {
-            let digits: String = reply[i + key.len()..]
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect();
-            digits.parse().unwrap()
-        })
-        .collect()
+    sent_stamps(&reply)
 }
 
 /// Every token of every request: the mock's time is the simulator's rounded up to the

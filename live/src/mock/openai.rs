@@ -12,6 +12,21 @@ use super::config::FailureType;
 /// server handed the chunk to the connection.
 pub const SENT_FIELD: &str = "heisenbench_sent_ns";
 
+/// Every [`SENT_FIELD`] stamp in `text` (a response as received), in order: one per chunk
+/// the mock streamed, the chat role chunk and the usage chunk included.
+pub fn sent_stamps(text: &str) -> Vec<u64> {
+    let key = format!("\"{SENT_FIELD}\":");
+    text.match_indices(&key)
+        .filter_map(|(i, _)| {
+            let rest = &text[i + key.len()..];
+            let end = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            rest[..end].parse().ok()
+        })
+        .collect()
+}
+
 /// Which endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Api {
@@ -289,6 +304,23 @@ impl std::fmt::Write for Adapter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sent_stamps_are_read_back_in_order() {
+        let w = ChunkWriter::new(Api::Chat, 7, "m", 0);
+        let mut out = Vec::new();
+        w.role_chunk(&mut out, 5);
+        w.token_chunk(&mut out, "a ", None, 17);
+        w.token_chunk(&mut out, "b ", Some("length"), 123_456_789_012);
+        w.usage_chunk(&mut out, 3, 2, 123_456_789_013);
+        ChunkWriter::done(&mut out);
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            sent_stamps(&text),
+            vec![5, 17, 123_456_789_012, 123_456_789_013]
+        );
+        assert!(sent_stamps("data: [DONE]").is_empty());
+    }
 
     #[test]
     fn chunks_are_valid_json_events() {

@@ -441,11 +441,7 @@ pub fn report(
             from_intended: rec.ntpot_intended.summary(),
             from_actual: rec.ntpot_actual.summary(),
         },
-        ntpot_parts_mean: NtpotParts {
-            queue_s: merged.ntpot_parts_sum[0] / n,
-            prefill_s: merged.ntpot_parts_sum[1] / n,
-            decode_s: merged.ntpot_parts_sum[2] / n,
-        },
+        ntpot_parts_mean: NtpotParts::mean(merged.ntpot_parts_sum, n),
         observer_overhead: rec.observer_overhead.summary(),
         processing: rec.processing.summary(),
         tokens_stream: merged.tokens_stream,

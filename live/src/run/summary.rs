@@ -120,28 +120,23 @@ impl RunReport {
                 f(d.max_s)
             )
         };
-        writeln!(out, "{}", line("send lag", &r.send_lag))?;
-        writeln!(out, "{}", line("TTFT from intended", &r.ttft.from_intended))?;
-        writeln!(
-            out,
-            "{}",
-            line("TTFT from actual send", &r.ttft.from_actual)
-        )?;
+        let mut rows = vec![
+            ("send lag", &r.send_lag),
+            ("TTFT from intended", &r.ttft.from_intended),
+            ("TTFT from actual send", &r.ttft.from_actual),
+        ];
         if r.config.client_cost_s > 0.0 {
-            writeln!(
-                out,
-                "{}",
-                line("TTFT stamped after parsing", &r.ttft_after_processing)
-            )?;
+            rows.push(("TTFT stamped after parsing", &r.ttft_after_processing));
         }
-        writeln!(out, "{}", line("TPOT", &r.tpot))?;
-        writeln!(out, "{}", line("ITL", &r.itl))?;
-        writeln!(out, "{}", line("E2E from intended", &r.e2e.from_intended))?;
-        writeln!(
-            out,
-            "{}",
-            line("NTPOT from intended", &r.ntpot.from_intended)
-        )?;
+        rows.extend([
+            ("TPOT", &r.tpot),
+            ("ITL", &r.itl),
+            ("E2E from intended", &r.e2e.from_intended),
+            ("NTPOT from intended", &r.ntpot.from_intended),
+        ]);
+        for (name, d) in rows {
+            writeln!(out, "{}", line(name, d))?;
+        }
         if r.observer_overhead.count > 0 {
             writeln!(
                 out,
