@@ -110,14 +110,24 @@ impl Calibration {
     }
 
     /// The shard count for `qps` requests per second of `output_tokens` tokens on average
-    /// (one event each, plus the opening and closing events): the plan that keeps each
-    /// event's p99 wait for its shard's loop under `budget_s`, at the cost each shard pays
-    /// at its own rate, capped at `cores`; with the reasons, one a line (`source` says where
-    /// this calibration came from).
+    /// (one event each, plus the opening and closing events): the plan that keeps the p99
+    /// wait for its shard's loop under `budget_s`, at the cost each shard pays at its own
+    /// rate, capped at `cores`; with the reasons, one a line (`source` says where this
+    /// calibration came from).
+    ///
+    /// What waits depends on how the server streams. Spread out (a real server's
+    /// inter-token latency), each event waits on its own: the plan bounds an event's wait.
+    /// All at once (`whole_responses`: a zero-latency server such as the embedded mock), a
+    /// response's events arrive together and the loop works through them in one go, so
+    /// the next send and the next response's first chunk wait behind the whole response:
+    /// the plan bounds the wait of that one job, whose work is the sum of its events'
+    /// (mean n E\[S\], SCV SCV(S) / n). The wait inside a response is the same for any
+    /// count and is not what more shards can fix.
     pub fn default_shards(
         &self,
         qps: f64,
         output_tokens: f64,
+        whole_responses: bool,
         cores: u32,
         budget_s: f64,
         source: &str,
@@ -125,8 +135,6 @@ impl Calibration {
         use heisenbench_model::plan::Assignment;
         use heisenbench_model::units::{Quantile, Rate, Seconds, format_seconds};
         let events = (output_tokens.round() as u32).max(1) + 2;
-        let cost = Service::gamma(self.event_cost_mean_s, self.event_cost_scv.max(0.0))?;
-        let load = Load::new(Rate::per_s(qps)?, events, 1, cost, Assignment::RoundRobin)?;
         let budget = Budget::Quantile {
             q: Quantile::P99,
             limit_s: Seconds::new(budget_s)?,
@@ -135,7 +143,43 @@ impl Calibration {
             cores: Some(cores),
             cores_per_machine: None,
         };
-        let (plan, used) = self.plan(&load, &budget, hw)?;
+        let (plan, used, what) = if whole_responses {
+            // The fixed point of Calibration::plan, with each response as one job.
+            let n = f64::from(events);
+            let mut k = 1u32;
+            let mut last = None;
+            for _ in 0..16 {
+                let rate = qps * n / f64::from(k);
+                let (mean, scv) = self.cost_at(rate);
+                let job = Service::gamma(n * mean, (scv / n).max(0.0))?;
+                let load = Load::new(Rate::per_s(qps)?, 1, 1, job, Assignment::RoundRobin)?;
+                let plan = plan_workers(&load, &budget, hw)?;
+                let next = plan.workers;
+                last = Some((
+                    plan,
+                    CostPoint {
+                        events_per_s: rate,
+                        cost_mean_s: mean,
+                        cost_scv: scv,
+                    },
+                ));
+                if next <= k {
+                    break;
+                }
+                k = next;
+            }
+            let (plan, used) = last.expect("at least one round");
+            (
+                plan,
+                used,
+                "a response's events arrive at once (zero-latency server): the p99 wait of the next send or first chunk behind whole responses",
+            )
+        } else {
+            let cost = Service::gamma(self.event_cost_mean_s, self.event_cost_scv.max(0.0))?;
+            let load = Load::new(Rate::per_s(qps)?, events, 1, cost, Assignment::RoundRobin)?;
+            let (plan, used) = self.plan(&load, &budget, hw)?;
+            (plan, used, "the p99 wait of an event")
+        };
         let mut why = vec![
             format!(
                 "per-event cost {} (SCV {:.2}) at {:.0} events/s per shard, {source}",
@@ -144,7 +188,7 @@ impl Calibration {
                 used.events_per_s
             ),
             format!(
-                "{qps} req/s x {events} events = {:.3} cores of event handling; plan: {} shard(s) keep the p99 wait of an event under {} (utilisation {:.3})",
+                "{qps} req/s x {events} events = {:.3} cores of event handling; {what}: {} shard(s) keep it under {} (utilisation {:.3})",
                 plan.offered_erlangs,
                 plan.workers,
                 format_seconds(budget_s),
@@ -242,12 +286,14 @@ pub const AUTO_CALIBRATION_S: f64 = 1.0;
 pub const SHARD_BUDGET_S: f64 = 100e-6;
 
 /// The default shard count of a run of `workload` on a machine of `cores` cores, with the
-/// reasons, one a line. Open loop: the shard count [`Calibration::default_shards`] gives
+/// reasons, one a line (`whole_responses`: the server sends each response at once, as the
+/// embedded zero-latency mock does). Open loop: the shard count [`Calibration::default_shards`] gives
 /// with the calibration at `path` (else [`default_path`]); without one (or with one from
 /// another build) one is measured now (`before_measuring` is told first) and stored. A
 /// closed loop gets one shard per user, up to the cores.
 pub fn default_run_shards(
     workload: &heisenbench_model::scenario::Workload,
+    whole_responses: bool,
     path: Option<&Path>,
     cores: u32,
     before_measuring: &mut dyn FnMut(&str),
@@ -297,6 +343,7 @@ pub fn default_run_shards(
     let (k, reasons) = cal.default_shards(
         qps,
         workload.output_tokens.mean(),
+        whole_responses,
         cores,
         SHARD_BUDGET_S,
         &source,

@@ -73,15 +73,21 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 let _ = writeln!(out, "workers: {line}").and_then(|()| out.flush());
             }
         };
-        let (k, why) =
-            default_run_shards(&cfg.workload, a.calibration.as_deref(), cores, &mut tell).map_err(
-                |e| match e {
-                    CalibrationError::Io { .. }
-                    | CalibrationError::Format { .. }
-                    | CalibrationError::Model(_) => Failure::Usage(e.to_string()),
-                    e => Failure::Runtime(e.into()),
-                },
-            )?;
+        // Without --url the run goes to the embedded mock, which answers at once.
+        let whole_responses = a.url.is_none();
+        let (k, why) = default_run_shards(
+            &cfg.workload,
+            whole_responses,
+            a.calibration.as_deref(),
+            cores,
+            &mut tell,
+        )
+        .map_err(|e| match e {
+            CalibrationError::Io { .. }
+            | CalibrationError::Format { .. }
+            | CalibrationError::Model(_) => Failure::Usage(e.to_string()),
+            e => Failure::Runtime(e.into()),
+        })?;
         cfg.workers = k;
         reasoning = why;
     }
