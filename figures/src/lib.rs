@@ -212,6 +212,99 @@ impl Figure {
             Self::Policies => "9-policies",
         }
     }
+
+    /// What the figure shows and why, for a reader learning queueing theory from it (the
+    /// summary of `reproduce` prints it under the figure).
+    pub fn caption(self, data: &FigureData) -> String {
+        match self {
+            Self::RateFailure => {
+                "A client loop is a server of events: at 200 chunks per request and 25 us per chunk it can do at most \
+                 1 / (200 x 25 us), about 200 requests per second, whatever the server does. Past that point the achieved \
+                 rate stays flat and the backlog grows without bound; the sharded client follows the diagonal."
+                    .into()
+            }
+            Self::WaitVsUtilization => {
+                "Pollaczek-Khinchine: Wq = rho (1 + Cs^2) E[S] / (2 (1 - rho)). The wait grows like 1 / (1 - rho); \
+                 constant service (M/D/1) waits half as long as exponential (M/M/1), and bursts of N events (M^X/G/1) \
+                 add (N - 1) E[S] / 2 at any load. Dots are simulated means and p99s with 95% batch-means intervals."
+                    .into()
+            }
+            Self::TtftCdf => {
+                "The server's own TTFT is 2 ms. One Python-like loop at 1,000 requests/s reports seconds, because every \
+                 request waits behind the loop's backlog before it is even sent (latency measured from the intended send \
+                 time includes that wait); the planned number of loops reports close to the truth."
+                    .into()
+            }
+            Self::NtpotDecomposition => {
+                "NTPOT = (queue + prefill + decode) / N_out. With a prefill cost per prompt token, long prompts (RAG) \
+                 raise NTPOT through prefill while decode per token stays put; queue is the client's send lag."
+                    .into()
+            }
+            Self::LatencyProfile => {
+                let knee = data
+                    .profile
+                    .knee
+                    .map_or("none".to_string(), |k| format!("{k:.0} requests/s"));
+                format!(
+                    "Stages of increasing rate against a server with 8 slots and 69 ms per request, which saturates at \
+                     8 / 0.069 = 116 requests/s. The knee ({knee}) is the highest rate at which every stage up to it met \
+                     the criterion: {}.",
+                    data.profile.criterion
+                )
+            }
+            Self::WorkersNeeded => {
+                "The smallest k with the p99 wait of an event under 1 ms when k loops share the load: k grows linearly with \
+                 the rate once the per-loop utilisation is pinned by the budget; cheaper events need fewer loops, bursts \
+                 need more because the wait inside a burst does not shrink with k."
+                    .into()
+            }
+            Self::PredictedObserved => {
+                "Each dot is one run: the model's mean client wait (M/G/1, M^X/G/1 or E_k/G/1, chosen by the run's \
+                 arrival pattern) against the simulated or measured one, both counted from when each event was due \
+                 (with a zero-latency server: its request's intended time). Points on y = x are explained by \
+                 queueing alone; the E_k model is Lindley's equation solved on a lattice, exact to its stated lattice error."
+                    .into()
+            }
+            Self::Timeline => {
+                "Each bar is a chunk: the thin part is its wait for the loop after it arrived (the tick), the thick part \
+                 its processing. A client that stamps after processing reports the end of the thick part; on one loop \
+                 the waits pile up, on two they vanish."
+                    .into()
+            }
+            Self::Policies => {
+                "The same client work spread over k loops three ways: round robin (each loop gets every k-th request, \
+                 as heisenbench's shards do: Erlang-k gaps, E_k^X/G/1 solved on a lattice), random assignment (Poisson \
+                 at each loop, M^X/G/1) and one queue shared by all loops (any idle loop takes the next chunk, M^X/G/c \
+                 approximated as one loop k times as fast). Lines are the models, dots simulations with 95 % intervals. \
+                 Round robin beats random because its gaps are regular; the pool beats both because a burst's chunks \
+                 are processed side by side, and its model overstates the pool's wait at light load, which is why \
+                 `plan --policy pooled` sizes pools by simulating them."
+                    .into()
+            }
+        }
+    }
+}
+
+/// Standard base64 with padding (figures inlined into a self-contained HTML page).
+pub fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 fn font() -> Result<(), FigureError> {
@@ -314,4 +407,16 @@ fn draw_one<DB: DrawingBackend<ErrorType: 'static>>(
     }?;
     root.present()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_known_values() {
+        assert_eq!(super::base64(b""), "");
+        assert_eq!(super::base64(b"f"), "Zg==");
+        assert_eq!(super::base64(b"fo"), "Zm8=");
+        assert_eq!(super::base64(b"foo"), "Zm9v");
+        assert_eq!(super::base64(b"foobar"), "Zm9vYmFy");
+    }
 }
