@@ -451,6 +451,81 @@ pub struct EventCosts {
     pub finish: Option<Service>,
 }
 
+/// Changes to a workload given on the command line, applied the same way by every command
+/// (`run`, `sim`): the arrival shape at the given or current rate, or the rate alone; a
+/// closed loop of users; a trace of send times (which also sets the request count);
+/// then the stop and the token lengths.
+#[derive(Debug, Clone, Default)]
+pub struct WorkloadFlags {
+    /// Requests per second.
+    pub qps: Option<f64>,
+    /// The gaps' shape (at `qps`, else the workload's rate).
+    pub arrival: Option<Gaps>,
+    /// A closed loop of this many users instead of a rate.
+    pub users: Option<u32>,
+    /// Send times, seconds from the start.
+    pub trace: Option<Vec<f64>>,
+    /// Schedule length, seconds.
+    pub duration_s: Option<f64>,
+    /// Request count.
+    pub requests: Option<u64>,
+    /// Prompt tokens.
+    pub input_tokens: Option<Lengths>,
+    /// Output tokens.
+    pub output_tokens: Option<Lengths>,
+}
+
+impl Workload {
+    /// Applies `f`. A rate alone is refused for arrivals that have none to change (a
+    /// trace, a closed loop); with a shape (`run --arrival`) it replaces them.
+    pub fn apply(&mut self, f: &WorkloadFlags) -> Result<()> {
+        if let Some(gaps) = f.arrival {
+            let rate = f.qps.or(self.arrivals.rate_per_s()).unwrap_or(100.0);
+            self.arrivals = Arrivals::renewal(gaps, rate);
+        } else if let Some(q) = f.qps {
+            match &mut self.arrivals {
+                Arrivals::Poisson { rate_per_s }
+                | Arrivals::Constant { rate_per_s }
+                | Arrivals::Gamma { rate_per_s, .. } => *rate_per_s = q,
+                Arrivals::Trace { .. } | Arrivals::Closed { .. } => {
+                    return Err(ModelError::invalid(
+                        "--qps",
+                        q,
+                        "needs Poisson, constant or gamma arrivals: a trace or a closed loop has no rate to change",
+                    ));
+                }
+            }
+        }
+        if let Some(users) = f.users {
+            self.arrivals = Arrivals::Closed {
+                users,
+                think_s: 0.0,
+            };
+        }
+        if let Some(times) = &f.trace {
+            self.stop = Stop::Count {
+                requests: times.len() as u64,
+            };
+            self.arrivals = Arrivals::Trace {
+                send_times_s: times.clone(),
+            };
+        }
+        if let Some(seconds) = f.duration_s {
+            self.stop = Stop::Duration { seconds };
+        }
+        if let Some(requests) = f.requests {
+            self.stop = Stop::Count { requests };
+        }
+        if let Some(l) = f.input_tokens {
+            self.input_tokens = l;
+        }
+        if let Some(l) = f.output_tokens {
+            self.output_tokens = l;
+        }
+        self.validate()
+    }
+}
+
 /// The benchmark client: k single-threaded loops.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -11,7 +11,7 @@ use heisenbench_live::run::config::RunConfig;
 use heisenbench_live::run::result::RunReport;
 use heisenbench_live::run::stop::{StopSignal, listen_for_signals};
 use heisenbench_live::run::{RunOptions, run as run_live};
-use heisenbench_model::scenario::{Arrivals, ClientModel, Lengths, Stop, Workload};
+use heisenbench_model::scenario::{Arrivals, ClientModel, Lengths, Stop, Workload, WorkloadFlags};
 use heisenbench_model::units::{Rate, Seconds};
 use serde::Deserialize;
 
@@ -259,52 +259,20 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
             input_tokens: Lengths::Fixed { tokens: 320 },
             output_tokens: Lengths::Fixed { tokens: 200 },
         });
-    let rate = a
-        .qps
-        .map(Rate::get)
-        .or(workload.arrivals.rate_per_s())
-        .unwrap_or(100.0);
-    if let Some(spec) = &a.arrival {
-        workload.arrivals = Arrivals::renewal(*spec, rate);
-    } else if let Some(q) = a.qps {
-        match &mut workload.arrivals {
-            Arrivals::Poisson { rate_per_s }
-            | Arrivals::Constant { rate_per_s }
-            | Arrivals::Gamma { rate_per_s, .. } => *rate_per_s = q.get(),
-            _ => {
-                workload.arrivals = Arrivals::Poisson {
-                    rate_per_s: q.get(),
-                }
-            }
-        }
-    }
-    if let Some(u) = a.users {
-        workload.arrivals = Arrivals::Closed {
-            users: u,
-            think_s: 0.0,
-        };
-    }
-    if let Some(path) = &a.trace {
-        let times = super::read_trace(path)?;
-        workload.stop = Stop::Count {
-            requests: times.len() as u64,
-        };
-        workload.arrivals = Arrivals::Trace {
-            send_times_s: times,
-        };
-    }
-    if let Some(d) = a.duration {
-        workload.stop = Stop::Duration { seconds: d.get() };
-    }
-    if let Some(n) = a.requests {
-        workload.stop = Stop::Count { requests: n };
-    }
-    if let Some(p) = &a.prompt_tokens {
-        workload.input_tokens = *p;
-    }
-    if let Some(o) = &a.output_tokens {
-        workload.output_tokens = *o;
-    }
+    let trace = match &a.trace {
+        Some(path) => Some(super::read_trace(path)?),
+        None => None,
+    };
+    workload.apply(&WorkloadFlags {
+        qps: a.qps.map(Rate::get),
+        arrival: a.arrival,
+        users: a.users,
+        trace,
+        duration_s: a.duration.map(Seconds::get),
+        requests: a.requests,
+        input_tokens: a.prompt_tokens,
+        output_tokens: a.output_tokens,
+    })?;
     let client = file.as_ref().and_then(|f| f.client.clone());
     let (api, shard_mode) = (a.api, a.shard_mode);
     let workers = a.workers.or(client.as_ref().map(|c| c.workers));

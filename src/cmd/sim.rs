@@ -4,8 +4,8 @@ use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 use anyhow::Context;
-use heisenbench_model::scenario::{Arrivals, Stop};
-use heisenbench_model::units::{Seconds, format_seconds};
+use heisenbench_model::scenario::WorkloadFlags;
+use heisenbench_model::units::{Rate, Seconds, format_seconds};
 use heisenbench_sim::engine::Simulation;
 use heisenbench_sim::report::SimReport;
 use heisenbench_sim::scenario::{SimScenario, preset};
@@ -91,43 +91,21 @@ fn scenarios(a: &SimArgs) -> Result<Vec<SimScenario>, Failure> {
         Some(path) => Some(super::read_trace(path)?),
         None => None,
     };
+    let flags = WorkloadFlags {
+        qps: a.qps.map(Rate::get),
+        trace,
+        duration_s: a.duration.map(Seconds::get),
+        requests: a.requests,
+        ..WorkloadFlags::default()
+    };
     for sc in &mut list {
         if let Some(seed) = a.seed {
             sc.seed = seed;
         }
-        if let Some(d) = a.duration {
-            sc.workload.stop = Stop::Duration { seconds: d.get() };
-        }
-        if let Some(n) = a.requests {
-            sc.workload.stop = Stop::Count { requests: n };
-        }
         if let Some(w) = a.workers {
             sc.client.workers = w;
         }
-        if let Some(q) = a.qps {
-            match &mut sc.workload.arrivals {
-                Arrivals::Poisson { rate_per_s }
-                | Arrivals::Constant { rate_per_s }
-                | Arrivals::Gamma { rate_per_s, .. } => {
-                    *rate_per_s = q.get();
-                }
-                _ => {
-                    return Err(Failure::Usage(
-                        "--qps needs Poisson, constant or gamma arrivals".into(),
-                    ));
-                }
-            }
-        }
-        if let Some(times) = &trace {
-            sc.workload.arrivals = Arrivals::Trace {
-                send_times_s: times.clone(),
-            };
-            if !matches!(sc.workload.stop, Stop::Count { .. }) && a.duration.is_none() {
-                sc.workload.stop = Stop::Count {
-                    requests: times.len() as u64,
-                };
-            }
-        }
+        sc.workload.apply(&flags)?;
         sc.validate()?;
     }
     Ok(list)
