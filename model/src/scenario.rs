@@ -632,6 +632,73 @@ mod tests {
     use super::*;
 
     #[test]
+    fn flags_change_a_workload_one_way() {
+        let base = Workload {
+            arrivals: Arrivals::Gamma {
+                rate_per_s: 50.0,
+                shape: 2.0,
+            },
+            stop: Stop::Duration { seconds: 10.0 },
+            input_tokens: Lengths::Fixed { tokens: 8 },
+            output_tokens: Lengths::Fixed { tokens: 4 },
+        };
+        // A rate keeps the shape; a shape keeps the rate.
+        let mut w = base.clone();
+        w.apply(&WorkloadFlags {
+            qps: Some(80.0),
+            ..WorkloadFlags::default()
+        })
+        .unwrap();
+        assert_eq!(
+            w.arrivals,
+            Arrivals::Gamma {
+                rate_per_s: 80.0,
+                shape: 2.0
+            }
+        );
+        let mut w = base.clone();
+        w.apply(&WorkloadFlags {
+            arrival: Some(Gaps::Constant),
+            ..WorkloadFlags::default()
+        })
+        .unwrap();
+        assert_eq!(w.arrivals, Arrivals::Constant { rate_per_s: 50.0 });
+        // A trace sets the count, unless a stop is given too.
+        let trace = Some(vec![0.0, 0.1, 0.3]);
+        let mut w = base.clone();
+        w.apply(&WorkloadFlags {
+            trace: trace.clone(),
+            ..WorkloadFlags::default()
+        })
+        .unwrap();
+        assert_eq!(w.stop, Stop::Count { requests: 3 });
+        let mut w = base.clone();
+        w.apply(&WorkloadFlags {
+            trace: trace.clone(),
+            duration_s: Some(0.2),
+            ..WorkloadFlags::default()
+        })
+        .unwrap();
+        assert_eq!(w.stop, Stop::Duration { seconds: 0.2 });
+        // A rate alone cannot change a trace; a bad value is refused by validation.
+        let err = w
+            .apply(&WorkloadFlags {
+                qps: Some(10.0),
+                ..WorkloadFlags::default()
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("--qps"), "{err}");
+        let mut w = base;
+        assert!(
+            w.apply(&WorkloadFlags {
+                requests: Some(0),
+                ..WorkloadFlags::default()
+            })
+            .is_err()
+        );
+    }
+
+    #[test]
     fn length_grammar() {
         assert_eq!(
             "200".parse::<Lengths>().unwrap(),
