@@ -451,6 +451,20 @@ pub struct EventCosts {
     pub finish: Option<Service>,
 }
 
+/// Send times from a trace file's text: one per line, seconds from the start; blank
+/// lines and `#` comments are skipped. The error names the 1-based line and its text.
+pub fn parse_trace(text: &str) -> std::result::Result<Vec<f64>, (usize, String)> {
+    let mut times = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        times.push(t.parse().map_err(|_| (i + 1, t.to_string()))?);
+    }
+    Ok(times)
+}
+
 /// Changes to a workload given on the command line, applied the same way by every command
 /// (`run`, `sim`): the arrival shape at the given or current rate, or the rate alone; a
 /// closed loop of users; a trace of send times (which also sets the request count);

@@ -84,25 +84,14 @@ pub(crate) fn check_out_file(path: &std::path::Path) -> Result<(), Failure> {
     files::check_file(path).map_err(|e| Failure::Usage(format!("--out {e}")))
 }
 
-/// Send times from a trace file: one per line, seconds from the start; blank lines and
-/// `#` comments are skipped.
+/// Send times from a trace file ([`heisenbench_model::scenario::parse_trace`]).
 pub(crate) fn read_trace(path: &std::path::Path) -> Result<Vec<f64>, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::Usage(format!("cannot read trace {}: {e}", path.display())))?;
-    let mut times = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim();
-        if t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        let v: f64 = t.parse().map_err(|_| {
-            Failure::Usage(format!(
-                "{}:{}: '{t}' is not a time in seconds",
-                path.display(),
-                i + 1
-            ))
-        })?;
-        times.push(v);
-    }
-    Ok(times)
+    heisenbench_model::scenario::parse_trace(&text).map_err(|(line, t)| {
+        Failure::Usage(format!(
+            "{}:{line}: '{t}' is not a time in seconds",
+            path.display()
+        ))
+    })
 }
