@@ -56,6 +56,18 @@ fn one_shard_and_four_shards_give_the_same_totals() {
         assert_eq!(r.accounting.completed, 200);
         assert_eq!(r.tokens_stream, r.tokens_usage);
         assert_eq!(r.token_mismatches, 0);
+        // The send lag's stages cover every request and add up to it request by request,
+        // so their means add up to its mean (sums are kept exactly).
+        let st = &r.send_stages;
+        for d in [&st.timer, &st.loop_wake, &st.start] {
+            assert_eq!(d.count, r.send_lag.count);
+        }
+        let sum = st.timer.mean_s + st.loop_wake.mean_s + st.start.mean_s;
+        assert!(
+            (sum - r.send_lag.mean_s).abs() < 1e-9,
+            "{sum} vs {}",
+            r.send_lag.mean_s
+        );
     }
     // The same plan: the same requests, so the same tokens and events, whatever the sharding.
     assert_eq!(one.tokens_stream, four.tokens_stream);

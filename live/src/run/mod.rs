@@ -426,6 +426,11 @@ pub fn report(
         },
         duration_s,
         send_lag: rec.send_lag.summary(),
+        send_stages: result::SendStages {
+            timer: rec.send_stages[0].summary(),
+            loop_wake: rec.send_stages[1].summary(),
+            start: rec.send_stages[2].summary(),
+        },
         ttft: Origins {
             from_intended: rec.ttft_intended.summary(),
             from_actual: rec.ttft_actual.summary(),

@@ -79,6 +79,17 @@ pub struct Row {
     pub tokens_usage: Option<u32>,
 }
 
+/// Where an open loop's send lag goes, request by request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct SendStages {
+    /// The timer thread's lateness: it fired the due time this long after it.
+    pub timer: Dist,
+    /// The shard's loop, busy with other work, resuming the schedule after the timer fired.
+    pub loop_wake: Dist,
+    /// The send's own start: an in-flight cap's wait, the task's start, the body.
+    pub start: Dist,
+}
+
 /// The recorders of one shard (all nanoseconds).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Recorders {
@@ -106,6 +117,10 @@ pub struct Recorders {
     pub observer_overhead: Recorder,
     /// Processed minus arrival stamp, per event.
     pub processing: Recorder,
+    /// The send lag of an open loop in its stages: the timer thread's lateness, the
+    /// loop's delay in resuming the schedule after it fired, and the send's own start.
+    #[serde(default)]
+    pub send_stages: [Recorder; 3],
 }
 
 impl Recorders {
@@ -115,7 +130,7 @@ impl Recorders {
         }
     }
 
-    fn all(&self) -> [&Recorder; 12] {
+    fn all(&self) -> [&Recorder; 15] {
         [
             &self.send_lag,
             &self.ttft_intended,
@@ -129,10 +144,14 @@ impl Recorders {
             &self.ntpot_actual,
             &self.observer_overhead,
             &self.processing,
+            &self.send_stages[0],
+            &self.send_stages[1],
+            &self.send_stages[2],
         ]
     }
 
-    fn all_mut(&mut self) -> [&mut Recorder; 12] {
+    fn all_mut(&mut self) -> [&mut Recorder; 15] {
+        let [timer, wake, start] = &mut self.send_stages;
         [
             &mut self.send_lag,
             &mut self.ttft_intended,
@@ -146,6 +165,9 @@ impl Recorders {
             &mut self.ntpot_actual,
             &mut self.observer_overhead,
             &mut self.processing,
+            timer,
+            wake,
+            start,
         ]
     }
 
@@ -437,6 +459,9 @@ pub struct RunReport {
     pub duration_s: f64,
     /// Actual minus intended send.
     pub send_lag: Dist,
+    /// The send lag of an open loop in its stages (they add up to it request by request).
+    #[serde(default)]
+    pub send_stages: SendStages,
     /// Time to first token (arrival stamps).
     pub ttft: Origins,
     /// TTFT from the intended send as a client stamping after processing would report it.

@@ -130,13 +130,18 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                 }
                 let due = ctx
                     .timer
-                    .sleep_until(ctx.instant_of(ctx.start_ns + p.at_ns));
+                    .sleep_until_stamped(ctx.instant_of(ctx.start_ns + p.at_ns));
                 let permit = async {
-                    due.await;
-                    match &cap {
+                    let fired = due.await;
+                    let woken = Woken {
+                        fired,
+                        resumed: mono_ns(),
+                    };
+                    let permit = match &cap {
                         Some(s) => s.clone().acquire_owned().await.ok(),
                         None => None,
-                    }
+                    };
+                    (woken, permit)
                 };
                 let permit = tokio::select! {
                     permit = permit => permit,
@@ -150,9 +155,10 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                         break;
                     }
                 };
+                let (woken, permit) = permit;
                 let c = ctx.clone();
                 tasks.push(tokio::task::spawn_local(async move {
-                    request(&c, p).await;
+                    request(&c, p, Some(woken)).await;
                     drop(permit);
                 }));
             }
@@ -205,6 +211,7 @@ async fn closed_user(ctx: &Rc<Ctx>, user: u32, users: u32, think_s: f64) {
                 input_tokens,
                 output_tokens,
             },
+            None,
         )
         .await;
         index += u64::from(users);
@@ -244,7 +251,17 @@ struct Seen {
     stream: StreamState,
 }
 
-async fn request(ctx: &Rc<Ctx>, p: Planned) {
+/// When a request's due time was met: the timer thread fired (None: the deadline had
+/// passed when the schedule got to it) and the schedule's task resumed.
+#[derive(Debug, Clone, Copy)]
+struct Woken {
+    fired: Option<u64>,
+    resumed: u64,
+}
+
+/// One request: sent now, read to its end, recorded. `woken` splits an open loop's send
+/// lag into its stages.
+async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>) {
     let intended = ctx.start_ns + p.at_ns;
     let payload = body(&ctx.cfg, &p);
     let in_flight = ctx.in_flight.get() + 1;
@@ -265,6 +282,16 @@ async fn request(ctx: &Rc<Ctx>, p: Planned) {
     let mut r = ctx.result.borrow_mut();
     *r.outcomes.entry(outcome.key()).or_default() += 1;
     r.recorders.send_lag.record(actual.saturating_sub(intended));
+    if let Some(w) = woken {
+        // Timer thread late, then the loop late to resume the schedule, then the send's
+        // own start (an in-flight cap's wait, the task's start, the body): they add up to
+        // the send lag.
+        let fired = w.fired.unwrap_or(intended).max(intended);
+        let stages = &mut r.recorders.send_stages;
+        stages[0].record(fired - intended);
+        stages[1].record(w.resumed.saturating_sub(fired));
+        stages[2].record(actual.saturating_sub(w.resumed.max(intended)));
+    }
     let rel = |t: u64| t.saturating_sub(ctx.start_ns);
     r.first_send_ns = Some(r.first_send_ns.map_or(rel(actual), |f| f.min(rel(actual))));
     if let Some(m) = seen.stream.error.take() {

@@ -120,11 +120,18 @@ impl RunReport {
                 f(d.max_s)
             )
         };
-        let mut rows = vec![
-            ("send lag", &r.send_lag),
+        let mut rows = vec![("send lag", &r.send_lag)];
+        if r.send_stages.timer.count > 0 {
+            rows.extend([
+                ("  timer thread late", &r.send_stages.timer),
+                ("  loop late to resume", &r.send_stages.loop_wake),
+                ("  send's own start", &r.send_stages.start),
+            ]);
+        }
+        rows.extend([
             ("TTFT from intended", &r.ttft.from_intended),
             ("TTFT from actual send", &r.ttft.from_actual),
-        ];
+        ]);
         if r.config.client_cost_s > 0.0 {
             rows.push(("TTFT stamped after parsing", &r.ttft_after_processing));
         }
