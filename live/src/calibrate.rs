@@ -143,32 +143,14 @@ impl Calibration {
             cores: Some(cores),
             cores_per_machine: None,
         };
+        let qps_rate = Rate::per_s(qps)?;
         let (plan, used, what) = if whole_responses {
-            // The fixed point of Calibration::plan, with each response as one job.
+            // Each response one job: n events' work, SCV(S) / n (a sum of n i.i.d. costs).
             let n = f64::from(events);
-            let mut k = 1u32;
-            let mut last = None;
-            for _ in 0..16 {
-                let rate = qps * n / f64::from(k);
-                let (mean, scv) = self.cost_at(rate);
-                let job = Service::gamma(n * mean, (scv / n).max(0.0))?;
-                let load = Load::new(Rate::per_s(qps)?, 1, 1, job, Assignment::RoundRobin)?;
-                let plan = plan_workers(&load, &budget, hw)?;
-                let next = plan.workers;
-                last = Some((
-                    plan,
-                    CostPoint {
-                        events_per_s: rate,
-                        cost_mean_s: mean,
-                        cost_scv: scv,
-                    },
-                ));
-                if next <= k {
-                    break;
-                }
-                k = next;
-            }
-            let (plan, used) = last.expect("at least one round");
+            let (plan, used) = self.plan_at_shard_rates(qps * n, &budget, hw, |mean, scv| {
+                let job = Service::gamma(n * mean, scv / n)?;
+                Load::new(qps_rate, 1, 1, job, Assignment::RoundRobin)
+            })?;
             (
                 plan,
                 used,
@@ -176,7 +158,7 @@ impl Calibration {
             )
         } else {
             let cost = Service::gamma(self.event_cost_mean_s, self.event_cost_scv.max(0.0))?;
-            let load = Load::new(Rate::per_s(qps)?, events, 1, cost, Assignment::RoundRobin)?;
+            let load = Load::new(qps_rate, events, 1, cost, Assignment::RoundRobin)?;
             let (plan, used) = self.plan(&load, &budget, hw)?;
             (plan, used, "the p99 wait of an event")
         };
@@ -215,17 +197,30 @@ impl Calibration {
         budget: &Budget,
         hw: Hardware,
     ) -> Result<(WorkerPlan, CostPoint), ModelError> {
-        let total = load.event_rate_per_s();
+        self.plan_at_shard_rates(load.event_rate_per_s(), budget, hw, |mean, scv| {
+            Ok(Load {
+                event_cost: Service::gamma(mean, scv)?,
+                ..load.clone()
+            })
+        })
+    }
+
+    /// [`Calibration::plan`]'s fixed point for any load made from the per-event cost:
+    /// `events_per_s` events a second over all shards, `load_at(mean, scv)` the load to
+    /// plan when one event costs that.
+    fn plan_at_shard_rates(
+        &self,
+        events_per_s: f64,
+        budget: &Budget,
+        hw: Hardware,
+        load_at: impl Fn(f64, f64) -> Result<Load, ModelError>,
+    ) -> Result<(WorkerPlan, CostPoint), ModelError> {
         let mut k = 1u32;
         let mut last = None;
         for _ in 0..16 {
-            let rate = total / f64::from(k);
+            let rate = events_per_s / f64::from(k);
             let (mean, scv) = self.cost_at(rate);
-            let with_cost = Load {
-                event_cost: Service::gamma(mean, scv.max(0.0))?,
-                ..load.clone()
-            };
-            let plan = plan_workers(&with_cost, budget, hw)?;
+            let plan = plan_workers(&load_at(mean, scv.max(0.0))?, budget, hw)?;
             let point = CostPoint {
                 events_per_s: rate,
                 cost_mean_s: mean,

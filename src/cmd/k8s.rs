@@ -50,9 +50,6 @@ pub fn run(a: K8sArgs, out: &mut dyn Write) -> Result<(), Failure> {
         start_at_s: heisenbench_live::run::distributed::utc_now_s() + a.start_delay.get(),
         api_key_secret,
     };
-    deployment
-        .validate()
-        .map_err(|e| Failure::Usage(e.to_string()))?;
     if a.run.model.is_none() && a.run.config.is_none() {
         return Err(Failure::Usage(
             "k8s needs --model: the manifests are written without asking the server".into(),
