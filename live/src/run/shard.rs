@@ -131,7 +131,7 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                 let due = ctx
                     .timer
                     .sleep_until_stamped(ctx.instant_of(ctx.start_ns + p.at_ns));
-                let permit = async {
+                let ready = async {
                     let fired = due.await;
                     let woken = Woken {
                         fired,
@@ -143,8 +143,8 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                     };
                     (woken, permit)
                 };
-                let permit = tokio::select! {
-                    permit = permit => permit,
+                let (woken, permit) = tokio::select! {
+                    ready = ready => ready,
                     () = stop.stopped() => {
                         // This request and the rest of the slice are never sent: they stay
                         // scheduled and unended, which the report counts as not sent.
@@ -155,7 +155,6 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                         break;
                     }
                 };
-                let (woken, permit) = permit;
                 let c = ctx.clone();
                 tasks.push(tokio::task::spawn_local(async move {
                     request(&c, p, Some(woken)).await;
