@@ -48,6 +48,7 @@ pub mod batch;
 mod burst;
 pub mod compare;
 pub mod error;
+mod fft;
 pub mod gig1;
 pub mod limits;
 pub mod lindley;

@@ -13,12 +13,19 @@
 //!    a and the weak descending one d solve the Wiener-Hopf factorisation
 //!    1 - U(z) = (1 - A(z)) (1 - D(z)) coefficient by coefficient:
 //!    a_k (1 - d_0) = u_k + sum_{j>=1} a_{k+j} d_j (k >= 1) and
-//!    d_m = u_{-m} + sum_{i>=1} a_i d_{i+m} (m >= 0). Iterated from zero (Grassmann and
-//!    Jain, 1989) both increase to the solution; the mass d still lacks, 1 - sum d (the
-//!    descending ladder is proper when the queue is stable), is reported as the iteration
-//!    gap, and the iteration stops below 1e-12 or at a fixed budget of work.
+//!    d_m = u_{-m} + sum_{i>=1} a_i d_{i+m} (m >= 0). Small walks iterate these from zero
+//!    (Grassmann and Jain, 1989): both increase to the solution; the mass d still lacks,
+//!    1 - sum d (the descending ladder is proper when the queue is stable), is reported as
+//!    the gap, and the iteration stops below 1e-12 or at a fixed budget of work. That
+//!    costs the product of the largest steps up and down per sweep, and heavy-tailed
+//!    services make the steps up long, so large walks are factored on the unit circle
+//!    instead, in n log n (Ackroyd's cepstral method: the Fourier coefficients of log(1 -
+//!    U(z)) / (1 - 1/z) split into those of the two factors); there the gap is the largest
+//!    coefficient either factor has outside its support (below 1e-10, else the transform
+//!    is lengthened, and past 2^18 points the iteration takes over).
 //! 4. P(W = 0) = 1 - sum a and P(W = n) = sum_i a_i P(W = n - i): the renewal recursion
-//!    runs until the tail left is below 1e-12.
+//!    (or, for long ladders, W(z) = P(W = 0) / (1 - A(z)) divided out on the unit circle,
+//!    with the wrapped-around tail below 1e-9) runs until the tail left is below 1e-12.
 //! 5. The lattice error is estimated by solving again on a lattice twice as coarse: with
 //!    O(h^2) rounding the fine solution is off by about a third of the difference
 //!    (Richardson), which is reported as the discretisation error of the mean.
@@ -27,6 +34,7 @@
 //! mass kept in the last cell; the report's error does not include that cut.
 
 use crate::error::{ModelError, Result};
+use crate::fft::{Complex, Fft};
 use crate::service::Service;
 
 /// The stationary waiting-time distribution of one GI/G/1 queue on a lattice.
@@ -38,7 +46,7 @@ pub struct LindleyGrid {
     cdf: Vec<f64>,
     /// Mean wait, seconds (from the two iterates' average).
     mean_s: f64,
-    /// The iteration gap left.
+    /// See [`LindleyGrid::iteration_gap`].
     iteration_gap: f64,
     /// Estimated discretisation error of the mean, seconds.
     mean_error_s: f64,
@@ -129,7 +137,8 @@ impl LindleyGrid {
         self.mean_error_s
     }
 
-    /// The iteration gap left: the descending ladder mass still missing (0 when converged).
+    /// What the factorisation leaves unexplained (0 when exact): the descending ladder's
+    /// missing mass when iterated, the largest stray coefficient when transformed.
     pub fn iteration_gap(&self) -> f64 {
         self.iteration_gap
     }
@@ -184,8 +193,7 @@ impl Lattice {
                 "is too close to 1 for the lattice (the rounded increment does not drift down)",
             ));
         }
-        let (ascending, gap) = ladder(u_lo, &u);
-        let w = renewal(&ascending);
+        let (w, gap) = integer_lindley(u_lo, &u);
         let mean_s = w.iter().enumerate().map(|(i, p)| i as f64 * p).sum::<f64>() * h;
         let mut acc = 0.0;
         let cdf_upper = w
@@ -298,13 +306,202 @@ fn increment(s: &Pmf, a: &Pmf) -> Pmf {
 /// below [`CUT`] held in the last cell, and the descending ladder's missing mass (the
 /// iteration gap). Exact on the integers: no lattice rounding is involved.
 pub(crate) fn integer_lindley(u_lo: i64, u: &[f64]) -> (Vec<f64>, f64) {
-    let (a, gap) = ladder(u_lo, u);
-    (renewal(&a), gap)
+    let length = transform_length(u_lo, u);
+    let (a, gap) = ladder(u_lo, u, length);
+    (renewal(&a, length), gap)
+}
+
+/// A first length for transforms on the unit circle: four times the walk's span, and
+/// room for forty times the mean wait Kingman's bound allows (E\[W\] <= Var U / (2 |E U|)),
+/// where an exponential tail has fallen below 1e-10 of the mass. Heavier tails fail the
+/// transforms' checks, which double the length.
+fn transform_length(u_lo: i64, u: &[f64]) -> usize {
+    let (mut m1, mut m2) = (0.0, 0.0);
+    for (i, p) in u.iter().enumerate() {
+        let x = (u_lo + i as i64) as f64;
+        m1 += p * x;
+        m2 += p * x * x;
+    }
+    let bound = (m2 - m1 * m1) / (2.0 * m1.abs().max(f64::MIN_POSITIVE));
+    let room = (40.0 * bound).min(MAX_TRANSFORM as f64) as usize;
+    (4 * (u.len() + 1))
+        .max(room)
+        .max(1 << 12)
+        .next_power_of_two()
 }
 
 /// The strict ascending ladder height distribution (index i holds height i + 1) of the walk
-/// with steps U (U's first point at `u_lo`), and the descending ladder's missing mass.
-fn ladder(u_lo: i64, u: &[f64]) -> (Vec<f64>, f64) {
+/// with steps U (U's first point at `u_lo`), and what its factorisation leaves unexplained
+/// (the gap).
+///
+/// Small walks are factored by Gauss-Seidel ([`ladder_by_iteration`]), whose work is the
+/// product of the largest steps up and down times its sweeps; large ones on the unit
+/// circle ([`ladder_by_transform`]), whose work grows as n log n, and by iteration
+/// again when the transform's own check fails.
+fn ladder(u_lo: i64, u: &[f64], length: usize) -> (Vec<f64>, f64) {
+    let up = (u_lo + u.len() as i64 - 1).max(0) as usize;
+    let down = (-u_lo).max(0) as usize;
+    if (up + 1) * (down + 1) > ITERATE_UP_TO
+        && let Some(solved) = ladder_by_transform(u_lo, u, length)
+    {
+        return solved;
+    }
+    ladder_by_iteration(u_lo, u)
+}
+
+/// The largest product of the steps up and down that [`ladder`] factors by iteration.
+const ITERATE_UP_TO: usize = 1 << 14;
+/// The transform's check: coefficients its factors must not have (beyond their supports)
+/// stay below this.
+const TRANSFORM_RESIDUAL: f64 = 1e-10;
+/// The longest transform [`ladder_by_transform`] tries before giving up.
+const MAX_TRANSFORM: usize = 1 << 18;
+
+/// The ladder heights by the Wiener-Hopf factorisation computed on the unit circle
+/// (the cepstral method of signal processing, as Ackroyd applied it to GI/G/1).
+///
+/// 1 - U(z) vanishes at z = 1, and so does 1 - D(z): dividing both by 1 - 1/z leaves
+/// G(z) = (1 - A(z)) Q(z), where G's coefficients are g_n = P(U < n) for n <= 0 and
+/// -P(U >= n) for n >= 1, and Q(z) = sum_m P(H > m) z^-m with H the weak descending
+/// ladder height. Neither factor vanishes on or (on its side) off the circle, so log G
+/// has a continuous argument with no winding, and its Fourier coefficients split: those
+/// of positive index belong to log(1 - A), the rest to log Q. Exponentiating the positive
+/// part and reading coefficients gives A.
+///
+/// The check: A must have no coefficient above the largest step up, and Q none at or
+/// beyond the largest step down (|coefficient| < [`TRANSFORM_RESIDUAL`]); a transform too
+/// short for the walk (its cepstrum wrapped around) fails it and is doubled. The largest
+/// such coefficient is returned as the gap. `None` when the walk's generating function
+/// has zeros on the circle (a periodic lattice) or the check still fails at
+/// [`MAX_TRANSFORM`] points.
+fn ladder_by_transform(u_lo: i64, u: &[f64], length: usize) -> Option<(Vec<f64>, f64)> {
+    let hi = u_lo + u.len() as i64 - 1;
+    let (up, down) = (hi.max(0) as usize, (-u_lo).max(0) as usize);
+    if up == 0 || down == 0 {
+        return None;
+    }
+    // g_n for n = u_lo + 1 ..= hi; tails summed from their small end.
+    let mut g = vec![0.0; (hi - u_lo) as usize];
+    let mut below = 0.0;
+    for n in u_lo + 1..=0 {
+        below += u[(n - 1 - u_lo) as usize];
+        g[(n - u_lo - 1) as usize] = below;
+    }
+    let mut above = 0.0;
+    for n in (1..=hi).rev() {
+        above += u[(n - u_lo) as usize];
+        g[(n - u_lo - 1) as usize] = -above;
+    }
+    let mut m = length;
+    while m <= MAX_TRANSFORM {
+        if let Some(solved) = factor_on_circle(&Fft::new(m), u_lo + 1, &g, up, down) {
+            return Some(solved);
+        }
+        m *= 2;
+    }
+    None
+}
+
+/// One attempt of [`ladder_by_transform`] with `fft`'s length; `g` starts at index `g_lo`.
+fn factor_on_circle(
+    fft: &Fft,
+    g_lo: i64,
+    g: &[f64],
+    up: usize,
+    down: usize,
+) -> Option<(Vec<f64>, f64)> {
+    let m = fft.len();
+    let mut x = vec![Complex::default(); m];
+    for (i, gi) in g.iter().enumerate() {
+        x[(g_lo + i as i64).rem_euclid(m as i64) as usize] = Complex::new(*gi, 0.0);
+    }
+    fft.evaluate(&mut x);
+    // log G with its argument followed continuously round the circle; a step of more
+    // than a quarter turn between neighbouring points means the circle is sampled too
+    // coarsely to follow it.
+    let start = x[0].arg();
+    let (mut previous, mut argument) = (start, start);
+    for v in x.iter_mut() {
+        let r = v.norm();
+        if !(r > 0.0 && r.is_finite()) {
+            return None;
+        }
+        let turn = wrap_angle(v.arg() - previous);
+        if turn.abs() > std::f64::consts::FRAC_PI_2 {
+            return None;
+        }
+        previous = v.arg();
+        argument += turn;
+        *v = Complex::new(r.ln(), argument);
+    }
+    if (argument + wrap_angle(start - previous) - start).abs() > 1e-6 {
+        return None; // G winds round zero: no canonical factorisation
+    }
+    fft.coefficients(&mut x);
+    // A cepstrum still far from zero half way round has wrapped: the transform is too
+    // short (checked here, before four more transforms are spent on it).
+    if x[3 * m / 8..5 * m / 8]
+        .iter()
+        .any(|c| c.norm() > 0.1 * TRANSFORM_RESIDUAL)
+    {
+        return None;
+    }
+    // Split the cepstrum: indices 1 .. m/2 are positive powers, m/2 .. m negative ones.
+    // Both parts are real series, so one transform carries the two (the second as the
+    // imaginary part) and conjugate symmetry separates their values; the coefficients
+    // of their exponentials, real again, come back together the same way.
+    let mut both: Vec<Complex> = x
+        .iter()
+        .enumerate()
+        .map(|(n, c)| {
+            if (1..m / 2).contains(&n) {
+                Complex::new(c.re, 0.0)
+            } else {
+                Complex::new(0.0, c.re)
+            }
+        })
+        .collect();
+    fft.evaluate(&mut both);
+    let values: Vec<Complex> = (0..m)
+        .map(|j| {
+            let (z, w) = (both[j], both[(m - j) % m]);
+            // P = (z + conj w) / 2 and N = (z - conj w) / 2i at this root.
+            let p = Complex::new(0.5 * (z.re + w.re), 0.5 * (z.im - w.im));
+            let n = Complex::new(0.5 * (z.im + w.im), -0.5 * (z.re - w.re));
+            let (e, f) = (p.exp(), n.exp());
+            Complex::new(e.re - f.im, e.im + f.re)
+        })
+        .collect();
+    both = values;
+    fft.coefficients(&mut both);
+    let one_minus_a: Vec<f64> = both.iter().map(|v| v.re).collect();
+    let q: Vec<f64> = both.iter().map(|v| v.im).collect();
+    // Coefficients the factors must not have: A above `up` (and 1 - A's constant is 1);
+    // Q at positive powers and at or beyond the power -down.
+    let stray_a = one_minus_a[up + 1..]
+        .iter()
+        .map(|v| v.abs())
+        .fold((one_minus_a[0] - 1.0).abs(), f64::max);
+    let stray_q = q[1..m - down + 1]
+        .iter()
+        .map(|v| v.abs())
+        .fold(0.0, f64::max);
+    let residual = stray_a.max(stray_q);
+    if residual.is_nan() || residual >= TRANSFORM_RESIDUAL {
+        return None;
+    }
+    let a = one_minus_a[1..=up].iter().map(|v| (-v).max(0.0)).collect();
+    Some((a, residual))
+}
+
+/// `x` wrapped into (-pi, pi].
+fn wrap_angle(x: f64) -> f64 {
+    x - std::f64::consts::TAU * (x / std::f64::consts::TAU).round()
+}
+
+/// [`ladder`] by Gauss-Seidel on the factorisation's coefficient equations, with the
+/// descending ladder's missing mass as the gap.
+fn ladder_by_iteration(u_lo: i64, u: &[f64]) -> (Vec<f64>, f64) {
     let up = (u_lo + u.len() as i64 - 1).max(0) as usize; // largest step up
     let down = (-u_lo).max(0) as usize; // largest step down
     let at = |k: i64| -> f64 {
@@ -365,7 +562,41 @@ fn dot(x: &[f64], y: &[f64]) -> f64 {
 
 /// P(W = n) for n = 0, 1, ...: w_0 = 1 - sum a, w_n = sum_i a_i w_{n-i}, until the mass
 /// left is below [`CUT`] or the grid is full (the rest then held in the last cell).
-fn renewal(a: &[f64]) -> Vec<f64> {
+///
+/// Short ladders run the recursion; long ones divide on the unit circle, W(z) = (1 - p) /
+/// (1 - A(z)), on a transform long enough that the wrapped-around tail (the mass its top
+/// half still holds) is below [`WRAPPED_TAIL`].
+fn renewal(a: &[f64], length: usize) -> Vec<f64> {
+    if a.len() <= RECURSE_UP_TO {
+        return renewal_by_recursion(a);
+    }
+    let p: f64 = a.iter().sum();
+    let mut m = length.max((4 * (a.len() + 1)).next_power_of_two());
+    loop {
+        let fft = Fft::new(m);
+        let mut x = vec![Complex::default(); m];
+        x[0] = Complex::new(1.0, 0.0);
+        for (v, ai) in x[1..].iter_mut().zip(a) {
+            *v = Complex::new(-ai, 0.0);
+        }
+        fft.evaluate(&mut x);
+        x.iter_mut().for_each(|v| *v = v.recip().scale(1.0 - p));
+        fft.coefficients(&mut x);
+        let wrapped: f64 = x[m / 2..].iter().map(|v| v.re).sum();
+        if wrapped.abs() < WRAPPED_TAIL || m >= 2 * MAX_CELLS {
+            return cut_tail(x.iter().map(|v| v.re.max(0.0)));
+        }
+        m *= 2;
+    }
+}
+
+/// The longest ladder whose wait [`renewal`] computes by the recursion itself.
+const RECURSE_UP_TO: usize = 256;
+/// Mass a transform's top half may hold (see [`renewal`]): far below the tails the
+/// quantiles read (1e-3 at p99.9).
+const WRAPPED_TAIL: f64 = 1e-9;
+
+fn renewal_by_recursion(a: &[f64]) -> Vec<f64> {
     let p: f64 = a.iter().sum();
     let mut w = vec![(1.0 - p).max(0.0)];
     let mut total = w[0];
@@ -378,7 +609,22 @@ fn renewal(a: &[f64]) -> Vec<f64> {
         }
         w.push(x);
         total += x;
-        if x == 0.0 && n > a.len() {
+    }
+    if let Some(last) = w.last_mut() {
+        *last += (1.0 - total).max(0.0);
+    }
+    w
+}
+
+/// The masses up to where the tail left is below [`CUT`] (or [`MAX_CELLS`]), the rest
+/// held in the last cell.
+fn cut_tail(masses: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut w = Vec::new();
+    let mut total = 0.0;
+    for x in masses {
+        w.push(x);
+        total += x;
+        if total >= 1.0 - CUT || w.len() == MAX_CELLS {
             break;
         }
     }
@@ -469,6 +715,70 @@ mod tests {
                 "P(wait) {} vs {sigma}",
                 g.p_wait()
             );
+        }
+    }
+
+    /// A walk with a heavy right tail: lognormal services, Erlang-2 gaps, rho 0.9.
+    fn heavy_walk(h: f64) -> Pmf {
+        let s = pmf(&Service::lognormal(1.0, 4.0).unwrap(), h).unwrap();
+        let a = pmf(&erlang(2, 1.0 / 0.9), h).unwrap();
+        increment(&s, &a)
+    }
+
+    /// The two factorisations are independent methods (one iterates the coefficient
+    /// equations, the other takes logarithms on the unit circle): they agree on the
+    /// ladder heights, and the wait by division on the circle agrees with the recursion.
+    #[test]
+    fn transform_and_iteration_agree() {
+        for h in [0.4, 0.2] {
+            let (u_lo, u) = heavy_walk(h);
+            let length = transform_length(u_lo, &u);
+            let (by_transform, residual) = ladder_by_transform(u_lo, &u, length).unwrap();
+            let (by_iteration, gap) = ladder_by_iteration(u_lo, &u);
+            assert!(
+                residual < TRANSFORM_RESIDUAL && gap < 1e-11,
+                "{residual} {gap}"
+            );
+            assert_eq!(by_transform.len(), by_iteration.len());
+            let worst = by_transform
+                .iter()
+                .zip(&by_iteration)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0, f64::max);
+            assert!(worst < 1e-10, "h {h}: ladders differ by {worst}");
+            let (fast, slow) = (
+                renewal(&by_transform, length),
+                renewal_by_recursion(&by_transform),
+            );
+            let (mut cf, mut cs, mut worst) = (0.0, 0.0, 0.0f64);
+            for i in 0..fast.len().max(slow.len()) {
+                cf += fast.get(i).copied().unwrap_or(0.0);
+                cs += slow.get(i).copied().unwrap_or(0.0);
+                worst = worst.max((cf - cs).abs());
+            }
+            assert!(worst < 1e-10, "h {h}: wait CDFs differ by {worst}");
+        }
+    }
+
+    /// A walk on the even integers has 1 - U(-1) = 0: no factorisation on the circle
+    /// exists, the transform says so, and the iteration answers instead. Here the exact
+    /// answer is the gambler's ruin: from steps +-2 with P(up) = 0.3 the walk's maximum
+    /// is 2 M, M geometric with P(M >= j) = (3/7)^j.
+    #[test]
+    fn a_periodic_walk_falls_back_to_iteration() {
+        let (u_lo, u) = (-2, vec![0.7, 0.0, 0.0, 0.0, 0.3]);
+        assert!(ladder_by_transform(u_lo, &u, 1 << 12).is_none());
+        let (w, _) = integer_lindley(u_lo, &u);
+        let r: f64 = 3.0 / 7.0;
+        for j in 0..10 {
+            let exact = (1.0 - r) * r.powi(j);
+            assert!(
+                (w[2 * j as usize] - exact).abs() < 1e-10,
+                "P(W = {}) {}",
+                2 * j,
+                w[2 * j as usize]
+            );
+            assert!(w[2 * j as usize + 1].abs() < 1e-12);
         }
     }
 }
