@@ -258,7 +258,8 @@ pub enum QueueCmd {
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         servers: u32,
     },
-    /// M/G/c: one queue, c pooled loops, general service (Lee-Longton).
+    /// M/G/c: one queue, c pooled loops, general service. Exact for exponential and
+    /// deterministic service; otherwise Lee-Longton's approximation, checked by simulation.
     Mgc {
         /// The queue.
         #[command(flatten)]
@@ -266,6 +267,15 @@ pub enum QueueCmd {
         /// Pooled servers.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         servers: u32,
+        /// Customers the check by simulation measures (where the model is approximate).
+        #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1000..))]
+        customers: u64,
+        /// Seed of the check by simulation.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Skip the check by simulation.
+        #[arg(long)]
+        no_check: bool,
     },
 }
 

@@ -271,3 +271,107 @@ impl CheckedPlan {
         Ok(())
     }
 }
+
+/// Most pooled servers [`PoolCheck::run`] simulates (its heap holds one entry each).
+pub const MAX_CHECKED_SERVERS: u32 = 100_000;
+
+/// An M/G/c queue the model answers only approximately (general service: its mean is
+/// Lee and Longton's two-moment formula, its tail an exponential fit), answered by
+/// simulation: Kiefer-Wolfowitz's recursion over Poisson arrivals, with 95 % intervals.
+/// The simulation is then the answer, to within its interval; the formula stands beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PoolCheck {
+    /// Customers measured (a tenth as many are simulated first and left out).
+    pub customers: u64,
+    /// Root seed.
+    pub seed: u64,
+    /// Mean wait, P(wait) and quantiles, simulated.
+    pub simulated: crate::textbook::QueueResult,
+}
+
+impl PoolCheck {
+    /// Simulates `servers` pooled loops at `rate_per_s` Poisson arrivals of `service`.
+    /// None when there are more than [`MAX_CHECKED_SERVERS`].
+    pub fn run(
+        rate_per_s: f64,
+        servers: u32,
+        service: &heisenbench_model::service::Service,
+        customers: u64,
+        seed: u64,
+    ) -> Option<Self> {
+        if servers > MAX_CHECKED_SERVERS {
+            return None;
+        }
+        let spec = BurstSpec {
+            burst_rate_per_s: rate_per_s,
+            gaps: Gaps::Poisson,
+            burst: 1,
+            service: service.clone(),
+            bursts: customers,
+            seed,
+        };
+        Some(Self {
+            customers,
+            seed,
+            simulated: pooled_bursts(&spec, servers),
+        })
+    }
+
+    /// The simulated rows beside the model's (`model`'s report of the same queue), and
+    /// how far the model's mean and p99 are from them.
+    pub fn write_summary(
+        &self,
+        model: &heisenbench_model::queue::QueueReport,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        use heisenbench_model::units::Quantile;
+        let s = &self.simulated;
+        writeln!(
+            out,
+            "checked by simulation (Kiefer-Wolfowitz, {} customers, seed {}), the answer to \
+             within its 95 % intervals:",
+            self.customers, self.seed
+        )?;
+        let cell = |e: &crate::textbook::Estimate| {
+            format!("{} +- {}", format_seconds(e.value), format_seconds(e.ci95))
+        };
+        let mut rows = vec![
+            ("mean wait Wq".to_string(), cell(&s.wait_mean_s)),
+            (
+                "P(wait > 0)".to_string(),
+                format!("{:.6} +- {:.6}", s.p_wait.value, s.p_wait.ci95),
+            ),
+        ];
+        for (q, e) in &s.wait_quantiles_s {
+            rows.push((format!("wait {q}"), cell(e)));
+        }
+        write_pairs(out, &rows)?;
+        let off = |model_s: f64, e: &crate::textbook::Estimate| {
+            let percent = if e.value > 0.0 {
+                format!("{:+.1} % ", 100.0 * (model_s / e.value - 1.0))
+            } else {
+                String::new()
+            };
+            let side = if (model_s - e.value).abs() <= e.ci95 {
+                "inside"
+            } else {
+                "outside"
+            };
+            format!("{percent}({side} the interval)")
+        };
+        let p99 = s
+            .wait_quantiles_s
+            .iter()
+            .find(|(q, _)| *q == Quantile::P99)
+            .map(|(_, e)| *e);
+        writeln!(
+            out,
+            "the formula against the simulation: mean {}, p99 {}",
+            off(model.wq_mean_s, &s.wait_mean_s),
+            match (model.wq_quantile_s(Quantile::P99), p99) {
+                (Some(m), Some(e)) => off(m, &e),
+                _ => "-".into(),
+            }
+        )
+    }
+}

@@ -6,8 +6,9 @@ use heisenbench_model::batch::BatchMg1;
 use heisenbench_model::gig1::Gig1;
 use heisenbench_model::mg1::Mg1;
 use heisenbench_model::mmc::Mgc;
-use heisenbench_model::queue::WaitModel;
+use heisenbench_model::queue::{TailMethod, WaitModel};
 use heisenbench_model::service::{Service, ServiceKind};
+use heisenbench_sim::plancheck::PoolCheck;
 
 use super::write_json;
 use crate::Failure;
@@ -88,16 +89,40 @@ pub fn run(cmd: QueueCmd, out: &mut dyn Write) -> Result<(), Failure> {
             )?),
             *json,
         ),
-        QueueCmd::Mgc { queue, servers } => (
+        QueueCmd::Mgc { queue, servers, .. } => (
             Box::new(Mgc::new(queue.basic.rate.get(), *servers, service(queue)?)?),
             queue.basic.json,
         ),
     };
     let report = queue.report();
+    // A pool the model only approximates is answered by simulation as well.
+    let check = match &cmd {
+        QueueCmd::Mgc {
+            customers,
+            seed,
+            no_check: false,
+            ..
+        } if report.tail_method == TailMethod::ExponentialFit => PoolCheck::run(
+            report.arrival_rate_per_s,
+            report.servers,
+            queue.service(),
+            *customers,
+            *seed,
+        ),
+        _ => None,
+    };
     if json {
-        return write_json(out, &report);
+        let mut v = serde_json::to_value(&report).map_err(|e| Failure::Runtime(e.into()))?;
+        if let (Some(c), Some(o)) = (&check, v.as_object_mut()) {
+            let c = serde_json::to_value(c).map_err(|e| Failure::Runtime(e.into()))?;
+            o.insert("simulation".into(), c);
+        }
+        return write_json(out, &v);
     }
     writeln!(out, "{}", report.model)?;
     write_pairs(out, &queue_rows(&report))?;
+    if let Some(c) = &check {
+        c.write_summary(&report, out)?;
+    }
     Ok(())
 }

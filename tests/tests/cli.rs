@@ -73,6 +73,52 @@ fn queue_json_carries_the_keys() {
     assert!((num(&v, "wq_p99_s") - 20e-6 * (80f64).ln() / 0.2).abs() < 1e-9);
 }
 
+/// Where the model only approximates a pool, `model mgc` answers by simulation as well.
+/// M/D/c with more servers than the exact chain takes (128) is such a case whose mean is
+/// known exactly (Crommelin's roots): the simulation's interval must cover it. An exact
+/// pool (M/D/10) is not simulated.
+#[test]
+fn approximate_pools_are_answered_by_simulation() {
+    let v = json(&[
+        "model",
+        "mgc",
+        "--rate",
+        "190",
+        "--service-mean",
+        "1s",
+        "--servers",
+        "200",
+        "--service-scv",
+        "0",
+        "--customers",
+        "200000",
+        "--json",
+    ]);
+    let mean = &v["simulation"]["simulated"]["wait_mean_s"];
+    let (value, ci) = (
+        mean["value"].as_f64().unwrap(),
+        mean["ci95"].as_f64().unwrap(),
+    );
+    let exact = heisenbench_model::mmc::md_c_mean_wait(200, 190.0, 1.0);
+    assert!(
+        exact > 0.0 && (value - exact).abs() <= 3.0 * ci,
+        "simulated {value} +- {ci}, exact {exact}"
+    );
+    let v = json(&[
+        "model",
+        "mgc",
+        "--rate",
+        "9",
+        "--service-mean",
+        "1s",
+        "--servers",
+        "10",
+        "--service-scv",
+        "0",
+        "--json",
+    ]);
+    assert!(v.get("simulation").is_none(), "{v}");
+}
 #[test]
 fn every_queue_command_answers() {
     let cases: &[&[&str]] = &[
