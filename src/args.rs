@@ -2,6 +2,7 @@
 //! malformed duration or rate is refused before anything runs.
 
 use clap::{Args, Parser, Subcommand};
+use heisenbench_live::mock::config::MockConfig;
 use heisenbench_live::run::config::{ApiKind, ShardMode};
 use heisenbench_live::run::distributed::ShardSpec;
 use heisenbench_model::plan::{Assignment, Budget};
@@ -32,7 +33,7 @@ pub enum Command {
     /// textbook queue (`sim queue`).
     Sim(Box<SimArgs>),
     /// Serve the embedded OpenAI-compatible mock LLM server (llm-d-inference-sim's flags).
-    Mock(Box<MockArgs>),
+    Mock(Box<MockConfig>),
     /// Run the live sharded load generator against a server (or the embedded mock).
     Run(Box<RunArgs>),
     /// Merge shard results (files or pod logs) of one plan into one report.
@@ -126,7 +127,7 @@ pub struct AuditArgs {
     pub json: bool,
     /// The server: any flag of `heisenbench mock` (zero latency by default).
     #[command(flatten)]
-    pub mock: MockArgs,
+    pub mock: MockConfig,
     /// The client command and its arguments, after `--`.
     #[arg(last = true, required = true, num_args = 1..)]
     pub command: Vec<String>,
@@ -428,88 +429,6 @@ fn from_str<T: std::str::FromStr<Err = heisenbench_model::ModelError>>(
 
 fn parse_utc_arg(s: &str) -> Result<f64, String> {
     heisenbench_live::run::distributed::parse_utc(s).map_err(|e| e.to_string())
-}
-
-/// `heisenbench mock`: flag names and defaults follow llm-d-inference-sim. Latencies take a
-/// bare integer as milliseconds (as older llm-d-inference-sim versions did) or a duration
-/// with a unit (250us, 2ms, 1s). Unlike llm-d-inference-sim, sub-millisecond latencies are
-/// kept exact instead of being truncated to whole milliseconds. Every streamed chunk
-/// carries "heisenbench_sent_ns": CLOCK_MONOTONIC nanoseconds when it was sent.
-#[derive(Debug, Args)]
-pub struct MockArgs {
-    /// Port to listen on (0: any free port).
-    #[arg(long, default_value_t = 8000)]
-    pub port: u16,
-    /// Address to bind.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: std::net::IpAddr,
-    /// The served model name.
-    #[arg(long, default_value = "heisenbench-mock")]
-    pub model: String,
-    /// Time to first token.
-    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
-    pub time_to_first_token: std::time::Duration,
-    /// Standard deviation of the time to first token.
-    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
-    pub time_to_first_token_std_dev: std::time::Duration,
-    /// Time between consecutive tokens.
-    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
-    pub inter_token_latency: std::time::Duration,
-    /// Standard deviation of the inter-token latency.
-    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
-    pub inter_token_latency_std_dev: std::time::Duration,
-    /// Fixed prefill time; with --prefill-time-per-token it replaces the TTFT when set.
-    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
-    pub prefill_overhead: std::time::Duration,
-    /// Prefill time per prompt token.
-    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
-    pub prefill_time_per_token: std::time::Duration,
-    /// Concurrent sequences (batch slots).
-    #[arg(long, default_value_t = 5)]
-    pub max_num_seqs: u32,
-    /// Requests that may wait for a slot; beyond, 429.
-    #[arg(long, default_value_t = 1000)]
-    pub max_waiting_queue_length: u32,
-    /// Slow-down factor F at full load: latencies scale by 1 + (F-1)(running-1)/(max_num_seqs-1).
-    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
-    pub time_factor_under_load: f64,
-    /// Largest prompt + max_tokens; beyond, 400.
-    #[arg(long, default_value_t = 1024)]
-    pub max_model_len: u32,
-    /// Response text: echo (the prompt) or random.
-    #[arg(long, default_value = "random", value_parser = parse_mode)]
-    pub mode: heisenbench_live::mock::config::Mode,
-    /// Seed of the jitter, the random text and the failure draws.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// Percentage (0-100) of requests answered with an injected failure.
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
-    pub failure_injection_rate: f64,
-    /// Failures to inject, comma-separated: rate_limit, invalid_api_key, context_length,
-    /// server_error, invalid_request, model_not_found (default: all).
-    #[arg(long, value_delimiter = ',', value_parser = parse_failure)]
-    pub failure_types: Vec<heisenbench_live::mock::config::FailureType>,
-    /// Runtime threads (1: the mock stays on one core).
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
-    /// Close a connection that sends no whole request head for this long (idle keep-alive
-    /// included).
-    #[arg(long, default_value = "60s", value_parser = parse_latency)]
-    pub header_timeout: std::time::Duration,
-}
-
-fn parse_latency(s: &str) -> Result<std::time::Duration, String> {
-    heisenbench_live::mock::config::parse_latency(s).map_err(|e| e.to_string())
-}
-
-fn parse_mode(s: &str) -> Result<heisenbench_live::mock::config::Mode, String> {
-    s.parse()
-        .map_err(|e: heisenbench_model::ModelError| e.to_string())
-}
-
-fn parse_failure(s: &str) -> Result<heisenbench_live::mock::config::FailureType, String> {
-    s.parse()
-        .map_err(|e: heisenbench_model::ModelError| e.to_string())
 }
 
 /// `heisenbench run`.

@@ -42,7 +42,7 @@ pub fn run(a: AuditArgs, out: &mut dyn Write) -> Result<(), Failure> {
     };
     let series = a.rate.is_none();
     let duration = Duration::from_secs_f64(a.duration.get());
-    let mock = super::mock::config(a.mock);
+    let mock = a.mock;
     let bursts = mock.law().streams_in_bursts();
     let server = format!(
         "embedded mock: TTFT {}, ITL {}",

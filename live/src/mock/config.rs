@@ -132,78 +132,96 @@ impl FromStr for FailureType {
     }
 }
 
-/// Everything the mock needs; defaults are llm-d-inference-sim's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Everything the mock needs, declared once: its fields are `heisenbench mock`'s flags
+/// (and `audit`'s), whose names and defaults follow llm-d-inference-sim, and
+/// [`MockConfig::default`] is what those flags give when none is passed. Latencies take a
+/// bare integer as milliseconds (as older llm-d-inference-sim versions did) or a duration
+/// with a unit (250us, 2ms, 1s); unlike llm-d-inference-sim, sub-millisecond latencies are
+/// kept exact instead of being truncated to whole milliseconds. Every streamed chunk carries
+/// "heisenbench_sent_ns": CLOCK_MONOTONIC nanoseconds when it was sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clap::Args)]
 pub struct MockConfig {
     /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
     pub host: IpAddr,
-    /// Port (0: any free port).
+    /// Port to listen on (0: any free port).
+    #[arg(long, default_value_t = 8000)]
     pub port: u16,
     /// The served model name.
+    #[arg(long, default_value = "heisenbench-mock")]
     pub model: String,
     /// Time to first token.
+    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
     pub time_to_first_token: Duration,
-    /// Its standard deviation (normal jitter, clamped at zero).
+    /// Standard deviation of the time to first token (normal jitter, clamped at zero).
+    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
     pub time_to_first_token_std_dev: Duration,
-    /// Inter-token latency.
+    /// Time between consecutive tokens.
+    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
     pub inter_token_latency: Duration,
-    /// Its standard deviation.
+    /// Standard deviation of the inter-token latency.
+    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
     pub inter_token_latency_std_dev: Duration,
-    /// Fixed prefill cost; with `prefill_time_per_token`, replaces the TTFT when non-zero.
+    /// Fixed prefill time; with --prefill-time-per-token it replaces the TTFT when set.
+    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
     pub prefill_overhead: Duration,
-    /// Prefill cost per prompt token.
+    /// Prefill time per prompt token.
+    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
     pub prefill_time_per_token: Duration,
     /// Concurrent sequences (batch slots).
+    #[arg(long, default_value_t = 5)]
     pub max_num_seqs: u32,
     /// Requests that may wait for a slot; beyond, 429.
+    #[arg(long, default_value_t = 1000)]
     pub max_waiting_queue_length: u32,
-    /// F in the load factor 1 + (F - 1)(running - 1)/(max_num_seqs - 1).
+    /// Slow-down factor F at full load: latencies scale by 1 + (F-1)(running-1)/(max_num_seqs-1).
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     pub time_factor_under_load: f64,
     /// Largest prompt + max_tokens; beyond, 400.
+    #[arg(long, default_value_t = 1024)]
     pub max_model_len: u32,
-    /// Response text.
+    /// Response text: echo (the prompt) or random.
+    #[arg(long, default_value = "random")]
     pub mode: Mode,
     /// Seed of the jitter, the random text and the failure draws.
+    #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Percentage (0-100) of requests answered with an injected failure.
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     pub failure_injection_rate: f64,
-    /// The failures to draw from, uniformly.
+    /// Failures to inject, comma-separated, drawn uniformly: rate_limit, invalid_api_key,
+    /// context_length, server_error, invalid_request, model_not_found (default: all).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        hide_default_value = true,
+        default_value = "rate_limit,invalid_api_key,context_length,server_error,invalid_request,model_not_found"
+    )]
     pub failure_types: Vec<FailureType>,
-    /// Runtime worker threads (1: one core).
+    /// Runtime threads (1: the mock stays on one core).
+    #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    /// A connection that has not sent a whole request head this long after it opened or
-    /// after its previous response (idle keep-alive) is closed.
+    /// Close a connection that sends no whole request head for this long after it opened
+    /// or after its previous response (idle keep-alive included).
+    #[arg(long, default_value = "60s", value_parser = parse_latency)]
     pub header_timeout: Duration,
 }
 
-/// The default of [`MockConfig::header_timeout`].
+/// How long the page server waits for a request head (the mock's default
+/// [`MockConfig::header_timeout`]).
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(60);
 /// Most runtime threads the mock starts.
 pub const MAX_THREADS: usize = 256;
 
 impl Default for MockConfig {
+    /// The flags' defaults: what `heisenbench mock` serves with no flag.
     fn default() -> Self {
-        Self {
-            host: IpAddr::from([127, 0, 0, 1]),
-            port: 8000,
-            model: "heisenbench-mock".into(),
-            time_to_first_token: Duration::ZERO,
-            time_to_first_token_std_dev: Duration::ZERO,
-            inter_token_latency: Duration::ZERO,
-            inter_token_latency_std_dev: Duration::ZERO,
-            prefill_overhead: Duration::ZERO,
-            prefill_time_per_token: Duration::ZERO,
-            max_num_seqs: 5,
-            max_waiting_queue_length: 1000,
-            time_factor_under_load: 1.0,
-            max_model_len: 1024,
-            mode: Mode::Random,
-            seed: 0,
-            failure_injection_rate: 0.0,
-            failure_types: FailureType::ALL.to_vec(),
-            threads: 1,
-            header_timeout: HEADER_TIMEOUT,
-        }
+        use clap::{Args, FromArgMatches};
+        let flags = Self::augment_args(clap::Command::new("mock"));
+        let matches = flags
+            .try_get_matches_from(["mock"])
+            .expect("every flag has a default that parses");
+        Self::from_arg_matches(&matches).expect("every flag has a default that parses")
     }
 }
 
@@ -327,6 +345,22 @@ pub fn parse_latency(s: &str) -> Result<Duration, ModelError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The defaults come from the flags: llm-d-inference-sim's values, every failure type,
+    /// the page server's head timeout.
+    #[test]
+    fn defaults_are_the_flags_defaults() {
+        let c = MockConfig::default();
+        assert_eq!((c.host, c.port), (IpAddr::from([127, 0, 0, 1]), 8000));
+        assert_eq!((c.max_num_seqs, c.max_waiting_queue_length), (5, 1000));
+        assert_eq!((c.max_model_len, c.threads, c.seed), (1024, 1, 0));
+        assert_eq!(c.failure_types, FailureType::ALL.to_vec());
+        assert_eq!((c.mode, c.time_factor_under_load), (Mode::Random, 1.0));
+        assert_eq!(c.header_timeout, HEADER_TIMEOUT);
+        assert_eq!(c.time_to_first_token, Duration::ZERO);
+        assert_eq!(c.model, "heisenbench-mock");
+        c.validate().unwrap();
+    }
 
     #[test]
     fn latencies_take_bare_milliseconds_and_units() {
