@@ -153,12 +153,16 @@ impl LindleyGrid {
 /// (heavy traffic, variable service), up to a thousandth of the wait Kingman's formula
 /// expects (at most a fifth of that mean): the rounding error of the mean is O(h^2) in
 /// absolute terms, so it stays small against long waits while the work falls by the
-/// square of the step.
+/// square of the step. When that wait is short against the means (smooth arrivals and
+/// service: E_100/D/1 at rho 0.8 waits about 20 ms per second of service), the step is a
+/// twentieth of it instead (down to a thousandth of the shorter mean), or the wait would
+/// span a cell or two and its quantiles be off by a fraction of one.
 fn step(service: &Service, arrivals: &Service) -> f64 {
     let base = service.mean_s().min(arrivals.mean_s());
     let rho = service.mean_s() / arrivals.mean_s();
     let kingman = rho / (1.0 - rho) * (arrivals.scv() + service.scv()) / 2.0 * service.mean_s();
-    (base / CELLS_PER_SERVICE).max((kingman / 1000.0).min(base / 5.0))
+    let h = (base / CELLS_PER_SERVICE).max((kingman / 1000.0).min(base / 5.0));
+    h.min((kingman / 20.0).max(base / 1000.0))
 }
 
 struct Lattice {
