@@ -77,12 +77,24 @@ struct Ctx {
     timer: PreciseTimer,
     result: RefCell<ShardResult>,
     in_flight: Cell<u32>,
+    /// When the schedule's next request is due (CLOCK_MONOTONIC ns; MAX: none waiting).
+    next_due_ns: Cell<u64>,
+    /// Scheduled requests woken but not yet at their send.
+    unstarted: Cell<u32>,
     timeout: Duration,
     /// Thrown [`GRACE`] after a stop: requests still in flight are cut off.
     cancel: StopSignal,
 }
 
 impl Ctx {
+    /// Whether a send is due at `now` (or woken and waiting for its task to run). The
+    /// shard's loop runs ready tasks in turn, a batch of dozens per round, and a task
+    /// handling a response's chunks takes tens of microseconds; a due send would wait
+    /// behind all of them. So chunk handlers step aside (once per read) while this holds.
+    fn send_due(&self, now: u64) -> bool {
+        self.unstarted.get() > 0 || now >= self.next_due_ns.get()
+    }
+
     /// The Instant of a CLOCK_MONOTONIC time.
     fn instant_of(&self, mono: u64) -> Instant {
         self.base.0 + Duration::from_nanos(mono.saturating_sub(self.base.1))
@@ -102,6 +114,8 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
         timer: PreciseTimer::new(),
         result: RefCell::new(ShardResult::default()),
         in_flight: Cell::new(0),
+        next_due_ns: Cell::new(u64::MAX),
+        unstarted: Cell::new(0),
         timeout: Duration::from_secs_f64(task.config.timeout()),
         cancel: StopSignal::new(),
         cfg: task.config,
@@ -128,6 +142,7 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                     r.scheduled += 1;
                     r.first_planned_ns.get_or_insert(p.at_ns);
                 }
+                ctx.next_due_ns.set(ctx.start_ns + p.at_ns);
                 let due = ctx
                     .timer
                     .sleep_until_stamped(ctx.instant_of(ctx.start_ns + p.at_ns));
@@ -152,9 +167,12 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                         let mut r = ctx.result.borrow_mut();
                         r.scheduled += rest;
                         r.interrupted = true;
+                        ctx.next_due_ns.set(u64::MAX);
                         break;
                     }
                 };
+                ctx.next_due_ns.set(u64::MAX);
+                ctx.unstarted.set(ctx.unstarted.get() + 1);
                 let c = ctx.clone();
                 tasks.push(tokio::task::spawn_local(async move {
                     request(&c, p, Some(woken)).await;
@@ -270,6 +288,9 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>) {
         r.max_in_flight = r.max_in_flight.max(in_flight);
     }
     let actual = mono_ns();
+    if woken.is_some() {
+        ctx.unstarted.set(ctx.unstarted.get().saturating_sub(1));
+    }
     let mut seen = Seen::default();
     let outcome = tokio::select! {
         o = tokio::time::timeout(ctx.timeout, exchange(ctx, payload, &mut seen)) => {
@@ -463,6 +484,10 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
             Ok(Some(bytes)) => {
                 // The stamp is taken as the read returns, before any parsing.
                 let arrival = mono_ns();
+                if ctx.send_due(arrival) {
+                    // The chunk keeps its stamp; its handling waits one turn of the loop.
+                    tokio::task::yield_now().await;
+                }
                 let mut r = ctx.result.borrow_mut();
                 parser.feed(&bytes, |ev| on_event(ev, arrival, cost_ns, seen, &mut r));
             }
