@@ -43,6 +43,19 @@ impl Complex {
         Self::new(self.re / d, -self.im / d)
     }
 
+    /// self^n, by repeated squaring.
+    pub fn powu(self, mut n: u32) -> Self {
+        let (mut base, mut acc) = (self, Self::new(1.0, 0.0));
+        while n > 0 {
+            if n & 1 == 1 {
+                acc = acc * base;
+            }
+            base = base * base;
+            n >>= 1;
+        }
+        acc
+    }
+
     pub fn scale(self, k: f64) -> Self {
         Self::new(self.re * k, self.im * k)
     }

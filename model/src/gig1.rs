@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::lindley::LindleyGrid;
 use crate::queue::{TailMethod, WaitModel};
 use crate::service::Service;
+use crate::sums::BurstSums;
 use crate::tail::quantile_by_bisection;
 use crate::units::Quantile;
 
@@ -26,8 +27,43 @@ pub struct Gig1 {
     erlang_k: Option<u32>,
     grid: LindleyGrid,
     within: Within,
-    /// (C, theta) of the burst wait's exponential tail, for random per-event costs.
+    /// (C, theta) of the burst wait's exponential tail, for random per-event costs whose
+    /// sums would not fit the fine lattice.
     asymptote: Option<(f64, f64)>,
+    /// For random per-event costs in bursts: the wait of an event, exactly.
+    exact_within: Option<ExactWithin>,
+}
+
+/// An event's wait in a burst with random costs: the burst's wait W (the lattice's masses
+/// at i h) plus the services A ahead of it in its burst, independent of W (W depends on
+/// earlier bursts only): P(W + A > t) = sum_i P(W = i h) P(A > t - i h).
+#[derive(Debug, Clone)]
+struct ExactWithin {
+    sums: BurstSums,
+    /// P(W = i h).
+    masses: Vec<f64>,
+    /// P(W > i h).
+    beyond: Vec<f64>,
+}
+
+impl ExactWithin {
+    fn tail(&self, t: f64, h: f64) -> f64 {
+        // Terms with i h > t have P(A > t - i h) = 1: their sum is P(W > floor(t / h) h).
+        let last = (t / h).floor();
+        if last < 0.0 {
+            return 1.0;
+        }
+        let last = last as usize;
+        let mut sum = self.beyond.get(last).copied().unwrap_or(0.0);
+        for (i, w) in self.masses.iter().enumerate().take(last + 1).rev() {
+            let a = self.sums.ahead_tail(t - i as f64 * h);
+            if a == 0.0 {
+                break; // further back, A would have to be even longer
+            }
+            sum += w * a;
+        }
+        sum.clamp(0.0, 1.0)
+    }
 }
 
 impl Gig1 {
@@ -44,9 +80,36 @@ impl Gig1 {
                 Service::gamma(f64::from(n) * shape * scale_s, 1.0 / (f64::from(n) * shape))?
             }
         };
-        let grid = LindleyGrid::solve(&gaps, &burst_service)?;
+        // Random costs in bursts: the burst's total and the services ahead of an event
+        // in its burst, exact on a fine lattice (`crate::sums`).
+        let sums = match within {
+            Within::Gamma { .. } if burst > 1 => BurstSums::new(&service, burst),
+            _ => None,
+        };
+        let grid = match &sums {
+            Some(sums) => LindleyGrid::solve_with(&gaps, &burst_service, &|h| {
+                sums.total_on(h, crate::lindley::MAX_KERNEL)
+            })?,
+            None => LindleyGrid::solve(&gaps, &burst_service)?,
+        };
+        let exact_within = sums.map(|sums| {
+            let masses = grid.masses();
+            let mut left = 1.0;
+            let beyond = masses
+                .iter()
+                .map(|m| {
+                    left -= m;
+                    left.max(0.0)
+                })
+                .collect();
+            ExactWithin {
+                sums,
+                masses,
+                beyond,
+            }
+        });
         let asymptote = match within {
-            Within::Gamma { scale_s, .. } if burst > 1 => {
+            Within::Gamma { scale_s, .. } if burst > 1 && exact_within.is_none() => {
                 // A true exponential tail of the burst wait decays slower than one event's
                 // cost (its rate solves a moment equation that needs E[e^{theta S}] finite:
                 // theta < 1 / scale). A faster fitted decay is the lattice's cut, not a
@@ -77,6 +140,7 @@ impl Gig1 {
             grid,
             within,
             asymptote,
+            exact_within,
         })
     }
 
@@ -159,6 +223,13 @@ impl WaitModel for Gig1 {
     fn wait_tail(&self, t: f64) -> f64 {
         if self.burst == 1 {
             return self.grid.tail(t);
+        }
+        if let Some(e) = &self.exact_within {
+            return match t {
+                t if t < 0.0 => 1.0,
+                0.0 => self.p_wait(),
+                t => e.tail(t, self.grid.step_s()).min(self.p_wait()),
+            };
         }
         match (self.within, self.asymptote) {
             (Within::Constant { mean_s }, _) => {

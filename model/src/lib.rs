@@ -64,6 +64,7 @@ pub mod schedule;
 pub mod server;
 pub mod service;
 pub mod stats;
+mod sums;
 pub mod table;
 pub mod tail;
 pub mod units;

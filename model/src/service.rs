@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use statrs::function::erf::erfc;
-use statrs::function::gamma::gamma_lr;
+use statrs::function::gamma::{gamma_lr, gamma_ur};
 
 use crate::error::{ModelError, Result};
 
@@ -394,6 +394,32 @@ impl Service {
         ((x * (1.0 - self.cdf(x)) + partial) / m).clamp(0.0, 1.0)
     }
 
+    /// 1 - [`Service::equilibrium_cdf`], computed without subtracting from 1 where the
+    /// family allows (exponential, gamma, lognormal: from upper tails directly), so that
+    /// far in the tail it keeps its relative precision instead of an absolute 1e-16.
+    pub fn equilibrium_tail(&self, x: f64) -> f64 {
+        if x <= 0.0 {
+            return 1.0;
+        }
+        let m = self.mean_s();
+        let t = match self {
+            Self::Exponential { mean_s } => (-x / mean_s).exp(),
+            // int_x^inf (1 - F) = m Q(k + 1, x / s) - x Q(k, x / s).
+            Self::Gamma { mean_s, scv } => {
+                let (k, sc) = (1.0 / scv, mean_s * scv);
+                (mean_s * gamma_q(k + 1.0, x / sc) - x * gamma_q(k, x / sc)) / m
+            }
+            // int_x^inf (1 - F) = m Phi_c(z - sigma) - x Phi_c(z), z = (ln x - mu) / sigma.
+            Self::Lognormal { mean_s, scv } => {
+                let (mu, sigma) = lognormal_params(*mean_s, *scv);
+                let z = (x.ln() - mu) / sigma;
+                (mean_s * normal_tail(z - sigma) - x * normal_tail(z)) / m
+            }
+            _ => 1.0 - self.equilibrium_cdf(x),
+        };
+        t.clamp(0.0, 1.0)
+    }
+
     /// The two-moment gamma (or deterministic, for SCV 0) with the same mean and SCV.
     pub fn gamma_fit(&self) -> Service {
         let m = self.moments();
@@ -582,6 +608,22 @@ pub(crate) fn normal_cdf(z: f64) -> f64 {
     0.5 * erfc(-z / std::f64::consts::SQRT_2)
 }
 
+/// Standard normal upper tail 1 - Phi(z), accurate far out.
+pub(crate) fn normal_tail(z: f64) -> f64 {
+    0.5 * erfc(z / std::f64::consts::SQRT_2)
+}
+
+/// Regularised upper incomplete gamma Q(a, x) = 1 - P(a, x), accurate far out.
+pub(crate) fn gamma_q(a: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        1.0
+    } else if x.is_infinite() {
+        0.0
+    } else {
+        gamma_ur(a, x)
+    }
+}
+
 /// Regularised lower incomplete gamma P(a, x), total on x in [0, inf].
 pub(crate) fn gamma_p(a: f64, x: f64) -> f64 {
     if x <= 0.0 {
@@ -596,6 +638,32 @@ pub(crate) fn gamma_p(a: f64, x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The equilibrium tail agrees with 1 - the equilibrium CDF where both are precise,
+    /// falls, and stays positive far out (where 1 - CDF would be 0 or noise).
+    #[test]
+    fn equilibrium_tail_is_the_complement_and_keeps_precision() {
+        for d in [
+            Service::exponential(2.0).unwrap(),
+            Service::gamma(1.0, 0.5).unwrap(),
+            Service::gamma(1.0, 4.0).unwrap(),
+            Service::lognormal(1.0, 1.0).unwrap(),
+            Service::lognormal(1.0, 4.0).unwrap(),
+        ] {
+            let mut last = 1.0;
+            for x in [0.1, 0.5, 1.0, 3.0, 10.0] {
+                let t = d.equilibrium_tail(x);
+                assert!(
+                    (t - (1.0 - d.equilibrium_cdf(x))).abs() < 1e-12,
+                    "{d:?} at {x}"
+                );
+                assert!(t < last, "{d:?} at {x}");
+                last = t;
+            }
+            let far = d.equilibrium_tail(100.0 * d.mean_s());
+            assert!(far > 0.0 && far < last, "{d:?}: {far}");
+        }
+    }
 
     #[test]
     fn service_grammar() {
