@@ -4,9 +4,13 @@
 //! stream: Erlang-k gaps) and any loop fed by smooth or bursty renewal arrivals. The wait
 //! of whole bursts comes from [`LindleyGrid`] (exact up to a reported lattice error); an
 //! event then also waits for the events of its own burst ahead of it, (j - 1) services
-//! for the j-th, j uniform over the burst. For constant per-event costs that mixture is
-//! exact; for random ones the burst wait's tail is taken as its exponential asymptote
-//! C e^{-theta x}, fitted to the lattice tail, and mixed in closed form as
+//! for the j-th, j uniform over the burst, independent of the burst's wait. For constant
+//! per-event costs that mixture is exact in closed form; for random ones the burst's total
+//! service and the services ahead are computed exactly on a fine lattice (`crate::sums`)
+//! and the event's wait is the burst wait's lattice convolved with them. Only when those
+//! sums would not fit the lattice (a heavy tail at a huge burst) does the older method
+//! stand in: the burst total as a two-moment gamma, and the burst wait's tail as its
+//! exponential asymptote C e^{-theta x}, mixed in closed form as
 //! [`crate::batch::BatchMg1`] does.
 
 use crate::burst::Within;
