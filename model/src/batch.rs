@@ -137,7 +137,8 @@ impl WaitModel for BatchMg1 {
             (w, Some(CramerLundberg { theta, c, rho })) => {
                 w.mix_exponential(self.burst, t, c, theta, rho)
             }
-            // Gamma bursts are light-tailed, so Cramer-Lundberg always exists here.
+            // No Cramer-Lundberg tail (within 1e-6 of saturation): the burst's wait is then
+            // a million services or more and the few inside the burst do not show.
             (_, None) => self.bursts.wait_tail(t),
         }
     }

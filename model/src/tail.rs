@@ -27,12 +27,18 @@ pub struct CramerLundberg {
     pub rho: f64,
 }
 
+/// Nearer 1 than this, the utilisation leaves the root's equation lost in rounding (g is
+/// about theta (rho - 1), a difference of numbers near theta): at 1 - rho = 1e-16 the root
+/// came out so large that an M/G/1 p99 read 0. Callers use the heavy-traffic limit there,
+/// exact to O(1 - rho).
+pub const ROOT_LOST_BELOW: f64 = 1e-6;
+
 impl CramerLundberg {
     /// Solves for theta and C. `None` if the service has no MGF (heavy tail) or the queue
     /// is unstable.
     pub fn solve(lambda: f64, service: &Service) -> Option<Self> {
         let rho = lambda * service.mean_s();
-        if rho.is_nan() || rho >= 1.0 || !service.is_light_tailed() {
+        if rho.is_nan() || rho >= 1.0 - ROOT_LOST_BELOW || !service.is_light_tailed() {
             return None;
         }
         // g(theta) = lambda (M(theta) - 1) - theta is convex with g(0) = 0 and
