@@ -72,6 +72,26 @@ pub(crate) fn log_tick_label(s: f64) -> String {
     }
 }
 
+/// A count or rate on a tick: a whole number with thousands separated ("1,000", not
+/// "1000.0"); fractions keep one decimal.
+pub(crate) fn count_label(v: f64) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    if (v - v.round()).abs() > 1e-9 * v.abs().max(1.0) {
+        return format!("{v:.1}");
+    }
+    let digits = format!("{:.0}", v.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if v < 0.0 { format!("-{out}") } else { out }
+}
+
 pub(crate) fn positive_range(lo: f64, hi: f64) -> std::ops::Range<f64> {
     let lo = if lo > 0.0 { lo } else { hi.max(1e-12) * 1e-3 };
     (lo / 1.5)..(hi.max(lo * 10.0) * 1.5)
@@ -93,4 +113,19 @@ pub(crate) fn legend<'a, DB: DrawingBackend<ErrorType: 'static> + 'a, X: Ranged,
 
 pub(crate) fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count_label;
+
+    #[test]
+    fn counts_print_whole_with_separators() {
+        assert_eq!(count_label(1.0), "1");
+        assert_eq!(count_label(1000.0), "1,000");
+        assert_eq!(count_label(100_000.0), "100,000");
+        assert_eq!(count_label(12_345_678.0), "12,345,678");
+        assert_eq!(count_label(2.5), "2.5");
+        assert_eq!(count_label(-1000.0), "-1,000");
+    }
 }

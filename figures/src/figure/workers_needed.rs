@@ -32,6 +32,8 @@ pub(crate) fn draw<DB: DrawingBackend<ErrorType: 'static>>(
         .configure_mesh()
         .x_desc("target rate (requests/s)")
         .y_desc("loops (one core each)")
+        .x_label_formatter(&|v| count_label(*v))
+        .y_label_formatter(&|v| count_label(*v))
         .label_style((FONT, LABEL))
         .axis_desc_style((FONT, LABEL))
         .draw()?;
