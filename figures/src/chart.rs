@@ -92,6 +92,20 @@ pub(crate) fn count_label(v: f64) -> String {
     if v < 0.0 { format!("-{out}") } else { out }
 }
 
+/// A plain number on a tick: counts as [`count_label`], fractions with as many decimals
+/// as their first significant digit needs ("0.01", not "0.010000000000000002").
+pub(crate) fn plain_label(v: f64) -> String {
+    if !v.is_finite() || v == 0.0 {
+        return if v == 0.0 { "0".into() } else { String::new() };
+    }
+    if v.abs() >= 1.0 {
+        return count_label(v);
+    }
+    let decimals = (-v.abs().log10()).ceil() as usize + 1;
+    let text = format!("{v:.decimals$}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 pub(crate) fn positive_range(lo: f64, hi: f64) -> std::ops::Range<f64> {
     let lo = if lo > 0.0 { lo } else { hi.max(1e-12) * 1e-3 };
     (lo / 1.5)..(hi.max(lo * 10.0) * 1.5)
@@ -117,7 +131,15 @@ pub(crate) fn color(i: usize) -> RGBColor {
 
 #[cfg(test)]
 mod tests {
-    use super::count_label;
+    use super::{count_label, plain_label};
+
+    #[test]
+    fn fractions_print_short() {
+        assert_eq!(plain_label(0.1), "0.1");
+        assert_eq!(plain_label(0.010000000000000002), "0.01");
+        assert_eq!(plain_label(100.0), "100");
+        assert_eq!(plain_label(0.0), "0");
+    }
 
     #[test]
     fn counts_print_whole_with_separators() {

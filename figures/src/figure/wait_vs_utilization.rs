@@ -46,6 +46,7 @@ pub(crate) fn draw<DB: DrawingBackend<ErrorType: 'static>>(
         .configure_mesh()
         .x_desc("utilisation rho")
         .y_desc("wait (units of the mean service time)")
+        .y_label_formatter(&|v| plain_label(*v))
         .label_style((FONT, LABEL))
         .axis_desc_style((FONT, LABEL))
         .draw()?;
