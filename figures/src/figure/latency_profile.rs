@@ -31,7 +31,9 @@ pub(crate) fn draw<DB: DrawingBackend<ErrorType: 'static>>(
     chart
         .configure_mesh()
         .x_desc("offered rate (requests/s)")
-        .y_desc("p99 TTFT from the intended send (seconds)")
+        .y_desc("p99 TTFT from the intended send")
+        .x_label_formatter(&|v| count_label(*v))
+        .y_label_formatter(&|v| seconds_label(*v))
         .label_style((FONT, LABEL))
         .axis_desc_style((FONT, LABEL))
         .draw()?;
