@@ -134,12 +134,13 @@ fn every_figure_is_drawn_with_its_labels() {
             "5-latency-profile",
             &[
                 "offered rate (requests/s)",
-                "p99 TTFT from the intended send (seconds)",
+                "p99 TTFT from the intended send",
+                " ms",
             ],
         ),
         (
             "6-workers-needed",
-            &["target rate (requests/s)", "loops (one core each)"],
+            &["target rate (requests/s)", "loops (one core each)", "1,000"],
         ),
         (
             "7-predicted-vs-observed",

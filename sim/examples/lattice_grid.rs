@@ -5,14 +5,15 @@
 //! lattice's time per evaluation.
 //!
 //! `cargo run --release -p heisenbench-sim --example lattice_grid [customers] [--precise]
-//! [--burst N]`
+//! [--burst N] [--k K,K...] [--rho R,R...] [--cap EVENTS]`
 //!
 //! With `--burst N`, each arrival brings N events at once (E_k^N/G/1, rho counted in
 //! events), against the simulator's Lindley recursion over bursts; waits are per event.
 //!
 //! With `--precise`, a case whose interval is wider than 1 % of the simulated mean or 2 %
 //! of its p99 is simulated again with as many more customers as the square of the excess
-//! asks (times 1.3; at most 2e9), until both are that narrow; each row says how many it took.
+//! asks (times 1.3; at most `--cap`, default 2e9), until both are that narrow; each row
+//! says how many it took. `--k` and `--rho` run part of the grid (to spread it over cores).
 
 use std::time::Instant;
 
@@ -29,6 +30,18 @@ fn main() {
         .unwrap_or(10_000_000);
     let args: Vec<String> = std::env::args().collect();
     let precise = args.iter().any(|a| a == "--precise");
+    let list = |flag: &str| -> Option<Vec<f64>> {
+        let i = args.iter().position(|a| a == flag)?;
+        args.get(i + 1)?
+            .split(',')
+            .map(|x| x.parse().ok())
+            .collect()
+    };
+    let ks: Vec<u32> = list("--k").map_or(vec![1, 2, 4, 21, 100], |v| {
+        v.into_iter().map(|k| k as u32).collect()
+    });
+    let rhos = list("--rho").unwrap_or(vec![0.5, 0.8, 0.9, 0.95]);
+    let cap = list("--cap").map_or(2e9, |v| v[0]) as u64;
     let burst: u32 = args
         .iter()
         .position(|a| a == "--burst")
@@ -47,8 +60,8 @@ fn main() {
         "case | mean: lattice / sim +- ci | p99: lattice / sim +- ci | inside | lattice ms | customers"
     );
     let (mut inside, mut total, mut times) = (0, 0, Vec::new());
-    for k in [1u32, 2, 4, 21, 100] {
-        for rho in [0.5, 0.8, 0.9, 0.95] {
+    for &k in &ks {
+        for &rho in &rhos {
             for (name, s) in &services {
                 let t0 = Instant::now();
                 let bursts_per_s = rho / f64::from(burst);
@@ -86,10 +99,10 @@ fn main() {
                     let excess = (mean.ci95 / (0.01 * mean.value))
                         .max(p99.ci95 / (0.02 * p99.value))
                         .max(0.0);
-                    if !precise || excess <= 1.0 || n >= 2_000_000_000 {
+                    if !precise || excess <= 1.0 || n >= cap {
                         break sim;
                     }
-                    n = ((n as f64 * excess * excess * 1.3) as u64).min(2_000_000_000);
+                    n = ((n as f64 * excess * excess * 1.3) as u64).min(cap);
                 };
                 let err = m.wait_mean_error_s().unwrap_or(0.0);
                 let sp99 = sim.wait_quantiles_s[2].1;
