@@ -7,32 +7,16 @@ use heisenbench_live::calibrate::{CalibrationError, default_path, default_run_sh
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
 use heisenbench_live::prompt::Prompts;
-use heisenbench_live::run::config::RunConfig;
+use heisenbench_live::run::config::{ResolveError, RunConfig, RunFlags};
 use heisenbench_live::run::result::RunReport;
 use heisenbench_live::run::stop::{StopSignal, listen_for_signals};
 use heisenbench_live::run::{RunOptions, run as run_live};
-use heisenbench_model::scenario::{Arrivals, ClientModel, Lengths, Stop, Workload, WorkloadFlags};
+use heisenbench_model::scenario::{Stop, WorkloadFlags};
 use heisenbench_model::units::{Rate, Seconds};
-use serde::Deserialize;
 
 use super::{write_atomic, write_json};
 use crate::Failure;
 use crate::args::RunArgs;
-
-/// The parts of a scenario file a live run reads (the server part is the simulator's).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ScenarioFile {
-    #[serde(default)]
-    name: String,
-    /// The simulator's server model: not a live run's business, but part of the file.
-    #[serde(default, rename = "server")]
-    _server: Option<serde::de::IgnoredAny>,
-    #[serde(default)]
-    seed: u64,
-    workload: Workload,
-    client: Option<ClientModel>,
-}
 
 pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let (mut cfg, workers_given) = config(&a)?;
@@ -227,10 +211,12 @@ fn with_progress<T>(cfg: &RunConfig, f: impl FnOnce() -> T) -> T {
 /// The run the flags (and the scenario or config file) describe, and whether the worker
 /// count was given.
 pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
+    let read = |p: &std::path::Path, what: &str| {
+        std::fs::read_to_string(p)
+            .map_err(|e| Failure::Usage(format!("cannot read {what} {}: {e}", p.display())))
+    };
     if let Some(p) = &a.config {
-        let text = std::fs::read_to_string(p)
-            .map_err(|e| Failure::Usage(format!("cannot read config {}: {e}", p.display())))?;
-        let mut cfg: RunConfig = serde_json::from_str(&text)
+        let mut cfg: RunConfig = serde_json::from_str(&read(p, "config")?)
             .map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
         if let Some(u) = &a.url {
             cfg.url = u.clone();
@@ -238,77 +224,43 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
         cfg.validate()?;
         return Ok((cfg, true));
     }
-    let file = match &a.scenario {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| {
-                Failure::Usage(format!("cannot read scenario {}: {e}", p.display()))
-            })?;
-            Some(
-                serde_json::from_str::<ScenarioFile>(&text)
-                    .map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?,
-            )
-        }
-        None => None,
-    };
-    let mut workload = file
-        .as_ref()
-        .map(|f| f.workload.clone())
-        .unwrap_or(Workload {
-            arrivals: Arrivals::Poisson { rate_per_s: 100.0 },
-            stop: Stop::Duration { seconds: 10.0 },
-            input_tokens: Lengths::Fixed { tokens: 320 },
-            output_tokens: Lengths::Fixed { tokens: 200 },
-        });
-    let trace = match &a.trace {
-        Some(path) => Some(super::read_trace(path)?),
-        None => None,
-    };
-    workload.apply(&WorkloadFlags {
-        qps: a.qps.map(Rate::get),
-        arrival: a.arrival,
-        users: a.users,
-        trace,
-        duration_s: a.duration.map(Seconds::get),
-        requests: a.requests,
-        input_tokens: a.prompt_tokens,
-        output_tokens: a.output_tokens,
-    })?;
-    let client = file.as_ref().and_then(|f| f.client.clone());
-    let (api, shard_mode) = (a.api, a.shard_mode);
-    let workers = a.workers.or(client.as_ref().map(|c| c.workers));
-    let mut cfg = RunConfig {
-        name: file
-            .as_ref()
-            .map(|f| f.name.clone())
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| "live".into()),
-        seed: a.seed.or(file.as_ref().map(|f| f.seed)).unwrap_or(1),
-        workload,
-        url: a.url.clone().unwrap_or_else(|| "http://127.0.0.1:0".into()),
-        api,
+    let text = a
+        .scenario
+        .as_deref()
+        .map(|p| read(p, "scenario"))
+        .transpose()?;
+    let trace = a.trace.as_deref().map(super::read_trace).transpose()?;
+    let flags = RunFlags {
+        url: a.url.clone(),
+        api: a.api,
         stream: !a.no_stream,
-        // Resolved below when not given: the mock's name, or what the server serves.
-        model: a
-            .model
-            .clone()
-            .unwrap_or_else(|| MockConfig::default().model),
+        model: a.model.clone(),
         api_key_env: a.api_key_env.clone(),
-        timeout_s: a
-            .timeout
-            .map(Seconds::get)
-            .or(client.as_ref().and_then(|c| c.timeout_s)),
-        max_in_flight_per_shard: a
-            .max_in_flight
-            .or(client.as_ref().and_then(|c| c.max_in_flight_per_worker)),
-        workers: workers.unwrap_or(1),
-        shard_mode,
+        timeout_s: a.timeout.map(Seconds::get),
+        max_in_flight_per_shard: a.max_in_flight,
+        workers: a.workers,
+        shard_mode: a.shard_mode,
         client_cost_s: a.client_cost.map_or(0.0, Seconds::get),
         csv: a.csv,
         ca_cert: a.ca_cert.clone(),
         insecure: a.insecure,
-        prompts: Prompts::words(),
+        seed: a.seed,
+        workload: WorkloadFlags {
+            qps: a.qps.map(Rate::get),
+            arrival: a.arrival,
+            users: a.users,
+            trace,
+            duration_s: a.duration.map(Seconds::get),
+            requests: a.requests,
+            input_tokens: a.prompt_tokens,
+            output_tokens: a.output_tokens,
+        },
     };
-    cfg.validate()?;
+    let (mut cfg, workers_given) =
+        RunConfig::resolve(text.as_deref(), &flags).map_err(|e| match (e, &a.scenario) {
+            (ResolveError::Scenario(e), Some(p)) => Failure::Usage(format!("{}: {e}", p.display())),
+            (e, _) => Failure::Usage(e.to_string()),
+        })?;
     if let Some(path) = &a.tokenizer {
         let longest = cfg.workload.input_tokens.likely_max();
         cfg.prompts =
@@ -318,7 +270,7 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
         cfg.model = served_model(&cfg)?;
     }
     cfg.validate()?;
-    Ok((cfg, workers.is_some()))
+    Ok((cfg, workers_given))
 }
 
 /// The one model the server at `cfg.url` serves, from its `/v1/models`.

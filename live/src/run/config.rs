@@ -107,6 +107,130 @@ pub struct RunConfig {
     pub prompts: crate::prompt::Prompts,
 }
 
+/// What a command line says about a run. Each `None` leaves the scenario file's value and,
+/// past it, the default ([`RunConfig::resolve`]); the rest are the flags' own values.
+#[derive(Debug, Clone, Default)]
+pub struct RunFlags {
+    /// Base URL (None: the embedded mock, its address filled in when it starts).
+    pub url: Option<String>,
+    /// Endpoint.
+    pub api: ApiKind,
+    /// Stream the responses.
+    pub stream: bool,
+    /// The `model` field (None: the embedded mock's name, or what the server lists).
+    pub model: Option<String>,
+    /// Environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// Per-request timeout, seconds.
+    pub timeout_s: Option<f64>,
+    /// Requests one shard keeps in flight at most.
+    pub max_in_flight_per_shard: Option<u32>,
+    /// Shards.
+    pub workers: Option<u32>,
+    /// Processes or threads.
+    pub shard_mode: ShardMode,
+    /// Emulated client cost per event, seconds.
+    pub client_cost_s: f64,
+    /// Keep a row per request.
+    pub csv: bool,
+    /// Extra trusted certificates.
+    pub ca_cert: Option<std::path::PathBuf>,
+    /// Skip TLS verification.
+    pub insecure: bool,
+    /// Root seed.
+    pub seed: Option<u64>,
+    /// The workload's flags.
+    pub workload: heisenbench_model::scenario::WorkloadFlags,
+}
+
+/// The parts of a scenario file a live run reads (the server part is the simulator's).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunScenario {
+    #[serde(default)]
+    name: String,
+    /// The simulator's server model: not a live run's business, but part of the file.
+    #[serde(default, rename = "server")]
+    _server: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    seed: u64,
+    workload: Workload,
+    client: Option<heisenbench_model::scenario::ClientModel>,
+}
+
+/// Why a run cannot be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// The scenario file is not a scenario.
+    #[error("{0}")]
+    Scenario(#[from] serde_json::Error),
+    /// A value is out of range, or the flags contradict the file.
+    #[error(transparent)]
+    Invalid(#[from] ModelError),
+}
+
+impl RunConfig {
+    /// The run a scenario file (its JSON text, if any) and the flags describe: flags over
+    /// the file over the defaults (Poisson arrivals at 100 requests/s for 10 s, 320 prompt
+    /// and 200 output tokens, seed 1, the name "live", one shard, the embedded mock's
+    /// model). Also says whether the shard count was given (by a flag or the file's
+    /// client), since a caller may size it itself otherwise.
+    pub fn resolve(
+        scenario_json: Option<&str>,
+        flags: &RunFlags,
+    ) -> Result<(Self, bool), ResolveError> {
+        use heisenbench_model::scenario::{Arrivals, Lengths, Stop};
+        let file: Option<RunScenario> = scenario_json.map(serde_json::from_str).transpose()?;
+        let mut workload = file.as_ref().map_or(
+            Workload {
+                arrivals: Arrivals::Poisson { rate_per_s: 100.0 },
+                stop: Stop::Duration { seconds: 10.0 },
+                input_tokens: Lengths::Fixed { tokens: 320 },
+                output_tokens: Lengths::Fixed { tokens: 200 },
+            },
+            |f| f.workload.clone(),
+        );
+        workload.apply(&flags.workload)?;
+        let client = file.as_ref().and_then(|f| f.client.clone());
+        let workers = flags.workers.or(client.as_ref().map(|c| c.workers));
+        let cfg = Self {
+            name: file
+                .as_ref()
+                .map(|f| f.name.clone())
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| "live".into()),
+            seed: flags.seed.or(file.as_ref().map(|f| f.seed)).unwrap_or(1),
+            workload,
+            url: flags
+                .url
+                .clone()
+                .unwrap_or_else(|| "http://127.0.0.1:0".into()),
+            api: flags.api,
+            stream: flags.stream,
+            model: flags
+                .model
+                .clone()
+                .unwrap_or_else(|| crate::mock::config::MockConfig::default().model),
+            api_key_env: flags.api_key_env.clone(),
+            timeout_s: flags
+                .timeout_s
+                .or(client.as_ref().and_then(|c| c.timeout_s)),
+            max_in_flight_per_shard: flags
+                .max_in_flight_per_shard
+                .or(client.as_ref().and_then(|c| c.max_in_flight_per_worker)),
+            workers: workers.unwrap_or(1),
+            shard_mode: flags.shard_mode,
+            client_cost_s: flags.client_cost_s,
+            csv: flags.csv,
+            ca_cert: flags.ca_cert.clone(),
+            insecure: flags.insecure,
+            prompts: crate::prompt::Prompts::words(),
+        };
+        cfg.validate()?;
+        Ok((cfg, workers.is_some()))
+    }
+}
+
 impl RunConfig {
     /// A streamed-completions run of `workload` against `url` asking for `model`, with
     /// everything else at its plain setting (seed 1, one thread shard, the default
@@ -248,6 +372,51 @@ impl Hasher for Fnv64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Flags over the scenario file over the defaults; the file's client gives the shard
+    /// count only when no flag does, and says it was given.
+    #[test]
+    fn flags_over_file_over_defaults() {
+        use heisenbench_model::scenario::{Arrivals, Lengths, Stop};
+        let (cfg, given) = RunConfig::resolve(None, &RunFlags::default()).unwrap();
+        assert_eq!(
+            cfg.workload.arrivals,
+            Arrivals::Poisson { rate_per_s: 100.0 }
+        );
+        assert_eq!(cfg.workload.stop, Stop::Duration { seconds: 10.0 });
+        assert_eq!(cfg.workload.input_tokens, Lengths::Fixed { tokens: 320 });
+        assert_eq!((cfg.seed, cfg.workers, cfg.name.as_str()), (1, 1, "live"));
+        assert!(!given);
+        let file = r#"{"name": "f", "seed": 7,
+            "workload": {"arrivals": {"kind": "poisson", "rate_per_s": 50},
+                "stop": {"kind": "count", "requests": 9},
+                "input_tokens": {"kind": "fixed", "tokens": 4},
+                "output_tokens": {"kind": "fixed", "tokens": 5}},
+            "client": {"workers": 3, "costs": {"chunk": {"kind": "deterministic", "mean_s": 0.0}}}}"#;
+        let (cfg, given) = RunConfig::resolve(Some(file), &RunFlags::default()).unwrap();
+        assert_eq!((cfg.seed, cfg.workers, cfg.name.as_str()), (7, 3, "f"));
+        assert_eq!(cfg.workload.stop, Stop::Count { requests: 9 });
+        assert!(given);
+        let flags = RunFlags {
+            seed: Some(2),
+            workers: Some(5),
+            workload: heisenbench_model::scenario::WorkloadFlags {
+                qps: Some(80.0),
+                ..Default::default()
+            },
+            ..RunFlags::default()
+        };
+        let (cfg, _) = RunConfig::resolve(Some(file), &flags).unwrap();
+        assert_eq!((cfg.seed, cfg.workers), (2, 5));
+        assert_eq!(
+            cfg.workload.arrivals,
+            Arrivals::Poisson { rate_per_s: 80.0 }
+        );
+        assert!(matches!(
+            RunConfig::resolve(Some("{}"), &RunFlags::default()),
+            Err(ResolveError::Scenario(_))
+        ));
+    }
 
     #[test]
     fn credentials_never_reach_a_report() {
