@@ -215,3 +215,35 @@ fn a_client_that_hangs_is_stopped_at_the_timeout() {
     // A guard against a hang, not a timing assertion.
     assert!(started.elapsed() < std::time::Duration::from_secs(25));
 }
+
+/// A work folder an earlier audit left its client's results in is refused, not read as the
+/// next client's results (a client that writes nothing would otherwise be credited with
+/// them).
+#[test]
+fn an_earlier_audits_results_are_never_read_as_this_clients() {
+    let dir = std::env::temp_dir().join(format!("heisenbench-test-stale-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let work = dir.to_str().unwrap();
+    let flags = [
+        "--rate",
+        "20",
+        "--duration",
+        "1s",
+        "--output-tokens",
+        "5",
+        "--work-dir",
+        work,
+    ];
+    let (code, report, err) = audit(&flags, &CLIENT);
+    assert_eq!(code, 0, "{err}");
+    assert!(!report.expect("a report")["observed"]["reported"].is_null());
+    let silent = [&CLIENT[..], &["--no-results"]].concat();
+    let (code, report, err) = audit(&flags, &silent);
+    assert_eq!(code, 2, "{err}");
+    assert!(report.is_none());
+    assert!(
+        err.contains("already holds files from an earlier audit"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

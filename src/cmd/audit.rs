@@ -34,7 +34,15 @@ pub fn run(a: AuditArgs, out: &mut dyn Write) -> Result<(), Failure> {
             super::check_out_dir(&d)?;
             d
         }
-        None => std::env::temp_dir().join(format!("heisenbench-audit-{}", std::process::id())),
+        // The process id alone is reused: an earlier audit's folder (they are kept) would
+        // hand its results to this client.
+        None => std::env::temp_dir().join(format!(
+            "heisenbench-audit-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        )),
     };
     let rates: Vec<f64> = match a.rate {
         Some(r) => vec![r.get()],
@@ -73,7 +81,9 @@ pub fn run(a: AuditArgs, out: &mut dyn Write) -> Result<(), Failure> {
             mock: mock.clone(),
         };
         let observed = audit::run(&cfg).map_err(|e| match e {
-            AuditError::Start { .. } | AuditError::NoCommand => Failure::Usage(e.to_string()),
+            AuditError::Start { .. } | AuditError::NoCommand | AuditError::StaleOutput(_) => {
+                Failure::Usage(e.to_string())
+            }
             AuditError::Mock(heisenbench_live::mock::MockError::Config(c)) => {
                 Failure::Usage(c.to_string())
             }

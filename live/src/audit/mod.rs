@@ -88,6 +88,10 @@ pub enum AuditError {
     /// No command was given.
     #[error("no client command: give it after `--`")]
     NoCommand,
+    /// The client's output folder holds files from before this audit, which would be read
+    /// as this client's results.
+    #[error("{0} already holds files from an earlier audit: empty it or choose another --work-dir")]
+    StaleOutput(PathBuf),
 }
 
 /// The load the client was asked to offer.
@@ -301,6 +305,12 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
     let work = |path: PathBuf| move |source| AuditError::Work { path, source };
     let out_dir = cfg.work_dir.join("client-out");
     std::fs::create_dir_all(&out_dir).map_err(work(out_dir.clone()))?;
+    // Whatever the folder holds is read as this client's results afterwards: it must
+    // start empty.
+    let mut entries = std::fs::read_dir(&out_dir).map_err(work(out_dir.clone()))?;
+    if entries.next().is_some() {
+        return Err(AuditError::StaleOutput(out_dir));
+    }
     let (server, journal) = MockServer::start_recorded(cfg.mock.clone())?;
     let addr = server.addr();
     let values = [
