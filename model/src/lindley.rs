@@ -467,11 +467,12 @@ fn factor_on_circle(
         if !(r > 0.0 && r.is_finite()) {
             return None;
         }
-        let turn = wrap_angle(v.arg() - previous);
+        let angle = v.arg();
+        let turn = wrap_angle(angle - previous);
         if turn.abs() > std::f64::consts::FRAC_PI_2 {
             return None;
         }
-        previous = v.arg();
+        previous = angle;
         argument += turn;
         *v = Complex::new(r.ln(), argument);
     }
