@@ -39,7 +39,7 @@ use crate::clock::Clock;
 use config::{MockConfig, Mode};
 use heisenbench_model::sample::{self, SimRng};
 use metrics::Metrics;
-use openai::{Api, ChunkWriter, GenRequest, json_str};
+use openai::{Api, ChunkWriter, GenRequest, Words};
 
 /// Largest request body accepted.
 const MAX_BODY_BYTES: usize = 16 << 20;
@@ -486,31 +486,31 @@ fn sse(body: MockBody) -> Response<MockBody> {
 }
 
 /// The tokens of the response (each with its trailing space) and the finish reason.
-fn text(g: &GenRequest, state: &State) -> (Vec<String>, &'static str) {
+fn text(g: &GenRequest, state: &State) -> (Words, &'static str) {
     let n_max = g.max_tokens as usize;
+    let mut tokens = Words::default();
     match state.cfg.mode {
         Mode::Echo => {
-            let words: Vec<&str> = if g.prompt_words.is_empty() {
-                vec![""]
-            } else {
-                g.prompt_words.iter().map(String::as_str).collect()
-            };
+            // An empty prompt echoes one empty word.
+            let words = g.prompt_words.len().max(1);
             let n = if g.ignore_eos {
                 n_max
             } else {
-                n_max.min(words.len())
+                n_max.min(words)
             };
-            let finish = if g.ignore_eos || words.len() > n_max {
+            let finish = if g.ignore_eos || words > n_max {
                 "length"
             } else {
                 "stop"
             };
-            (
-                (0..n)
-                    .map(|i| format!("{} ", words[i % words.len()]))
-                    .collect(),
-                finish,
-            )
+            for i in 0..n {
+                tokens.push_spaced(if g.prompt_words.is_empty() {
+                    ""
+                } else {
+                    g.prompt_words.get(i % words)
+                });
+            }
+            (tokens, finish)
         }
         Mode::Random => {
             let mut rng = state.rng.lock().expect("rng lock");
@@ -520,12 +520,10 @@ fn text(g: &GenRequest, state: &State) -> (Vec<String>, &'static str) {
                 rng.random_range(1..=n_max)
             };
             let finish = if n == n_max { "length" } else { "stop" };
-            (
-                (0..n)
-                    .map(|_| format!("{} ", VOCABULARY[rng.random_range(0..VOCABULARY.len())]))
-                    .collect(),
-                finish,
-            )
+            for _ in 0..n {
+                tokens.push_spaced(VOCABULARY[rng.random_range(0..VOCABULARY.len())]);
+            }
+            (tokens, finish)
         }
     }
 }
@@ -534,7 +532,7 @@ fn text(g: &GenRequest, state: &State) -> (Vec<String>, &'static str) {
 struct Job {
     state: Arc<State>,
     g: GenRequest,
-    tokens: Vec<String>,
+    tokens: Words,
     finish: &'static str,
     prompt_tokens: u32,
     id: u64,
@@ -573,7 +571,7 @@ impl Job {
         let n = self.tokens.len();
         for (i, t) in self.tokens.iter().enumerate() {
             let finish = (i + 1 == n).then_some(self.finish);
-            w.token_chunk(&mut out, &json_str(t), finish, clock.stamp_ns());
+            w.token_chunk(&mut out, t, finish, clock.stamp_ns());
         }
         if self.g.include_usage {
             w.usage_chunk(&mut out, self.prompt_tokens, n as u32, clock.stamp_ns());
@@ -627,12 +625,7 @@ impl Job {
             }
             last = now;
             let finish = (i + 1 == n).then_some(self.finish);
-            w.token_chunk(
-                &mut buf,
-                &json_str(&self.tokens[i]),
-                finish,
-                clock.stamp_ns(),
-            );
+            w.token_chunk(&mut buf, self.tokens.get(i), finish, clock.stamp_ns());
             if i + 1 == n {
                 if self.g.include_usage {
                     w.usage_chunk(&mut buf, self.prompt_tokens, n as u32, clock.stamp_ns());
@@ -665,7 +658,7 @@ impl Job {
             }
             self.state.clock.sleep_until(self.start + total).await;
         }
-        let text: String = self.tokens.concat();
+        let text = self.tokens.concat();
         let body = openai::full_response(
             &openai::Head {
                 api: self.g.api,
@@ -673,7 +666,7 @@ impl Job {
                 model: &self.state.cfg.model,
                 created: self.created,
             },
-            &text,
+            text,
             self.finish,
             self.prompt_tokens,
             n as u32,

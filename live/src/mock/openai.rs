@@ -69,6 +69,62 @@ struct RawRequest {
     ignore_eos: bool,
 }
 
+/// Words (the mock's tokens) kept end to end in one string: a request's few hundred words
+/// cost two allocations, not one each.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Words {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Words {
+    /// Appends one word.
+    pub fn push(&mut self, word: &str) {
+        self.text.push_str(word);
+        self.ends.push(self.text.len());
+    }
+
+    /// Appends `word` followed by a space, as one word (a generated token).
+    pub fn push_spaced(&mut self, word: &str) {
+        self.text.push_str(word);
+        self.text.push(' ');
+        self.ends.push(self.text.len());
+    }
+
+    /// Appends the whitespace-separated words of `s`.
+    pub fn extend_split(&mut self, s: &str) {
+        for w in s.split_whitespace() {
+            self.push(w);
+        }
+    }
+
+    /// How many words.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// No words at all.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Word `i` (panics past the end, as indexing does).
+    pub fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+
+    /// The words in order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// Every word joined with nothing between them.
+    pub fn concat(&self) -> &str {
+        &self.text
+    }
+}
+
 /// A parsed generation request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenRequest {
@@ -77,7 +133,7 @@ pub struct GenRequest {
     /// Requested model.
     pub model: Option<String>,
     /// The prompt's words (the mock's tokens: whitespace-separated words).
-    pub prompt_words: Vec<String>,
+    pub prompt_words: Words,
     /// Tokens to generate at most.
     pub max_tokens: u32,
     /// Streamed?
@@ -91,9 +147,9 @@ pub struct GenRequest {
 /// Default `max_tokens` when the request has none (OpenAI's completions default).
 pub const DEFAULT_MAX_TOKENS: u32 = 16;
 
-fn words_of(v: &serde_json::Value, out: &mut Vec<String>) {
+fn words_of(v: &serde_json::Value, out: &mut Words) {
     match v {
-        serde_json::Value::String(s) => out.extend(s.split_whitespace().map(str::to_owned)),
+        serde_json::Value::String(s) => out.extend_split(s),
         serde_json::Value::Array(parts) => {
             for p in parts {
                 if let Some(t) = p.get("text") {
@@ -111,13 +167,13 @@ fn words_of(v: &serde_json::Value, out: &mut Vec<String>) {
 pub fn parse(api: Api, body: &[u8]) -> Result<GenRequest, String> {
     let raw: RawRequest =
         serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
-    let mut prompt_words = Vec::new();
+    let mut prompt_words = Words::default();
     match api {
         Api::Completions => match raw.prompt {
-            Some(Prompt::One(s)) => prompt_words.extend(s.split_whitespace().map(str::to_owned)),
+            Some(Prompt::One(s)) => prompt_words.extend_split(&s),
             Some(Prompt::Many(v)) => {
                 for s in v {
-                    prompt_words.extend(s.split_whitespace().map(str::to_owned));
+                    prompt_words.extend_split(&s);
                 }
             }
             None => return Err("'prompt' is required".into()),
@@ -166,6 +222,19 @@ pub fn json_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
 
+/// Appends the JSON string literal of `s` to `out`: copied as it is when nothing in it needs
+/// an escape (every token of the built-in vocabulary), else escaped by serde_json.
+pub fn push_json_str(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        // Writing into a Vec cannot fail, and a &str is always valid JSON text.
+        let _ = serde_json::to_writer(&mut *out, s);
+    }
+}
+
 /// Formats the SSE stream of one response.
 pub struct ChunkWriter {
     api: Api,
@@ -209,15 +278,9 @@ impl ChunkWriter {
     }
 
     /// One token's chunk; `finish` on the last.
-    pub fn token_chunk(
-        &self,
-        out: &mut Vec<u8>,
-        token_json: &str,
-        finish: Option<&str>,
-        sent_ns: u64,
-    ) {
+    pub fn token_chunk(&self, out: &mut Vec<u8>, token: &str, finish: Option<&str>, sent_ns: u64) {
         out.extend_from_slice(self.prefix.as_bytes());
-        out.extend_from_slice(token_json.as_bytes());
+        push_json_str(out, token);
         if self.api == Api::Chat {
             out.push(b'}');
         }
@@ -230,7 +293,11 @@ impl ChunkWriter {
             }
             None => out.extend_from_slice(b"null"),
         }
-        let _ = write!(Adapter(out), "}}],\"{SENT_FIELD}\":{sent_ns}}}\n\n");
+        out.extend_from_slice(b"}],\"");
+        out.extend_from_slice(SENT_FIELD.as_bytes());
+        out.extend_from_slice(b"\":");
+        out.extend_from_slice(itoa::Buffer::new().format(sent_ns).as_bytes());
+        out.extend_from_slice(b"}\n\n");
     }
 
     /// The usage chunk (`stream_options.include_usage`).
@@ -328,19 +395,28 @@ mod tests {
             let w = ChunkWriter::new(api, 7, "m\"x", 1);
             let mut out = Vec::new();
             w.role_chunk(&mut out, 1);
-            w.token_chunk(&mut out, &json_str("a \"quoted\" \\ word "), None, 2);
-            w.token_chunk(&mut out, &json_str("end"), Some("length"), 3);
+            w.token_chunk(&mut out, "a \"quoted\" \\ word\u{1} é ", None, 2);
+            w.token_chunk(&mut out, "end", Some("length"), 3);
             w.usage_chunk(&mut out, 5, 2, 4);
             ChunkWriter::done(&mut out);
             let text = String::from_utf8(out).unwrap();
             let events: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();
             assert_eq!(events.last(), Some(&"data: [DONE]"));
+            let mut text = String::new();
             for e in &events[..events.len() - 1] {
                 let v: serde_json::Value =
                     serde_json::from_str(e.strip_prefix("data: ").unwrap()).unwrap();
                 assert!(v[SENT_FIELD].as_u64().is_some(), "{e}");
                 assert_eq!(v["model"], "m\"x");
+                let choice = &v["choices"][0];
+                let piece = match api {
+                    Api::Completions => &choice["text"],
+                    Api::Chat => &choice["delta"]["content"],
+                };
+                text.push_str(piece.as_str().unwrap_or(""));
             }
+            // The tokens come back as written, escapes and all.
+            assert_eq!(text, "a \"quoted\" \\ word\u{1} é end");
         }
     }
 

@@ -24,16 +24,18 @@ fn once(flag: &mut bool) -> Option<()> {
     (!std::mem::replace(flag, true)).then_some(())
 }
 
-/// Whether any byte of `v` is a quote, a backslash, below 0x20 or at least 0x80 (the
-/// classic bit tricks: a byte is zero exactly where its subtraction borrows).
-fn special(v: u64) -> bool {
+/// The high bit of each byte of `v` (read little-endian) that is a quote, a backslash,
+/// below 0x20 or at least 0x80. The classic bit tricks: a byte is zero exactly where its
+/// subtraction borrows. A borrow can also flag a byte above a flagged one, never one below,
+/// so the lowest flag is exact: it marks the first such byte.
+fn special(v: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
     let quote = zero(v ^ (ONES * u64::from(b'"')));
     let backslash = zero(v ^ (ONES * u64::from(b'\\')));
     let control = v.wrapping_sub(ONES * 0x20) & !v & HIGHS;
-    (quote | backslash | control | (v & HIGHS)) != 0
+    quote | backslash | control | (v & HIGHS)
 }
 
 struct Scan<'a> {
@@ -77,12 +79,19 @@ impl<'a> Scan<'a> {
         let start = self.i;
         let mut i = start;
         while let Some(word) = b.get(i..i + 8) {
-            let v = u64::from_le_bytes(word.try_into().ok()?);
-            if special(v) {
-                break;
+            let flags = special(u64::from_le_bytes(word.try_into().ok()?));
+            if flags != 0 {
+                // The first flagged byte ends the string or hands it to serde.
+                let at = i + (flags.trailing_zeros() / 8) as usize;
+                if b[at] != b'"' {
+                    return None;
+                }
+                self.i = at + 1;
+                return Some(&b[start..at]);
             }
             i += 8;
         }
+        // Fewer than eight bytes left: one at a time.
         for (off, &c) in b[i..].iter().enumerate() {
             if c == b'"' {
                 self.i = i + off + 1;
@@ -479,20 +488,40 @@ mod tests {
 
     #[test]
     fn eight_bytes_at_a_time_flag_what_needs_a_look() {
-        for (word, flagged) in [
-            (*b"abcdefgh", false),
-            (*b"abc\"efgh", true),
-            (*b"abcdefg\\", true),
-            (*b"\x1fbcdefgh", true),
-            (*b"abcdefg\x7f", false),
-            (*b"abcdefg\x80", true),
-            (*b" !#$%&'(", false),
+        // The first byte that is a quote, a backslash, a control character or outside
+        // ASCII, by position (8: none).
+        for (word, first) in [
+            (*b"abcdefgh", 8),
+            (*b"abc\"efgh", 3),
+            (*b"abcdefg\\", 7),
+            (*b"\x1fbcdefgh", 0),
+            (*b"abcdefg\x7f", 8),
+            (*b"abcdefg\x80", 7),
+            (*b" !#$%&'(", 8),
+            // A borrow from the zero byte may flag the byte above it, not the one below.
+            (*b"a\"\x01\x00\"bcd", 1),
         ] {
-            assert_eq!(
-                super::special(u64::from_le_bytes(word)),
-                flagged,
-                "{word:?}"
-            );
+            let flags = super::special(u64::from_le_bytes(word));
+            assert_eq!(flags.trailing_zeros() / 8, first, "{word:?}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(20_000))]
+        #[test]
+        fn the_lowest_flag_is_the_first_byte_needing_a_look(
+            // Bytes at the edges of each test, where borrows and carries differ.
+            word in proptest::array::uniform8(prop::sample::select(vec![
+                0u8, 1, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x61, 0x7f, 0x80, 0xa2,
+                0xdc, 0xff,
+            ]))
+        ) {
+            let first = word
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))
+                .unwrap_or(8);
+            let flags = super::special(u64::from_le_bytes(word));
+            prop_assert_eq!((flags.trailing_zeros() / 8) as usize, first);
         }
     }
 
