@@ -119,8 +119,16 @@ enum RawError<'a> {
 /// The longest server message kept, in characters.
 pub const MESSAGE_CHARS: usize = 200;
 
+pub use fast::Head;
+
 /// Reads one event.
 pub fn interpret(ev: SseEvent<'_>) -> StreamEvent {
+    interpret_after(ev, &mut Head::default())
+}
+
+/// [`interpret`] for the next event of a stream whose earlier events left `head`: the
+/// leading members this event repeats from the last one are not read again.
+pub fn interpret_after(ev: SseEvent<'_>, head: &mut Head) -> StreamEvent {
     match ev.event {
         b"" | b"message" => {}
         b"error" => return StreamEvent::Error(error_text(ev.data)),
@@ -130,7 +138,7 @@ pub fn interpret(ev: SseEvent<'_>) -> StreamEvent {
         return StreamEvent::Done;
     }
     // The common case in one pass; anything unusual goes to serde (the same answer).
-    if let Some(c) = fast::chunk(ev.data) {
+    if let Some(c) = fast::chunk_after(ev.data, head) {
         return StreamEvent::Chunk(c);
     }
     parse(ev.data)

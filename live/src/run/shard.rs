@@ -20,7 +20,9 @@ use super::result::{Outcome, Row, ShardResult};
 use super::stop::{GRACE, StopSignal};
 use crate::clock::mono_ns;
 use crate::sse::{SseEvent, SseParser};
-use crate::stream::{Ending, StreamEvent, StreamState, error_text, interpret};
+use crate::stream::{
+    Ending, Head, StreamEvent, StreamState, error_text, interpret, interpret_after,
+};
 use crate::timer::PreciseTimer;
 
 /// What a shard is told: the run, its index, and the common start (CLOCK_MONOTONIC ns).
@@ -266,6 +268,8 @@ struct Seen {
     last_arrival: u64,
     end: Option<u64>,
     stream: StreamState,
+    /// The leading members this stream's chunks repeat, read once.
+    head: Head,
 }
 
 /// When a request's due time was met: the timer thread fired (None: the deadline had
@@ -518,7 +522,7 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
 /// Handles one SSE event.
 fn on_event(ev: SseEvent<'_>, arrival: u64, cost_ns: u64, seen: &mut Seen, r: &mut ShardResult) {
     r.events += 1;
-    let Some(chunk) = seen.stream.apply(interpret(ev)) else {
+    let Some(chunk) = seen.stream.apply(interpret_after(ev, &mut seen.head)) else {
         if seen.stream.done {
             seen.end = Some(arrival);
         }

@@ -12,11 +12,48 @@
 use super::Chunk;
 
 /// The chunk `data` describes, or `None` to let the serde path decide.
-pub(super) fn chunk(data: &[u8]) -> Option<Chunk> {
-    let mut s = Scan { b: data, i: 0 };
-    let c = s.top()?;
+#[cfg(test)]
+fn chunk(data: &[u8]) -> Option<Chunk> {
+    chunk_after(data, &mut Head::default())
+}
+
+/// [`chunk`], reading past `head` when `data` starts with it.
+pub(super) fn chunk_after(data: &[u8], head: &mut Head) -> Option<Chunk> {
+    let inside = !head.bytes.is_empty() && data.starts_with(&head.bytes);
+    let mut s = Scan {
+        b: data,
+        i: if inside { head.bytes.len() } else { 0 },
+    };
+    let start = if inside {
+        Some((head.bytes.len(), head.seen))
+    } else {
+        None
+    };
+    let mut end = start;
+    let c = s.top(start, &mut end)?;
     s.ws();
-    (s.i == s.b.len()).then_some(c)
+    if s.i != s.b.len() {
+        return None;
+    }
+    if end != start {
+        head.bytes.clear();
+        if let Some((at, seen)) = end {
+            head.bytes.extend_from_slice(&data[..at]);
+            head.seen = seen;
+        }
+    }
+    Some(c)
+}
+
+/// The run of leading members a stream's chunks repeat (`id`, `object`, `created`,
+/// `model`), up to and with the comma after the last, and which keys it holds. Members that
+/// leave the chunk's answer unchanged qualify. The scanner's state after those bytes is the
+/// same whatever came before them, so a chunk that starts with them is read from there, with
+/// the same answer. Each chunk read fast leaves its own run here.
+#[derive(Debug, Clone, Default)]
+pub struct Head {
+    bytes: Vec<u8>,
+    seen: Seen,
 }
 
 /// Marks a key as read; `None` the second time (serde refuses a repeated field).
@@ -44,7 +81,7 @@ struct Scan<'a> {
 }
 
 /// Keys of the top-level object that are read; a second occurrence hands back.
-#[derive(Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Seen {
     choices: bool,
     usage: bool,
@@ -241,68 +278,107 @@ impl<'a> Scan<'a> {
         self.string().map(|s| Some(s.is_empty()))
     }
 
-    fn top(&mut self) -> Option<Chunk> {
+    /// The top-level object, from its start or, given `start` (a position just after a
+    /// comma within it, and the keys read before), from there. `end` is moved past each
+    /// comma while no member so far has changed the answer.
+    fn top(
+        &mut self,
+        start: Option<(usize, Seen)>,
+        end: &mut Option<(usize, Seen)>,
+    ) -> Option<Chunk> {
         let mut c = Chunk::default();
         let mut seen = Seen::default();
-        self.object(|s, key| match key {
+        match start {
+            Some((_, before)) => seen = before,
+            None => {
+                self.eat(b'{')?;
+                self.ws();
+                if self.peek()? == b'}' {
+                    self.i += 1;
+                    return Some(c);
+                }
+            }
+        }
+        let mut unchanged = true;
+        loop {
+            let key = self.string()?;
+            self.eat(b':')?;
+            unchanged &= self.member(key, &mut c, &mut seen)?;
+            if self.close(b'}')? {
+                return Some(c);
+            }
+            if unchanged {
+                *end = Some((self.i, seen));
+            }
+        }
+    }
+
+    /// One member of the top-level object, its key read; true when the chunk's answer is
+    /// unchanged by it (only which keys were seen).
+    fn member(&mut self, key: &[u8], c: &mut Chunk, seen: &mut Seen) -> Option<bool> {
+        match key {
             b"choices" => {
                 once(&mut seen.choices)?;
-                if s.null() {
-                    return Some(());
+                if !self.null() {
+                    self.array(|s| s.choice(c))?;
                 }
-                s.array(|s| s.choice(&mut c))
             }
             b"usage" => {
                 once(&mut seen.usage)?;
-                if s.null() {
-                    return Some(());
+                if !self.null() {
+                    let (mut completion_seen, mut prompt_seen) = (false, false);
+                    self.object(|s, k| match k {
+                        b"completion_tokens" => {
+                            once(&mut completion_seen)?;
+                            if !s.null() {
+                                c.usage = Some(s.u64()?);
+                            }
+                            Some(())
+                        }
+                        b"prompt_tokens" => {
+                            once(&mut prompt_seen)?;
+                            if !s.null() {
+                                c.prompt_usage = Some(s.u64()?);
+                            }
+                            Some(())
+                        }
+                        _ => s.skip(1),
+                    })?;
                 }
-                let (mut completion_seen, mut prompt_seen) = (false, false);
-                s.object(|s, k| match k {
-                    b"completion_tokens" => {
-                        once(&mut completion_seen)?;
-                        if !s.null() {
-                            c.usage = Some(s.u64()?);
-                        }
-                        Some(())
-                    }
-                    b"prompt_tokens" => {
-                        once(&mut prompt_seen)?;
-                        if !s.null() {
-                            c.prompt_usage = Some(s.u64()?);
-                        }
-                        Some(())
-                    }
-                    _ => s.skip(1),
-                })
             }
             b"heisenbench_sent_ns" => {
                 once(&mut seen.sent)?;
-                if !s.null() {
-                    c.sent_ns = Some(s.u64()?);
+                if !self.null() {
+                    c.sent_ns = Some(self.u64()?);
                 }
-                Some(())
             }
             b"object" => {
                 once(&mut seen.object)?;
-                if s.null() {
-                    return Some(());
+                if !self.null() && self.string()? == b"error" {
+                    return None;
                 }
-                (s.string()? != b"error").then_some(())
+                return Some(true);
             }
             // An error is the serde path's to read (and a null one changes nothing).
             b"error" => {
                 once(&mut seen.error)?;
-                s.null().then_some(())
+                if !self.null() {
+                    return None;
+                }
+                return Some(true);
             }
             // Read only with an error, but serde wants it a string or null.
             b"message" => {
                 once(&mut seen.message)?;
-                s.text().map(|_| ())
+                self.text()?;
+                return Some(true);
             }
-            _ => s.skip(1),
-        })?;
-        Some(c)
+            _ => {
+                self.skip(1)?;
+                return Some(true);
+            }
+        }
+        Some(false)
     }
 
     fn choice(&mut self, c: &mut Chunk) -> Option<()> {
@@ -362,8 +438,9 @@ impl<'a> Scan<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{StreamEvent, parse};
-    use super::chunk;
+    use super::super::{StreamEvent, interpret_after, parse};
+    use super::{Head, chunk, chunk_after};
+    use crate::sse::SseEvent;
     use proptest::prelude::*;
 
     /// JSON values a server might put anywhere, awkward ones included.
@@ -433,10 +510,10 @@ mod tests {
         (key, prop_oneof![value(), delta]).prop_map(|(k, v)| format!("\"{k}\" : {v}"))
     }
 
-    fn chunk_json() -> impl Strategy<Value = String> {
+    fn top_field() -> impl Strategy<Value = String> {
         let choice = proptest::collection::vec(choice_field(), 0..5)
             .prop_map(|f| format!("{{{}}}", f.join(",")));
-        let top_field = prop_oneof![
+        prop_oneof![
             proptest::collection::vec(choice, 0..3)
                 .prop_map(|c| format!("\"choices\":[{}]", c.join(", "))),
             value().prop_map(|v| format!("\"choices\":{v}")),
@@ -452,9 +529,12 @@ mod tests {
             value().prop_map(|v| format!("\"error\":{v}")),
             value().prop_map(|v| format!("\"message\":{v}")),
             ("[a-z]{1,5}", value()).prop_map(|(k, v)| format!("\"{k}\":{v}")),
-        ];
+        ]
+    }
+
+    fn chunk_json() -> impl Strategy<Value = String> {
         (
-            proptest::collection::vec(top_field, 0..6),
+            proptest::collection::vec(top_field(), 0..6),
             prop::sample::select(vec!["", " ", "\n  ", "\t"]),
         )
             .prop_map(|(f, sp)| format!("{sp}{{{sp}{}{sp}}}{sp}", f.join(&format!(",{sp}"))))
@@ -469,6 +549,86 @@ mod tests {
                 prop_assert_eq!(StreamEvent::Chunk(c), parse(data.as_bytes()), "{}", data);
             }
         }
+    }
+
+    /// A member whose key the scanner tracks although its value changes no answer.
+    fn keyed_text() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "\"object\":\"text_completion\"",
+            "\"object\":null",
+            "\"message\":\"hi\"",
+            "\"message\":null",
+        ])
+        .prop_map(str::to_string)
+    }
+
+    /// A stream's chunks: members they all start with, then each its own. The shared ones
+    /// are mostly of the kinds a head can hold (members that change no answer).
+    fn stream_json() -> impl Strategy<Value = Vec<String>> {
+        let head_field = prop_oneof![
+            3 => ("[a-z]{1,5}", value()).prop_map(|(k, v)| format!("\"{k}\":{v}")),
+            1 => value().prop_map(|v| format!("\"object\":{v}")),
+            1 => value().prop_map(|v| format!("\"message\":{v}")),
+            2 => keyed_text(),
+            1 => Just("\"error\":null".to_string()),
+            1 => top_field(),
+        ];
+        // Tails repeat those keys often enough to try the refusal of repeated keys.
+        let tail_field = prop_oneof![3 => top_field(), 1 => keyed_text()];
+        (
+            proptest::collection::vec(head_field, 0..4),
+            proptest::collection::vec(proptest::collection::vec(tail_field, 0..3), 1..5),
+            prop::sample::select(vec!["", " "]),
+        )
+            .prop_map(|(head, tails, sp)| {
+                tails
+                    .into_iter()
+                    .map(|tail| {
+                        let fields: Vec<String> = head.iter().cloned().chain(tail).collect();
+                        format!("{{{sp}{}}}", fields.join(&format!(",{sp}")))
+                    })
+                    .collect()
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        #[test]
+        fn reading_past_a_streams_head_answers_as_serde(stream in stream_json()) {
+            let mut head = Head::default();
+            for data in &stream {
+                let ev = SseEvent { event: b"", data: data.as_bytes() };
+                prop_assert_eq!(interpret_after(ev, &mut head), parse(data.as_bytes()), "{}", data);
+            }
+        }
+    }
+
+    #[test]
+    fn a_mock_streams_head_is_read_once() {
+        let chunk = |text: &str, sent: u64| {
+            format!(
+                r#"{{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{{"index":0,"text":"{text}","logprobs":null,"finish_reason":null}}],"heisenbench_sent_ns":{sent}}}"#
+            )
+        };
+        let mut head = Head::default();
+        let first = chunk_after(chunk("a ", 5).as_bytes(), &mut head).unwrap();
+        assert_eq!(
+            head.bytes,
+            br#"{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","#
+        );
+        assert!(head.seen.object);
+        assert_eq!((first.token, first.sent_ns), (true, Some(5)));
+        // The second chunk is read from its choices on.
+        let second = chunk_after(chunk("b ", 7).as_bytes(), &mut head).unwrap();
+        assert_eq!((second.token, second.sent_ns), (true, Some(7)));
+        // A repeated key after the head is still refused.
+        let twice = br#"{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","object":"x","choices":[]}"#;
+        assert!(chunk_after(twice, &mut head).is_none());
+        // A chunk that does not start with the head is read whole, and leaves its own.
+        let other = br#"{"id":"cmpl-2","choices":[]}"#;
+        assert!(chunk_after(other, &mut head).is_some());
+        assert_eq!(head.bytes, br#"{"id":"cmpl-2","#);
     }
 
     /// The equivalence test above means something only if the fast path answers often.
