@@ -82,9 +82,11 @@ pub struct Row {
 /// Where an open loop's send lag goes, request by request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct SendStages {
-    /// The timer thread's lateness: it fired the due time this long after it.
+    /// The due time seen late: the timer thread fired it, or a chunk handler saw it pass
+    /// (whichever came first), this long after it.
     pub timer: Dist,
-    /// The shard's loop, busy with other work, resuming the schedule after the timer fired.
+    /// The shard's loop, busy with other work, resuming the schedule after the due time
+    /// was seen.
     pub loop_wake: Dist,
     /// The send's own start: an in-flight cap's wait, the task's start, the body.
     pub start: Dist,

@@ -7,13 +7,14 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use heisenbench_model::metrics::{Convention, Marks, Origin};
 use heisenbench_model::scenario::{Arrivals, Stop};
 use heisenbench_model::schedule::{Planned, Schedule, user_shapes};
 use serde::{Deserialize, Serialize};
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 
 use super::config::{ApiKind, RunConfig};
 use super::result::{Outcome, Row, ShardResult};
@@ -83,6 +84,11 @@ struct Ctx {
     next_due_ns: Cell<u64>,
     /// Scheduled requests woken but not yet at their send.
     unstarted: Cell<u32>,
+    /// Wakes the schedule when a chunk handler sees the next send due before the timer
+    /// thread has fired it (under load that thread waits for a core like everything else).
+    due_now: Notify,
+    /// When a chunk handler first saw the pending send due (0: not yet).
+    noticed_ns: Cell<u64>,
     timeout: Duration,
     /// Thrown [`GRACE`] after a stop: requests still in flight are cut off.
     cancel: StopSignal,
@@ -95,6 +101,46 @@ impl Ctx {
     /// behind all of them. So chunk handlers step aside (once per read) while this holds.
     fn send_due(&self, now: u64) -> bool {
         self.unstarted.get() > 0 || now >= self.next_due_ns.get()
+    }
+
+    /// Called by a chunk handler about to step aside: if the schedule's next send is due by
+    /// `now`, wake the schedule without waiting for the timer thread.
+    fn wake_schedule_if_due(&self, now: u64) {
+        if now >= self.next_due_ns.get() {
+            if self.noticed_ns.get() == 0 {
+                self.noticed_ns.set(now);
+            }
+            self.due_now.notify_one();
+        }
+    }
+
+    /// Completes when the send due at `due_ns` may go: the timer thread fired it, or a
+    /// chunk handler saw it due first. Returns when it was first known due (None: it had
+    /// passed when the schedule got to it).
+    async fn until_due(&self, due_ns: u64) -> Option<u64> {
+        self.noticed_ns.set(0);
+        self.next_due_ns.set(due_ns);
+        let timer = self.timer.sleep_until_stamped(self.instant_of(due_ns));
+        tokio::pin!(timer);
+        loop {
+            tokio::select! {
+                biased;
+                fired = &mut timer => {
+                    let noticed = self.noticed_ns.get();
+                    return match fired {
+                        Some(f) if noticed != 0 => Some(f.min(noticed)),
+                        other => other,
+                    };
+                }
+                () = self.due_now.notified() => {
+                    // A wake-up left over from an earlier send is no reason to go early.
+                    let noticed = self.noticed_ns.get();
+                    if noticed != 0 && noticed >= due_ns {
+                        return Some(noticed);
+                    }
+                }
+            }
+        }
     }
 
     /// The Instant of a CLOCK_MONOTONIC time.
@@ -118,6 +164,8 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
         in_flight: Cell::new(0),
         next_due_ns: Cell::new(u64::MAX),
         unstarted: Cell::new(0),
+        due_now: Notify::new(),
+        noticed_ns: Cell::new(0),
         timeout: Duration::from_secs_f64(task.config.timeout()),
         cancel: StopSignal::new(),
         cfg: task.config,
@@ -144,12 +192,8 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                     r.scheduled += 1;
                     r.first_planned_ns.get_or_insert(p.at_ns);
                 }
-                ctx.next_due_ns.set(ctx.start_ns + p.at_ns);
-                let due = ctx
-                    .timer
-                    .sleep_until_stamped(ctx.instant_of(ctx.start_ns + p.at_ns));
                 let ready = async {
-                    let fired = due.await;
+                    let fired = ctx.until_due(ctx.start_ns + p.at_ns).await;
                     let woken = Woken {
                         fired,
                         resumed: mono_ns(),
@@ -176,10 +220,18 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                 ctx.next_due_ns.set(u64::MAX);
                 ctx.unstarted.set(ctx.unstarted.get() + 1);
                 let c = ctx.clone();
-                tasks.push(tokio::task::spawn_local(async move {
+                let mut send = Box::pin(async move {
                     request(&c, p, Some(woken)).await;
                     drop(permit);
-                }));
+                });
+                // The request starts here, not at the back of the loop's queue of ready
+                // tasks (behind a round of chunk handlers): its first step runs now, and
+                // its own task carries on from there.
+                let finished =
+                    std::future::poll_fn(|cx| Poll::Ready(send.as_mut().poll(cx).is_ready())).await;
+                if !finished {
+                    tasks.push(tokio::task::spawn_local(send));
+                }
             }
         }
         None => {
@@ -307,8 +359,8 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>) {
     *r.outcomes.entry(outcome.key()).or_default() += 1;
     r.recorders.send_lag.record(actual.saturating_sub(intended));
     if let Some(w) = woken {
-        // Timer thread late, then the loop late to resume the schedule, then the send's
-        // own start (an in-flight cap's wait, the task's start, the body): they add up to
+        // The due time seen late (by the timer thread or a chunk handler), then the loop
+        // late to resume the schedule, then the send's own start (an in-flight cap's wait, the task's start, the body): they add up to
         // the send lag.
         let fired = w.fired.unwrap_or(intended).max(intended);
         let stages = &mut r.recorders.send_stages;
@@ -490,6 +542,7 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
                 let arrival = mono_ns();
                 if ctx.send_due(arrival) {
                     // The chunk keeps its stamp; its handling waits one turn of the loop.
+                    ctx.wake_schedule_if_due(arrival);
                     tokio::task::yield_now().await;
                 }
                 let mut r = ctx.result.borrow_mut();

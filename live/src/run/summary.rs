@@ -123,7 +123,7 @@ impl RunReport {
         let mut rows = vec![("send lag", &r.send_lag)];
         if r.send_stages.timer.count > 0 {
             rows.extend([
-                ("  timer thread late", &r.send_stages.timer),
+                ("  due time seen late", &r.send_stages.timer),
                 ("  loop late to resume", &r.send_stages.loop_wake),
                 ("  send's own start", &r.send_stages.start),
             ]);

@@ -202,7 +202,10 @@ impl<'a> Scan<'a> {
         if let Some(b'.' | b'e' | b'E') = self.peek() {
             return None;
         }
-        std::str::from_utf8(text).ok()?.parse().ok()
+        // Digits only, so each step is exact until it overflows (then serde decides).
+        text.iter().try_fold(0u64, |v, &d| {
+            v.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+        })
     }
 
     /// Skips any value.
@@ -461,6 +464,7 @@ mod tests {
             Just("1.5e3".to_string()),
             Just("18446744073709551615".to_string()),
             Just("18446744073709551616".to_string()),
+            Just("100000000000000000000".to_string()),
             Just("nul".to_string()),
             (0u64..1_000_000_000).prop_map(|n| n.to_string()),
         ];
