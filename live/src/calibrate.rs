@@ -78,6 +78,17 @@ pub struct Calibration {
 }
 
 impl Calibration {
+    /// What one shard loop carries at most: events per second at the cost of the heaviest
+    /// load measured (a loop near saturation pays that one), and requests per second of
+    /// 200-token streams (202 events each: the tokens, the opening and the closing event).
+    pub fn loop_capacity(&self) -> (f64, f64) {
+        let busy = self
+            .points
+            .last()
+            .map_or(self.event_cost_mean_s, |p| p.cost_mean_s);
+        (1.0 / busy, 1.0 / (busy * 202.0))
+    }
+
     /// Whether a build like this one measured it.
     pub fn fits_this_build(&self) -> bool {
         self.build.is_empty() || self.build == BUILD

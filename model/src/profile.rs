@@ -23,6 +23,29 @@ pub struct Criterion {
 }
 
 impl Criterion {
+    /// A criterion: achieved over offered at least `min_achieved_ratio` (in (0, 1]) and
+    /// p99 at most `max_p99_s` (positive).
+    pub fn new(min_achieved_ratio: f64, max_p99_s: f64) -> crate::error::Result<Self> {
+        if !(min_achieved_ratio > 0.0 && min_achieved_ratio <= 1.0) {
+            return Err(crate::ModelError::invalid(
+                "minimum achieved ratio",
+                min_achieved_ratio,
+                "must be in (0, 1]",
+            ));
+        }
+        if !(max_p99_s > 0.0 && max_p99_s.is_finite()) {
+            return Err(crate::ModelError::invalid(
+                "p99 bound",
+                max_p99_s,
+                "must be a positive duration",
+            ));
+        }
+        Ok(Self {
+            min_achieved_ratio,
+            max_p99_s,
+        })
+    }
+
     /// Whether `s` meets it.
     pub fn is_met_by(&self, s: &Stage) -> bool {
         s.achieved_qps >= self.min_achieved_ratio * s.offered_qps && s.p99_s <= self.max_p99_s
@@ -120,6 +143,23 @@ pub fn rates(from: f64, to: f64, steps: usize, geometric: bool) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_criterion_needs_a_ratio_in_0_1_and_a_positive_bound() {
+        let c = Criterion::new(0.99, 0.1).unwrap();
+        assert_eq!((c.min_achieved_ratio, c.max_p99_s), (0.99, 0.1));
+        assert!(Criterion::new(1.0, 1e-6).is_ok());
+        for (ratio, p99) in [
+            (0.0, 0.1),
+            (1.01, 0.1),
+            (f64::NAN, 0.1),
+            (0.5, 0.0),
+            (0.5, -1.0),
+            (0.5, f64::INFINITY),
+        ] {
+            assert!(Criterion::new(ratio, p99).is_err(), "{ratio} {p99}");
+        }
+    }
 
     #[test]
     fn a_sweep_stops_after_two_misses_and_keeps_what_it_ran() {

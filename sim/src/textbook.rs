@@ -52,6 +52,18 @@ pub struct QueueSpec {
     pub seed: u64,
 }
 
+impl QueueSpec {
+    /// Refuses a queue that never settles (utilisation at or above one): its waits grow
+    /// without bound and no run length gives them a distribution.
+    pub fn check_stable(&self) -> Result<(), heisenbench_model::ModelError> {
+        let rho = self.rate_per_s * self.service.mean_s();
+        if rho >= 1.0 {
+            return Err(heisenbench_model::ModelError::unstable(rho, 1));
+        }
+        Ok(())
+    }
+}
+
 /// A point estimate with its 95 % confidence half-width.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {

@@ -33,16 +33,10 @@ pub fn run(a: CalibrateArgs, out: &mut dyn Write) -> Result<(), Failure> {
             p.cost_scv
         )?;
     }
-    // A loop near saturation pays the cost of the heaviest load measured.
-    let busy = c
-        .points
-        .last()
-        .map_or(c.event_cost_mean_s, |p| p.cost_mean_s);
+    let (events_per_s, requests_per_s) = c.loop_capacity();
     writeln!(
         out,
-        "one shard loop tops out near {:.0} events/s, i.e. {:.0} req/s of 200-token streams",
-        1.0 / busy,
-        1.0 / (busy * 202.0)
+        "one shard loop tops out near {events_per_s:.0} events/s, i.e. {requests_per_s:.0} req/s of 200-token streams"
     )?;
     if let Some(f) = &c.floor {
         writeln!(

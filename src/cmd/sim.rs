@@ -146,10 +146,7 @@ fn textbook(a: QueueSimArgs, out: &mut dyn Write) -> Result<(), Failure> {
         batches: 32,
         seed: a.seed,
     };
-    let rho = spec.rate_per_s * spec.service.mean_s();
-    if rho >= 1.0 {
-        return Err(heisenbench_model::ModelError::unstable(rho, 1).into());
-    }
+    spec.check_stable()?;
     let started = Instant::now();
     let report = TextbookReport::run(spec, a.engine);
     let elapsed = started.elapsed().as_secs_f64();

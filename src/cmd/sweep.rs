@@ -5,7 +5,7 @@ use std::io::Write;
 use heisenbench_live::run::config::RunConfig;
 use heisenbench_live::run::{RunOptions, run as run_live};
 use heisenbench_model::profile::{Criterion, rates, sweep};
-use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
+use heisenbench_model::scenario::{Arrivals, Stop};
 use heisenbench_model::units::format_seconds;
 use heisenbench_sim::engine::Simulation;
 use heisenbench_sim::scenario::{SimScenario, profile_server};
@@ -15,16 +15,7 @@ use crate::Failure;
 use crate::args::SweepArgs;
 
 pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let criterion = Criterion {
-        min_achieved_ratio: a.min_achieved,
-        max_p99_s: a.max_p99.get(),
-    };
-    if !(a.min_achieved > 0.0 && a.min_achieved <= 1.0) {
-        return Err(Failure::Usage(format!(
-            "--min-achieved {} must be in (0, 1]",
-            a.min_achieved
-        )));
-    }
+    let criterion = Criterion::new(a.min_achieved, a.max_p99.get())?;
     let secs = a.stage_duration.get();
     let base = match (&a.url, &a.scenario) {
         (Some(_), _) => None,
@@ -61,7 +52,15 @@ pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 (r.profile_stage(q), serde_json::to_vec_pretty(&r))
             }
             None => {
-                let mut cfg = live_stage(&a, i, q, secs, &model);
+                let mut cfg = RunConfig::profile_stage(
+                    i,
+                    q,
+                    secs,
+                    (a.prompt_tokens, a.output_tokens),
+                    a.url.as_deref().unwrap_or_default(),
+                    &model,
+                    a.workers,
+                );
                 if cfg.model.is_empty() {
                     cfg.model = super::run::served_model(&cfg)?;
                     model.clone_from(&cfg.model);
@@ -143,27 +142,4 @@ pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
         return Err(Failure::Interrupted);
     }
     Ok(())
-}
-
-/// The live run of stage `i` at `rate` requests per second.
-fn live_stage(a: &SweepArgs, i: usize, rate: f64, seconds: f64, model: &str) -> RunConfig {
-    RunConfig {
-        timeout_s: Some(60.0),
-        workers: a.workers,
-        ..RunConfig::streaming(
-            &format!("sweep stage {}", i + 1),
-            Workload {
-                arrivals: Arrivals::Poisson { rate_per_s: rate },
-                stop: Stop::Duration { seconds },
-                input_tokens: Lengths::Fixed {
-                    tokens: a.prompt_tokens,
-                },
-                output_tokens: Lengths::Fixed {
-                    tokens: a.output_tokens,
-                },
-            },
-            a.url.as_deref().unwrap_or_default(),
-            model,
-        )
-    }
 }

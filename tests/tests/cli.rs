@@ -1018,6 +1018,8 @@ mod hostile {
             s(&["run", "--prompt-tokens", "4000000000", "--qps", "1"]),
             s(&["run", "--workers", "100000", "--qps", "1"]),
             s(&["sweep", "--from", "1e300", "--to", "1e301"]),
+            s(&["sweep", "--from", "1", "--to", "2", "--min-achieved", "1.5"]),
+            s(&["sweep", "--from", "1", "--to", "2", "--min-achieved", "NaN"]),
             s(&["run", "--seed", "-1"]),
         ] {
             assert!(!survives(args.clone()), "{args:?} was accepted");

@@ -4,7 +4,7 @@ use std::hash::Hasher;
 
 use heisenbench_model::ModelError;
 use heisenbench_model::limits::duration_problem;
-use heisenbench_model::scenario::Workload;
+use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
 use serde::{Deserialize, Serialize};
 
 /// Which OpenAI endpoint.
@@ -255,6 +255,32 @@ impl RunConfig {
             ca_cert: None,
             insecure: false,
             prompts: crate::prompt::Prompts::words(),
+        }
+    }
+
+    /// Stage `index` (from 0) of a live latency profile (`heisenbench sweep --url`):
+    /// Poisson arrivals at `rate_per_s` for `seconds`, fixed prompt and output lengths
+    /// (`tokens`), streamed to `url` on `workers` shards, and a 60 s timeout so that a
+    /// saturated server ends a stage instead of holding it.
+    pub fn profile_stage(
+        index: usize,
+        rate_per_s: f64,
+        seconds: f64,
+        tokens: (u32, u32),
+        url: &str,
+        model: &str,
+        workers: u32,
+    ) -> Self {
+        let workload = Workload {
+            arrivals: Arrivals::Poisson { rate_per_s },
+            stop: Stop::Duration { seconds },
+            input_tokens: Lengths::Fixed { tokens: tokens.0 },
+            output_tokens: Lengths::Fixed { tokens: tokens.1 },
+        };
+        Self {
+            timeout_s: Some(60.0),
+            workers,
+            ..Self::streaming(&format!("sweep stage {}", index + 1), workload, url, model)
         }
     }
 
