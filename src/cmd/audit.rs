@@ -34,15 +34,7 @@ pub fn run(a: AuditArgs, out: &mut dyn Write) -> Result<(), Failure> {
             super::check_out_dir(&d)?;
             d
         }
-        // The process id alone is reused: an earlier audit's folder (they are kept) would
-        // hand its results to this client.
-        None => std::env::temp_dir().join(format!(
-            "heisenbench-audit-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        )),
+        None => AuditConfig::fresh_work_dir(),
     };
     let rates: Vec<f64> = match a.rate {
         Some(r) => vec![r.get()],
@@ -74,7 +66,7 @@ pub fn run(a: AuditArgs, out: &mut dyn Write) -> Result<(), Failure> {
             },
             timeout: a
                 .timeout
-                .map_or(duration * 3 + Duration::from_secs(60), |t| {
+                .map_or(AuditConfig::default_timeout(duration), |t| {
                     Duration::from_secs_f64(t.get())
                 }),
             sample_every: Duration::from_millis(100),
@@ -135,24 +127,7 @@ pub fn run(a: AuditArgs, out: &mut dyn Write) -> Result<(), Failure> {
 
 /// One client's line on the audit figure: its reports ordered by offered rate.
 fn client_line(reports: &[AuditReport]) -> AuditedClient {
-    let label = reports
-        .iter()
-        .find_map(|r| r.label.clone())
-        .or_else(|| {
-            reports
-                .iter()
-                .find_map(|r| r.observed.reported.as_ref().map(|x| x.tool.clone()))
-        })
-        .or_else(|| {
-            reports.first().and_then(|r| {
-                r.observed.client.command.first().map(|c| {
-                    std::path::Path::new(c)
-                        .file_name()
-                        .map_or(c.clone(), |f| f.to_string_lossy().into_owned())
-                })
-            })
-        })
-        .unwrap_or_else(|| "client".into());
+    let label = AuditReport::client_name(reports);
     let mut points: Vec<AuditPoint> = reports
         .iter()
         .map(|r| {

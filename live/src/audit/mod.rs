@@ -62,6 +62,25 @@ pub struct AuditConfig {
     pub mock: MockConfig,
 }
 
+impl AuditConfig {
+    /// How long a client may take when no timeout is given: three times the offered
+    /// duration (start-up, a slow client's backlog, its report) plus a minute.
+    pub fn default_timeout(duration: Duration) -> Duration {
+        duration * 3 + Duration::from_secs(60)
+    }
+
+    /// A new folder name under the system's temporary directory for an audit's results.
+    /// Unique per audit, not only per process: audits keep their folders, and a process id
+    /// comes round again, so an earlier audit's results would reach a client that wrote
+    /// none.
+    pub fn fresh_work_dir() -> PathBuf {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        std::env::temp_dir().join(format!("heisenbench-audit-{}-{now}", std::process::id()))
+    }
+}
+
 /// Why an audit could not be made.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

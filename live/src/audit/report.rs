@@ -39,7 +39,31 @@ pub struct AuditSeries {
     pub points: Vec<AuditReport>,
 }
 
+/// [`AuditReport::client_name`] from its parts: the label, the tool read, the program.
+fn name_of(label: Option<String>, tool: Option<String>, program: Option<&String>) -> String {
+    label.or(tool).unwrap_or_else(|| match program {
+        Some(p) => std::path::Path::new(p)
+            .file_name()
+            .map_or(p.clone(), |f| f.to_string_lossy().into_owned()),
+        None => "client".into(),
+    })
+}
+
 impl AuditReport {
+    /// The name a client goes by in reports and on the figure: the `--label` given, else
+    /// the tool whose results were read, else the file name of its command.
+    pub fn client_name(reports: &[AuditReport]) -> String {
+        name_of(
+            reports.iter().find_map(|r| r.label.clone()),
+            reports
+                .iter()
+                .find_map(|r| r.observed.reported.as_ref().map(|x| x.tool.clone())),
+            reports
+                .first()
+                .and_then(|r| r.observed.client.command.first()),
+        )
+    }
+
     /// A report of version 1.
     pub fn new(
         label: Option<String>,
@@ -308,5 +332,23 @@ impl AuditSeries {
             kind: "audit-series".into(),
             points,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::name_of;
+
+    #[test]
+    fn a_client_is_named_by_its_label_then_its_tool_then_its_program() {
+        let prog = "/opt/venv/bin/vllm".to_string();
+        let (l, t) = (
+            Some("mine".to_string()),
+            Some("vllm bench serve".to_string()),
+        );
+        assert_eq!(name_of(l, t.clone(), Some(&prog)), "mine");
+        assert_eq!(name_of(None, t, Some(&prog)), "vllm bench serve");
+        assert_eq!(name_of(None, None, Some(&prog)), "vllm");
+        assert_eq!(name_of(None, None, None), "client");
     }
 }
