@@ -3,7 +3,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use heisenbench_live::mock::config::MockConfig;
-use heisenbench_live::run::config::{ApiKind, ShardMode};
+use heisenbench_live::run::config::RunFlags;
 use heisenbench_live::run::distributed::ShardSpec;
 use heisenbench_model::plan::{Assignment, Budget};
 use heisenbench_model::scenario::{Gaps, Lengths};
@@ -447,25 +447,9 @@ pub struct RunArgs {
     /// With --shard: the common start, UTC (2026-11-30T10:00:00Z or seconds since the epoch).
     #[arg(long, requires = "shard", value_parser = parse_utc_arg)]
     pub start_at: Option<f64>,
-    /// Base URL of the server; without it, the embedded mock is started in this process.
-    #[arg(long)]
-    pub url: Option<String>,
-    /// completions or chat.
-    #[arg(long, default_value = "completions", value_parser = from_str::<ApiKind>)]
-    pub api: ApiKind,
-    /// Ask for whole responses instead of streams.
-    #[arg(long)]
-    pub no_stream: bool,
-    /// The model field of each request (default: the one model the server's /v1/models
-    /// lists; the embedded mock's name without --url).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Extra trusted certificates (PEM, e.g. a private CA) for an https:// --url.
-    #[arg(long)]
-    pub ca_cert: Option<std::path::PathBuf>,
-    /// Do not verify the server's TLS certificate (the report says so).
-    #[arg(long)]
-    pub insecure: bool,
+    /// The flags that set the run's fields (server, API, shards, timeouts, seed).
+    #[command(flatten)]
+    pub flags: RunFlags,
     /// Requests per second.
     #[arg(long, value_parser = parse_rate, allow_hyphen_values = true)]
     pub qps: Option<Rate>,
@@ -495,27 +479,6 @@ pub struct RunArgs {
     /// Without it a token is a word, exact only for the embedded mock.
     #[arg(long)]
     pub tokenizer: Option<std::path::PathBuf>,
-    /// Environment variable holding the API key (never printed or written).
-    #[arg(long)]
-    pub api_key_env: Option<String>,
-    /// Per-request timeout from the actual send.
-    #[arg(long, value_parser = parse_positive_duration, allow_hyphen_values = true)]
-    pub timeout: Option<Seconds>,
-    /// Requests one shard keeps in flight at most.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_in_flight: Option<u32>,
-    /// Shards (default: what `plan` says this load needs, capped at this machine's cores).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub workers: Option<u32>,
-    /// process or thread.
-    #[arg(long, default_value = "process", value_parser = from_str::<ShardMode>)]
-    pub shard_mode: ShardMode,
-    /// Emulated client cost per received event (busy work on the shard's loop), e.g. 12us.
-    #[arg(long, value_parser = parse_duration_zero_ok, allow_hyphen_values = true)]
-    pub client_cost: Option<Seconds>,
-    /// Root seed of the schedule.
-    #[arg(long)]
-    pub seed: Option<u64>,
     /// Calibration file (default: $HEISENBENCH_CALIBRATION or ~/.cache/heisenbench/calibration.json).
     #[arg(long)]
     pub calibration: Option<std::path::PathBuf>,
@@ -551,10 +514,6 @@ pub struct CalibrateArgs {
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_duration_zero_ok(s: &str) -> Result<Seconds, String> {
-    Seconds::parse(s).map_err(|e| e.to_string())
 }
 
 /// `heisenbench compare`.

@@ -11,7 +11,7 @@ use crate::Failure;
 use crate::args::K8sArgs;
 
 pub fn run(a: K8sArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    if a.run.url.is_none() {
+    if a.run.flags.url.is_none() {
         return Err(Failure::Usage(
             "k8s needs the server's --url (pods cannot reach an embedded mock)".into(),
         ));
@@ -20,8 +20,8 @@ pub fn run(a: K8sArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let ignored = [
         ("--shard", r.shard.is_some()),
         ("--start-at", r.start_at.is_some()),
-        ("--workers (use --shards)", r.workers.is_some()),
-        ("--shard-mode", r.shard_mode != ShardMode::Process),
+        ("--workers (use --shards)", r.flags.workers.is_some()),
+        ("--shard-mode", r.flags.shard_mode != ShardMode::Process),
         ("--calibration", r.calibration.is_some()),
         ("--out", r.out.is_some()),
         ("--csv", r.csv),
@@ -50,7 +50,7 @@ pub fn run(a: K8sArgs, out: &mut dyn Write) -> Result<(), Failure> {
         start_at_s: heisenbench_live::run::distributed::utc_now_s() + a.start_delay.get(),
         api_key_secret,
     };
-    if a.run.model.is_none() && a.run.config.is_none() {
+    if a.run.flags.model.is_none() && a.run.config.is_none() {
         return Err(Failure::Usage(
             "k8s needs --model: the manifests are written without asking the server".into(),
         ));

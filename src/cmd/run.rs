@@ -24,7 +24,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
         let shard = spec.index;
         cfg.workers = spec.of;
         cfg.validate()?;
-        if a.url.is_none() && a.config.is_none() {
+        if a.flags.url.is_none() && a.config.is_none() {
             return Err(Failure::Usage(
                 "--shard needs the server's --url (or a --config that has it)".into(),
             ));
@@ -58,7 +58,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
             }
         };
         // Without --url the run goes to the embedded mock, which answers at once.
-        let whole_responses = a.url.is_none();
+        let whole_responses = a.flags.url.is_none();
         let (k, why) = default_run_shards(
             &cfg.workload,
             whole_responses,
@@ -80,7 +80,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
         super::check_out_dir(dir)?;
     }
     // The embedded mock, when no URL was given.
-    let mock = if a.url.is_none() {
+    let mock = if a.flags.url.is_none() {
         let m = MockServer::start(MockConfig {
             port: 0,
             max_num_seqs: 1_000_000,
@@ -218,7 +218,7 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
     if let Some(p) = &a.config {
         let mut cfg: RunConfig = serde_json::from_str(&read(p, "config")?)
             .map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
-        if let Some(u) = &a.url {
+        if let Some(u) = &a.flags.url {
             cfg.url = u.clone();
         }
         cfg.validate()?;
@@ -231,20 +231,6 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
         .transpose()?;
     let trace = a.trace.as_deref().map(super::read_trace).transpose()?;
     let flags = RunFlags {
-        url: a.url.clone(),
-        api: a.api,
-        stream: !a.no_stream,
-        model: a.model.clone(),
-        api_key_env: a.api_key_env.clone(),
-        timeout_s: a.timeout.map(Seconds::get),
-        max_in_flight_per_shard: a.max_in_flight,
-        workers: a.workers,
-        shard_mode: a.shard_mode,
-        client_cost_s: a.client_cost.map_or(0.0, Seconds::get),
-        csv: a.csv,
-        ca_cert: a.ca_cert.clone(),
-        insecure: a.insecure,
-        seed: a.seed,
         workload: WorkloadFlags {
             qps: a.qps.map(Rate::get),
             arrival: a.arrival,
@@ -255,6 +241,8 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
             input_tokens: a.prompt_tokens,
             output_tokens: a.output_tokens,
         },
+        csv: a.csv,
+        ..a.flags.clone()
     };
     let (mut cfg, workers_given) =
         RunConfig::resolve(text.as_deref(), &flags).map_err(|e| match (e, &a.scenario) {
@@ -266,7 +254,7 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
         cfg.prompts =
             Prompts::from_tokenizer(path, longest).map_err(|e| Failure::Usage(e.to_string()))?;
     }
-    if a.model.is_none() && a.url.is_some() {
+    if a.flags.model.is_none() && a.flags.url.is_some() {
         cfg.model = served_model(&cfg)?;
     }
     cfg.validate()?;

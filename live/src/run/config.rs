@@ -107,40 +107,92 @@ pub struct RunConfig {
     pub prompts: crate::prompt::Prompts,
 }
 
-/// What a command line says about a run. Each `None` leaves the scenario file's value and,
-/// past it, the default ([`RunConfig::resolve`]); the rest are the flags' own values.
-#[derive(Debug, Clone, Default)]
+/// What a command line says about a run: the flags of `heisenbench run` that set a
+/// [`RunConfig`] field (the workload's are the model's [`WorkloadFlags`], filled by the
+/// command). Each `None` leaves the scenario file's value and, past it, the default
+/// ([`RunConfig::resolve`]); the rest are the flags' own values. `Default` is what the
+/// flags give when none is passed.
+///
+/// [`WorkloadFlags`]: heisenbench_model::scenario::WorkloadFlags
+#[derive(Debug, Clone, clap::Args)]
 pub struct RunFlags {
-    /// Base URL (None: the embedded mock, its address filled in when it starts).
+    /// Base URL of the server; without it, the embedded mock is started in this process.
+    #[arg(long)]
     pub url: Option<String>,
-    /// Endpoint.
+    /// completions or chat.
+    #[arg(long, default_value = "completions", value_parser = parse_flag::<ApiKind>)]
     pub api: ApiKind,
-    /// Stream the responses.
+    /// Ask for whole responses instead of streams.
+    #[arg(long = "no-stream", action = clap::ArgAction::SetFalse)]
     pub stream: bool,
-    /// The `model` field (None: the embedded mock's name, or what the server lists).
+    /// The model field of each request (default: the one model the server's /v1/models
+    /// lists; the embedded mock's name without --url).
+    #[arg(long)]
     pub model: Option<String>,
-    /// Environment variable holding the API key.
+    /// Extra trusted certificates (PEM, e.g. a private CA) for an https:// --url.
+    #[arg(long)]
+    pub ca_cert: Option<std::path::PathBuf>,
+    /// Do not verify the server's TLS certificate (the report says so).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Environment variable holding the API key (never printed or written).
+    #[arg(long)]
     pub api_key_env: Option<String>,
-    /// Per-request timeout, seconds.
+    /// Per-request timeout from the actual send.
+    #[arg(long = "timeout", value_name = "TIMEOUT", value_parser = positive_seconds, allow_hyphen_values = true)]
     pub timeout_s: Option<f64>,
     /// Requests one shard keeps in flight at most.
+    #[arg(long = "max-in-flight", value_name = "MAX_IN_FLIGHT", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_in_flight_per_shard: Option<u32>,
-    /// Shards.
+    /// Shards (default: what `plan` says this load needs, capped at this machine's cores).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub workers: Option<u32>,
-    /// Processes or threads.
+    /// process or thread.
+    #[arg(long, default_value = "process", value_parser = parse_flag::<ShardMode>)]
     pub shard_mode: ShardMode,
-    /// Emulated client cost per event, seconds.
+    /// Emulated client cost per received event (busy work on the shard's loop), e.g. 12us.
+    #[arg(long = "client-cost", value_name = "CLIENT_COST", default_value = "0s", hide_default_value = true, value_parser = seconds, allow_hyphen_values = true)]
     pub client_cost_s: f64,
-    /// Keep a row per request.
-    pub csv: bool,
-    /// Extra trusted certificates.
-    pub ca_cert: Option<std::path::PathBuf>,
-    /// Skip TLS verification.
-    pub insecure: bool,
-    /// Root seed.
+    /// Root seed of the schedule.
+    #[arg(long)]
     pub seed: Option<u64>,
-    /// The workload's flags.
+    /// Keep a row per request (`run --csv`, declared with the `--out` it needs).
+    #[arg(skip)]
+    pub csv: bool,
+    /// The workload's flags (declared by the command: their types are the model's).
+    #[arg(skip)]
     pub workload: heisenbench_model::scenario::WorkloadFlags,
+}
+
+impl Default for RunFlags {
+    /// The flags' defaults: what `heisenbench run` is given with no flag.
+    fn default() -> Self {
+        use clap::{Args, FromArgMatches};
+        let flags = Self::augment_args(clap::Command::new("run"));
+        let matches = flags
+            .try_get_matches_from(["run"])
+            .expect("every flag has a default that parses");
+        Self::from_arg_matches(&matches).expect("every flag has a default that parses")
+    }
+}
+
+/// A value whose grammar lives in its type's `FromStr`.
+fn parse_flag<T: std::str::FromStr<Err = ModelError>>(s: &str) -> Result<T, ModelError> {
+    s.parse()
+}
+
+/// A duration such as 12us or 1.5s, in seconds (zero allowed).
+fn seconds(s: &str) -> Result<f64, ModelError> {
+    heisenbench_model::units::Seconds::parse(s).map(|d| d.get())
+}
+
+/// A duration greater than zero, in seconds.
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match seconds(s) {
+        Ok(v) if v > 0.0 => Ok(v),
+        Ok(_) => Err("must be greater than zero".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// The parts of a scenario file a live run reads (the server part is the simulator's).
@@ -398,6 +450,19 @@ impl Hasher for Fnv64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// No flag: a streamed completions run by process shards, nothing else set.
+    #[test]
+    fn the_flags_defaults() {
+        let f = RunFlags::default();
+        assert!(f.stream && !f.csv && !f.insecure);
+        assert_eq!(
+            (f.api, f.shard_mode),
+            (ApiKind::Completions, ShardMode::Process)
+        );
+        assert_eq!(f.client_cost_s, 0.0);
+        assert!(f.url.is_none() && f.timeout_s.is_none() && f.workers.is_none());
+    }
 
     /// Flags over the scenario file over the defaults; the file's client gives the shard
     /// count only when no flag does, and says it was given.
