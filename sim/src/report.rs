@@ -335,6 +335,21 @@ fn predict(sc: &SimScenario, observed: &Recorder) -> Option<Prediction> {
 // ----- text ----------------------------------------------------------------------------
 
 impl SimReport {
+    /// A preset's verdict in one line: what one loop achieved and its median TTFT against
+    /// the server's, then what the sharded client achieved and its p99 send lag.
+    pub fn preset_verdict(single: &SimReport, sharded: &SimReport) -> String {
+        format!(
+            "verdict: one loop achieved {:.0}% of the offered rate with median TTFT {} (server: {}); \
+             {} loops achieved {:.1}% with a p99 send lag of {}",
+            100.0 * single.achieved_qps / single.offered_qps,
+            format_seconds(single.ttft.from_intended.p50_s),
+            format_seconds(single.ttft.server.p50_s),
+            sharded.scenario.client.workers,
+            100.0 * sharded.achieved_qps / sharded.offered_qps,
+            format_seconds(sharded.send_lag.p99_s),
+        )
+    }
+
     /// The report as text for a terminal.
     pub fn write_summary(&self, out: &mut dyn Write) -> io::Result<()> {
         let r = self;

@@ -106,6 +106,9 @@ pub fn profile_server(seconds: f64) -> Result<SimScenario, ScenarioError> {
     Ok(sc)
 }
 
+/// How long a preset's schedule runs when no length is given, seconds.
+pub const PRESET_SECONDS: f64 = 10.0;
+
 /// The paper's presets: `paper-1000` and `paper-5000` (320 input and 200 output tokens,
 /// zero-latency server, Poisson arrivals for `seconds`), each as a pair: one Python-like
 /// loop, and the same client sharded over the loop count `plan` gives.

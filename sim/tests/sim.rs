@@ -8,7 +8,7 @@ use heisenbench_model::scenario::{
     Arrivals, ClientModel, EventCosts, Lengths, Policy, Stamp, Stop, Workload,
 };
 use heisenbench_model::service::Service;
-use heisenbench_model::units::Quantile;
+use heisenbench_model::units::{Quantile, format_seconds};
 use heisenbench_sim::engine::Simulation;
 use heisenbench_sim::scenario::{PRESET_BUDGET_S, ServerModel, SimScenario, preset};
 use heisenbench_sim::textbook::{Gaps, QueueSpec, events, lindley};
@@ -298,6 +298,21 @@ fn paper_preset_collapses_and_the_plan_cures_it() {
         sharded.first_chunk_delay.p99_s
     );
     assert!(single.is_balanced() && sharded.is_balanced());
+    // The verdict line says the same in words, with the runs' own figures.
+    let verdict = heisenbench_sim::report::SimReport::preset_verdict(&single, &sharded);
+    let single_pct = format!(
+        "one loop achieved {:.0}% ",
+        100.0 * single.achieved_qps / single.offered_qps
+    );
+    let loops = format!("; {} loops achieved ", runs[1].client.workers);
+    assert!(
+        verdict.contains(&single_pct) && verdict.contains(&loops),
+        "{verdict}"
+    );
+    assert!(
+        verdict.ends_with(&format_seconds(sharded.send_lag.p99_s)),
+        "{verdict}"
+    );
 }
 
 #[test]

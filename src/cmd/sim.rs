@@ -5,10 +5,10 @@ use std::time::Instant;
 
 use anyhow::Context;
 use heisenbench_model::scenario::WorkloadFlags;
-use heisenbench_model::units::{Rate, Seconds, format_seconds};
+use heisenbench_model::units::{Rate, Seconds};
 use heisenbench_sim::engine::Simulation;
 use heisenbench_sim::report::SimReport;
-use heisenbench_sim::scenario::{SimScenario, preset};
+use heisenbench_sim::scenario::{PRESET_SECONDS, SimScenario, preset};
 use heisenbench_sim::textbook::{QueueSpec, TextbookReport};
 use serde::Serialize;
 
@@ -24,8 +24,6 @@ pub struct SimOutput {
     /// The runs, in order.
     pub runs: Vec<SimReport>,
 }
-
-const PRESET_SECONDS: f64 = 10.0;
 
 pub fn run(a: SimArgs, out: &mut dyn Write) -> Result<(), Failure> {
     if let Some(SimSub::Queue(q)) = a.textbook {
@@ -51,17 +49,7 @@ pub fn run(a: SimArgs, out: &mut dyn Write) -> Result<(), Failure> {
         r.write_summary(out)?;
     }
     if let ([single, sharded], Some(_)) = (output.runs.as_slice(), &a.preset) {
-        writeln!(
-            out,
-            "verdict: one loop achieved {:.0}% of the offered rate with median TTFT {} (server: {}); \
-             {} loops achieved {:.1}% with a p99 send lag of {}",
-            100.0 * single.achieved_qps / single.offered_qps,
-            format_seconds(single.ttft.from_intended.p50_s),
-            format_seconds(single.ttft.server.p50_s),
-            sharded.scenario.client.workers,
-            100.0 * sharded.achieved_qps / sharded.offered_qps,
-            format_seconds(sharded.send_lag.p99_s),
-        )?;
+        writeln!(out, "{}", SimReport::preset_verdict(single, sharded))?;
     }
     Ok(())
 }
