@@ -40,56 +40,6 @@ pub fn run(a: MergeArgs, out: &mut dyn Write) -> Result<(), Failure> {
         write_json(out, &v)?;
         return super::run::verdict(&report);
     }
-    let acc = &report.accounting;
-    writeln!(
-        out,
-        "merged {} of {} shard(s) of plan {}: scheduled {}, completed {}, timed out {}, lost {} ({})",
-        report.shards.iter().filter(|s| s.ok).count(),
-        report.config.workers,
-        report.plan_hash,
-        acc.scheduled,
-        acc.completed,
-        acc.timed_out,
-        acc.lost,
-        if acc.balanced {
-            "balanced"
-        } else {
-            "NOT BALANCED"
-        }
-    )?;
-    if !notes.missing.is_empty() {
-        writeln!(
-            out,
-            "missing shards (their requests are counted as lost): {:?}",
-            notes.missing
-        )?;
-    }
-    if !notes.duplicated.is_empty() {
-        writeln!(
-            out,
-            "duplicated shards (the first result of each was kept): {:?}",
-            notes.duplicated
-        )?;
-    }
-    for s in &report.shards {
-        writeln!(
-            out,
-            "  shard {}: {} requests, start slip {}, server clock offset {}",
-            s.index,
-            s.scheduled,
-            s.start_slip_s
-                .map_or("-".into(), |v| format!("{:.3} ms", v * 1e3)),
-            s.clock_offset_estimate_s
-                .map_or("-".into(), |v| format!("{v:+.1} s (+-0.5 s)"))
-        )?;
-    }
-    writeln!(
-        out,
-        "TTFT from intended p50 {} p99 {}; achieved {:.1} of {:.1} req/s",
-        heisenbench_model::units::format_seconds(report.ttft.from_intended.p50_s),
-        heisenbench_model::units::format_seconds(report.ttft.from_intended.p99_s),
-        report.achieved_qps,
-        report.offered_qps
-    )?;
+    notes.write_summary(&report, out)?;
     super::run::verdict(&report)
 }

@@ -125,7 +125,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     drop(mock);
     report.floor = if a.floor && !report.interrupted {
         // The chunk rate the run achieved, so the floor is loaded as the run was.
-        let rate = report.events as f64 / report.duration_s.max(1e-9);
+        let rate = report.chunk_rate();
         if !a.json {
             writeln!(out, "measuring this machine's loopback floor (4 s)...")?;
             out.flush()?;
@@ -154,23 +154,13 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
 
 /// The exit status a finished run earns: interrupted, or requests unaccounted for.
 pub(crate) fn verdict(report: &RunReport) -> Result<(), Failure> {
-    let a = &report.accounting;
     if report.interrupted {
         return Err(Failure::Interrupted);
     }
-    if !a.balanced || a.lost > 0 {
-        return Err(Failure::Accounting(format!(
-            "{} of {} scheduled request(s) lost with their shards{}",
-            a.lost,
-            a.scheduled,
-            if a.balanced {
-                ""
-            } else {
-                "; the accounting does not balance"
-            }
-        )));
+    match report.accounting_problem() {
+        Some(problem) => Err(Failure::Accounting(problem)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn with_progress<T>(cfg: &RunConfig, f: impl FnOnce() -> T) -> T {

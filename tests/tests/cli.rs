@@ -1182,6 +1182,10 @@ mod hardening_classes {
         )
         .expect_err("a sum that cannot be held does not balance");
         assert_eq!(e.exit_code(), 3, "{e}");
+        assert!(
+            e.to_string().contains("the accounting does not balance"),
+            "{e}"
+        );
         assert!(String::from_utf8_lossy(&printed).contains("NOT BALANCED"));
         // Index 7 of 2, and a shard count of 0.
         for (key, value) in [("shard", 7), ("shards", 0)] {

@@ -238,6 +238,70 @@ pub struct MergeNotes {
     pub duplicated: Vec<u32>,
 }
 
+impl MergeNotes {
+    /// The merge of `report` as text for a terminal: the shards merged and the accounting,
+    /// what is missing or duplicated, each shard's start slip and server clock offset, and
+    /// the headline TTFT and rate.
+    pub fn write_summary(
+        &self,
+        report: &RunReport,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        use heisenbench_model::units::format_seconds;
+        let acc = &report.accounting;
+        writeln!(
+            out,
+            "merged {} of {} shard(s) of plan {}: scheduled {}, completed {}, timed out {}, lost {} ({})",
+            report.shards.iter().filter(|s| s.ok).count(),
+            report.config.workers,
+            report.plan_hash,
+            acc.scheduled,
+            acc.completed,
+            acc.timed_out,
+            acc.lost,
+            if acc.balanced {
+                "balanced"
+            } else {
+                "NOT BALANCED"
+            }
+        )?;
+        if !self.missing.is_empty() {
+            writeln!(
+                out,
+                "missing shards (their requests are counted as lost): {:?}",
+                self.missing
+            )?;
+        }
+        if !self.duplicated.is_empty() {
+            writeln!(
+                out,
+                "duplicated shards (the first result of each was kept): {:?}",
+                self.duplicated
+            )?;
+        }
+        for s in &report.shards {
+            writeln!(
+                out,
+                "  shard {}: {} requests, start slip {}, server clock offset {}",
+                s.index,
+                s.scheduled,
+                s.start_slip_s
+                    .map_or("-".into(), |v| format!("{:.3} ms", v * 1e3)),
+                s.clock_offset_estimate_s
+                    .map_or("-".into(), |v| format!("{v:+.1} s (+-0.5 s)"))
+            )?;
+        }
+        writeln!(
+            out,
+            "TTFT from intended p50 {} p99 {}; achieved {:.1} of {:.1} req/s",
+            format_seconds(report.ttft.from_intended.p50_s),
+            format_seconds(report.ttft.from_intended.p99_s),
+            report.achieved_qps,
+            report.offered_qps
+        )
+    }
+}
+
 /// Merges shard results of one plan exactly, with the same code a local run uses.
 pub fn merge(results: Vec<ShardReport>) -> Result<(RunReport, MergeNotes), MergeError> {
     let first = results.first().ok_or(MergeError::Empty)?;

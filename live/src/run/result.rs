@@ -505,6 +505,31 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// What is wrong with the accounting, in one line: requests lost with their shards,
+    /// or counts that do not add up to the schedule. None when every scheduled request
+    /// is accounted for.
+    pub fn accounting_problem(&self) -> Option<String> {
+        let a = &self.accounting;
+        (!a.balanced || a.lost > 0).then(|| {
+            format!(
+                "{} of {} scheduled request(s) lost with their shards{}",
+                a.lost,
+                a.scheduled,
+                if a.balanced {
+                    ""
+                } else {
+                    "; the accounting does not balance"
+                }
+            )
+        })
+    }
+
+    /// The chunks received per second of the run: the rate a floor measured for
+    /// comparison with it should carry.
+    pub fn chunk_rate(&self) -> f64 {
+        self.events as f64 / self.duration_s.max(1e-9)
+    }
+
     /// This run as a stage of a latency profile offered `offered_qps` (its p99 is TTFT's
     /// from the intended send).
     pub fn profile_stage(&self, offered_qps: f64) -> heisenbench_model::profile::Stage {
