@@ -216,12 +216,7 @@ pub const MAX_THREADS: usize = 256;
 impl Default for MockConfig {
     /// The flags' defaults: what `heisenbench mock` serves with no flag.
     fn default() -> Self {
-        use clap::{Args, FromArgMatches};
-        let flags = Self::augment_args(clap::Command::new("mock"));
-        let matches = flags
-            .try_get_matches_from(["mock"])
-            .expect("every flag has a default that parses");
-        Self::from_arg_matches(&matches).expect("every flag has a default that parses")
+        crate::flag_defaults()
     }
 }
 

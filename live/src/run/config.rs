@@ -167,12 +167,7 @@ pub struct RunFlags {
 impl Default for RunFlags {
     /// The flags' defaults: what `heisenbench run` is given with no flag.
     fn default() -> Self {
-        use clap::{Args, FromArgMatches};
-        let flags = Self::augment_args(clap::Command::new("run"));
-        let matches = flags
-            .try_get_matches_from(["run"])
-            .expect("every flag has a default that parses");
-        Self::from_arg_matches(&matches).expect("every flag has a default that parses")
+        crate::flag_defaults()
     }
 }
 
