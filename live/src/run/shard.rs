@@ -360,8 +360,8 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>) {
     r.recorders.send_lag.record(actual.saturating_sub(intended));
     if let Some(w) = woken {
         // The due time seen late (by the timer thread or a chunk handler), then the loop
-        // late to resume the schedule, then the send's own start (an in-flight cap's wait, the task's start, the body): they add up to
-        // the send lag.
+        // late to resume the schedule, then the send's own start (an in-flight cap's wait,
+        // the request's first step, the body): they add up to the send lag.
         let fired = w.fired.unwrap_or(intended).max(intended);
         let stages = &mut r.recorders.send_stages;
         stages[0].record(fired - intended);
