@@ -67,6 +67,9 @@ pub struct MockBody {
 enum Kind {
     /// The whole body.
     Full(Option<Bytes>),
+    /// A zero-latency stream, written (and its chunks stamped) when the connection asks
+    /// for it, so the stamps are taken at the hand-off and not before the response's head.
+    Instant(Option<Job>),
     /// Chunks from a generator task.
     Stream(mpsc::Receiver<Bytes>),
 }
@@ -106,6 +109,7 @@ impl Body for MockBody {
         let this = self.get_mut();
         let (polled, whole) = match &mut this.kind {
             Kind::Full(b) => (Poll::Ready(b.take()), true),
+            Kind::Instant(job) => (Poll::Ready(job.take().map(Job::instant_stream)), true),
             Kind::Stream(rx) => (rx.poll_recv(cx), false),
         };
         if let (Some(t), Poll::Ready(o)) = (&mut this.track, &polled) {
@@ -134,7 +138,7 @@ impl Body for MockBody {
 impl Drop for MockBody {
     fn drop(&mut self) {
         if let Some(mut t) = self.track.take() {
-            if matches!(self.kind, Kind::Full(None)) {
+            if matches!(self.kind, Kind::Full(None) | Kind::Instant(None)) {
                 t.served.complete = true;
             }
             t.served.prompt_tokens = self.prompt_tokens;
@@ -462,8 +466,7 @@ async fn generate(api: Api, body: &[u8], state: Arc<State>) -> Response<MockBody
         return r;
     }
     if cfg.is_instant() {
-        let body = job.instant_stream();
-        let mut body = MockBody::full(body);
+        let mut body = MockBody::of(Kind::Instant(Some(job)));
         body.tokens = n;
         body.prompt_tokens = prompt_tokens;
         return sse(body);
