@@ -9,7 +9,9 @@ use serde::Deserialize;
 use super::config::FailureType;
 
 /// The extra field every streamed chunk carries: CLOCK_MONOTONIC nanoseconds when the
-/// server handed the chunk to the connection.
+/// server wrote the chunk out. For a zero-latency response that is when the connection asks
+/// for the body; for a timed stream, when the token falls due, one channel hop before the
+/// connection (a chunk that then waits for a slow client's socket counts as the client's).
 pub const SENT_FIELD: &str = "heisenbench_sent_ns";
 
 /// Every [`SENT_FIELD`] stamp in `text` (a response as received), in order: one per chunk
