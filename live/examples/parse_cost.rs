@@ -1,5 +1,6 @@
 //! Nanoseconds per event of the stream reader on the mock's chunks: SSE framing alone, and
-//! framing plus reading each event (the work a shard does per chunk besides its stamps).
+//! framing plus reading each event: whole, and as a shard does, past the stream's repeated
+//! head (the work a shard does per chunk besides its stamps).
 //!
 //! `cargo run --release -p heisenbench-live --example parse_cost [escaped]` (`escaped` puts
 //! an escape in every chunk, which sends it to serde_json; `ROUNDS=N` sets the repeats).
@@ -7,7 +8,7 @@
 use std::time::Instant;
 
 use heisenbench_live::sse::SseParser;
-use heisenbench_live::stream::{StreamState, interpret};
+use heisenbench_live::stream::{Head, StreamState, interpret, interpret_after};
 
 fn main() {
     let escaped = std::env::args().nth(1).is_some();
@@ -27,16 +28,22 @@ fn main() {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(2_000);
-    for (name, read) in [("framing", false), ("framing + reading", true)] {
+    for (name, read, past_head) in [
+        ("framing", false, false),
+        ("framing + reading each event whole", true, false),
+        ("framing + reading past the stream's head", true, true),
+    ] {
         let t0 = Instant::now();
         let mut n = 0u64;
         for _ in 0..rounds {
             let mut p = SseParser::new();
-            let mut state = StreamState::default();
+            let (mut state, mut head) = (StreamState::default(), Head::default());
             for r in &reads {
                 p.feed(r, |ev| {
                     n += 1;
-                    if read {
+                    if past_head {
+                        state.apply(interpret_after(ev, &mut head));
+                    } else if read {
                         state.apply(interpret(ev));
                     }
                 });

@@ -123,12 +123,17 @@ pub use fast::Head;
 
 /// Reads one event.
 pub fn interpret(ev: SseEvent<'_>) -> StreamEvent {
-    interpret_after(ev, &mut Head::default())
+    read_event(ev, None)
 }
 
 /// [`interpret`] for the next event of a stream whose earlier events left `head`: the
 /// leading members this event repeats from the last one are not read again.
 pub fn interpret_after(ev: SseEvent<'_>, head: &mut Head) -> StreamEvent {
+    read_event(ev, Some(head))
+}
+
+/// [`interpret`], with a stream's head to read past and update when there is one.
+fn read_event(ev: SseEvent<'_>, head: Option<&mut Head>) -> StreamEvent {
     match ev.event {
         b"" | b"message" => {}
         b"error" => return StreamEvent::Error(error_text(ev.data)),
@@ -138,7 +143,11 @@ pub fn interpret_after(ev: SseEvent<'_>, head: &mut Head) -> StreamEvent {
         return StreamEvent::Done;
     }
     // The common case in one pass; anything unusual goes to serde (the same answer).
-    if let Some(c) = fast::chunk_after(ev.data, head) {
+    let fast = match head {
+        Some(head) => fast::chunk_after(ev.data, head),
+        None => fast::chunk(ev.data),
+    };
+    if let Some(c) = fast {
         return StreamEvent::Chunk(c);
     }
     parse(ev.data)

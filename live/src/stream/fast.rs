@@ -12,29 +12,15 @@
 use super::Chunk;
 
 /// The chunk `data` describes, or `None` to let the serde path decide.
-#[cfg(test)]
-fn chunk(data: &[u8]) -> Option<Chunk> {
-    chunk_after(data, &mut Head::default())
+pub(super) fn chunk(data: &[u8]) -> Option<Chunk> {
+    scan(data, None).map(|(c, _)| c)
 }
 
 /// [`chunk`], reading past `head` when `data` starts with it.
 pub(super) fn chunk_after(data: &[u8], head: &mut Head) -> Option<Chunk> {
     let inside = !head.bytes.is_empty() && data.starts_with(&head.bytes);
-    let mut s = Scan {
-        b: data,
-        i: if inside { head.bytes.len() } else { 0 },
-    };
-    let start = if inside {
-        Some((head.bytes.len(), head.seen))
-    } else {
-        None
-    };
-    let mut end = start;
-    let c = s.top(start, &mut end)?;
-    s.ws();
-    if s.i != s.b.len() {
-        return None;
-    }
+    let start = inside.then_some((head.bytes.len(), head.seen));
+    let (c, end) = scan(data, start)?;
     if end != start {
         head.bytes.clear();
         if let Some((at, seen)) = end {
@@ -43,6 +29,19 @@ pub(super) fn chunk_after(data: &[u8], head: &mut Head) -> Option<Chunk> {
         }
     }
     Some(c)
+}
+
+/// The whole of `data` as a chunk, from its start or from `start` (see [`Scan::top`]),
+/// and where the run of members that change no answer ended.
+fn scan(data: &[u8], start: Option<(usize, Seen)>) -> Option<(Chunk, Option<(usize, Seen)>)> {
+    let mut s = Scan {
+        b: data,
+        i: start.map_or(0, |(at, _)| at),
+    };
+    let mut end = start;
+    let c = s.top(start, &mut end)?;
+    s.ws();
+    (s.i == s.b.len()).then_some((c, end))
 }
 
 /// The run of leading members a stream's chunks repeat (`id`, `object`, `created`,
