@@ -247,8 +247,8 @@ pub(crate) type Pmf = (i64, Vec<f64>);
 /// both, in the proportions that keep it at x on average. The masses are
 /// p_j = E\[(1 - |X / h - j|)+\] = (G((j+1)h) - 2 G(jh) + G((j-1)h)) / h with G the integral
 /// of the CDF (computed through the integral of the tail, in closed form by the
-/// equilibrium CDF), so every distribution keeps its
-/// mean exactly, up to its cut tail (see [`TAIL_MASS`]), whose mass the last point keeps.
+/// equilibrium CDF), so every distribution keeps its mean exactly, up to its cut tail (see
+/// [`TAIL_MASS`]), whose mass the last point keeps.
 /// `None` when the cut would need more than [`MAX_KERNEL`] points: the step is too fine.
 fn pmf(d: &Service, h: f64) -> Option<Pmf> {
     pmf_capped(d, h, MAX_KERNEL)
@@ -292,12 +292,12 @@ pub(crate) fn pmf_capped(d: &Service, h: f64, max_points: usize) -> Option<Pmf> 
     }
     let hi = top;
     let last = ((hi / h).ceil() as usize).clamp(1, max_points);
-    // The second differences of G (x) = int_0^x F are those of H(x) = int_x^inf (1 - F) =
-    // E[X] (1 - F_e(x)) (`Service::equilibrium_tail`), since G = x - E[X] + H and a line has none. H is used: it is
-    // small where the tail is, while G is about x there and its differences would lose
-    // everything below x's last digit (at 2,000 mean costs, steps of 1/32, the masses of
-    // a lognormal's far tail came out with 9 % too much variance). For x < 0, H(x) =
-    // E[X] - x.
+    // The second differences of G(x) = int_0^x F are those of H(x) = int_x^inf (1 - F) =
+    // E[X] (1 - F_e(x)) (`Service::equilibrium_tail`), since G = x - E[X] + H and a line
+    // has none. H is used: it is small where the tail is, while G is about x there and its
+    // differences would lose everything below x's last digit (at 2,000 mean costs, steps
+    // of 1/32, the masses of a lognormal's far tail came out with 9 % too much variance).
+    // For x < 0, H(x) = E[X] - x.
     let mean = d.mean_s();
     let tail_integral: Vec<f64> = (0..=last + 1)
         .map(|j| mean * d.equilibrium_tail(j as f64 * h))
