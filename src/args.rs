@@ -396,12 +396,7 @@ fn parse_rate(s: &str) -> Result<Rate, String> {
 }
 
 fn parse_positive_duration(s: &str) -> Result<Seconds, String> {
-    let d = Seconds::parse(s).map_err(|e| e.to_string())?;
-    if d.get() > 0.0 {
-        Ok(d)
-    } else {
-        Err("must be greater than zero".into())
-    }
+    Seconds::parse_positive(s).map_err(|e| e.to_string())
 }
 
 fn parse_kind(s: &str) -> Result<ServiceKind, String> {

@@ -203,6 +203,20 @@ impl Seconds {
         }
         Self::new(seconds)
     }
+
+    /// [`Seconds::parse`], refusing zero: a length, timeout or bound that must pass.
+    pub fn parse_positive(s: &str) -> Result<Self> {
+        let d = Self::parse(s)?;
+        if d.get() > 0.0 {
+            Ok(d)
+        } else {
+            Err(ModelError::invalid(
+                "duration",
+                s,
+                "must be greater than zero",
+            ))
+        }
+    }
 }
 
 impl FromStr for Seconds {
@@ -270,6 +284,9 @@ mod tests {
         assert_eq!(Seconds::parse("250ns").unwrap().get(), 250e-9);
         assert_eq!(Seconds::parse("1e3us").unwrap().get(), 1e-3);
         assert_eq!(Seconds::parse("0s").unwrap().get(), 0.0);
+        assert!(Seconds::parse_positive("0s").is_err());
+        assert!(Seconds::parse_positive("-1ms").is_err());
+        assert_eq!(Seconds::parse_positive("1ns").unwrap().get(), 1e-9);
     }
 
     #[test]

@@ -182,12 +182,8 @@ fn seconds(s: &str) -> Result<f64, ModelError> {
 }
 
 /// A duration greater than zero, in seconds.
-fn positive_seconds(s: &str) -> Result<f64, String> {
-    match seconds(s) {
-        Ok(v) if v > 0.0 => Ok(v),
-        Ok(_) => Err("must be greater than zero".into()),
-        Err(e) => Err(e.to_string()),
-    }
+fn positive_seconds(s: &str) -> Result<f64, ModelError> {
+    heisenbench_model::units::Seconds::parse_positive(s).map(|d| d.get())
 }
 
 /// The parts of a scenario file a live run reads (the server part is the simulator's).
