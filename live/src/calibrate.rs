@@ -77,7 +77,62 @@ pub struct Calibration {
     pub build: String,
 }
 
+/// `heisenbench calibrate`.
+#[derive(Debug, clap::Args)]
+pub struct CalibrateFlags {
+    /// How long to measure each load.
+    #[arg(long, default_value = "2s", value_parser = heisenbench_model::units::Seconds::parse_positive)]
+    pub duration: heisenbench_model::units::Seconds,
+    /// The loads to measure, requests per second of 200-token streams from the embedded
+    /// mock (the cost per event falls as the load rises).
+    #[arg(long, value_delimiter = ',', default_values = ["100", "500", "2000"])]
+    pub qps: Vec<heisenbench_model::units::Rate>,
+    /// Where to store the result (default: $HEISENBENCH_CALIBRATION or ~/.cache/heisenbench/calibration.json).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
 impl Calibration {
+    /// The calibration in lines of text: the cost by load, what one shard carries, and the
+    /// loopback floor when one was measured; `path` is where it is stored.
+    pub fn write_summary(&self, out: &mut dyn std::io::Write, path: &Path) -> std::io::Result<()> {
+        use heisenbench_model::units::format_seconds;
+        writeln!(
+            out,
+            "per-event cost on this machine, by load (200-token streams); stored in {}",
+            path.display()
+        )?;
+        for p in &self.points {
+            writeln!(
+                out,
+                "  {:>9.0} events/s: mean {} (SCV {:.2})",
+                p.events_per_s,
+                format_seconds(p.cost_mean_s),
+                p.cost_scv
+            )?;
+        }
+        let (events_per_s, requests_per_s) = self.loop_capacity();
+        writeln!(
+            out,
+            "one shard loop tops out near {events_per_s:.0} events/s, i.e. {requests_per_s:.0} req/s of 200-token streams"
+        )?;
+        if let Some(f) = &self.floor {
+            writeln!(
+                out,
+                "loopback floor (one-way, write stamp to read stamp): idle p50 {} p99 {}; at {:.0} msg/s p50 {} p99 {}",
+                format_seconds(f.idle.p50_s),
+                format_seconds(f.idle.p99_s),
+                f.loaded_rate_per_s,
+                format_seconds(f.loaded.p50_s),
+                format_seconds(f.loaded.p99_s)
+            )?;
+        }
+        Ok(())
+    }
+
     /// What one shard loop carries at most: events per second at the cost of the heaviest
     /// load measured (a loop near saturation pays that one), and requests per second of
     /// 200-token streams (202 events each: the tokens, the opening and the closing event).
@@ -443,12 +498,7 @@ pub fn measure(
 
 /// One load: the cost point, the events handled and the shard's CPU seconds.
 fn measure_one(duration_s: f64, qps: f64) -> Result<(CostPoint, u64, f64), CalibrationError> {
-    let mock = MockServer::start(MockConfig {
-        port: 0,
-        max_num_seqs: 100_000,
-        max_model_len: 1_000_000,
-        ..MockConfig::default()
-    })?;
+    let mock = MockServer::start(MockConfig::embedded())?;
     let cfg = RunConfig {
         timeout_s: Some(30.0),
         ..RunConfig::streaming(

@@ -43,6 +43,18 @@ impl TryFrom<f64> for Rate {
     }
 }
 
+impl FromStr for Rate {
+    type Err = ModelError;
+    /// A plain number of events per second, such as `5000` or `2.5e3`.
+    fn from_str(s: &str) -> Result<Self> {
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| ModelError::invalid("rate", s, "must be a number"))?;
+        Self::per_s(v)
+    }
+}
+
 impl From<Rate> for f64 {
     fn from(r: Rate) -> f64 {
         r.0

@@ -1,77 +1,43 @@
 //! `heisenbench audit`: another client against the mock, its report against the truth.
 
 use std::io::Write;
-use std::time::Duration;
 
 use heisenbench_figures::{AuditPoint, AuditedClient};
+use heisenbench_live::audit::flags::AuditFlags;
 use heisenbench_live::audit::predict;
 use heisenbench_live::audit::report::{AuditReport, AuditSeries};
 use heisenbench_live::audit::{self, AuditConfig, AuditError};
-use heisenbench_model::plan::Budget;
 use heisenbench_model::units::format_seconds;
 
 use super::{check_out_file, write_atomic, write_json};
 use crate::Failure;
-use crate::args::AuditArgs;
 
-pub fn run(a: AuditArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let Budget::Quantile { q, limit_s } = a.budget else {
-        return Err(Failure::Usage(
-            "--budget: audit plans on a quantile of the wait (e.g. p99=1ms), not the mean".into(),
-        ));
-    };
-    if !(a.tolerance.is_finite() && a.tolerance > 0.0) {
-        return Err(Failure::Usage("--tolerance must be > 0".into()));
-    }
+pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
+    let budget = a.budget()?;
     if let Some(p) = &a.out {
         check_out_file(p)?;
     }
     if let Some(d) = &a.figure {
         super::check_out_dir(d)?;
     }
-    let work_dir = match a.work_dir {
+    let work_dir = match &a.work_dir {
         Some(d) => {
-            super::check_out_dir(&d)?;
-            d
+            super::check_out_dir(d)?;
+            d.clone()
         }
         None => AuditConfig::fresh_work_dir(),
     };
-    let rates: Vec<f64> = match a.rate {
-        Some(r) => vec![r.get()],
-        None => a.rates.iter().map(|r| r.get()).collect(),
-    };
-    let series = a.rate.is_none();
-    let duration = Duration::from_secs_f64(a.duration.get());
-    let mock = a.mock;
-    let bursts = mock.law().streams_in_bursts();
+    let series = a.is_series();
+    let bursts = a.mock.law().streams_in_bursts();
     let server = format!(
         "embedded mock: TTFT {}, ITL {}",
-        format_seconds(mock.time_to_first_token.as_secs_f64()),
-        format_seconds(mock.inter_token_latency.as_secs_f64())
+        format_seconds(a.mock.time_to_first_token.as_secs_f64()),
+        format_seconds(a.mock.inter_token_latency.as_secs_f64())
     );
-    let budget = predict::Budget { q, limit: limit_s };
     let mut reports = Vec::new();
     let mut failure = None;
-    for rate in rates {
-        let cfg = AuditConfig {
-            command: a.command.clone(),
-            rate_per_s: rate,
-            duration,
-            prompt_tokens: a.prompt_tokens,
-            output_tokens: a.output_tokens,
-            work_dir: if series {
-                work_dir.join(format!("rate-{rate}"))
-            } else {
-                work_dir.clone()
-            },
-            timeout: a
-                .timeout
-                .map_or(AuditConfig::default_timeout(duration), |t| {
-                    Duration::from_secs_f64(t.get())
-                }),
-            sample_every: Duration::from_millis(100),
-            mock: mock.clone(),
-        };
+    for cfg in a.configs(&work_dir) {
+        let rate = cfg.rate_per_s;
         let observed = audit::run(&cfg).map_err(|e| match e {
             AuditError::Start { .. } | AuditError::NoCommand | AuditError::StaleOutput(_) => {
                 Failure::Usage(e.to_string())

@@ -3,17 +3,17 @@
 use std::io::Write;
 
 use heisenbench_live::calibrate::{default_path, load};
-use heisenbench_model::plan::{Hardware, Load, max_qps, plan_workers};
+use heisenbench_model::cli::PlanFlags;
+use heisenbench_model::plan::{Load, max_qps, plan_workers};
 use heisenbench_model::service::Service;
-use heisenbench_model::units::{Rate, format_seconds};
+use heisenbench_model::units::format_seconds;
 use heisenbench_sim::plancheck::check_plan;
 
 use super::write_json;
 use crate::Failure;
-use crate::args::PlanArgs;
 use heisenbench_model::table::write_pairs;
 
-pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
+pub fn run(a: PlanFlags, out: &mut dyn Write) -> Result<(), Failure> {
     let (mean, scv, calibration) = match a.event_cost {
         Some(c) => (c.get(), a.event_cost_scv.unwrap_or(0.0), None),
         None => {
@@ -33,10 +33,7 @@ pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
             )
         }
     };
-    let cost = Service::named(a.event_cost_dist, mean, scv)?;
-    // --max-qps ignores --qps; any positive placeholder keeps Load's checks in one place.
-    let qps = a.qps.map_or_else(|| Rate::per_s(1.0), Ok)?;
-    let load = Load::new(qps, a.events_per_request, a.burst, cost, a.assignment)?;
+    let load = a.load(mean, scv)?;
     if a.max_qps {
         let workers = a
             .workers
@@ -66,10 +63,7 @@ pub fn run(a: PlanArgs, out: &mut dyn Write) -> Result<(), Failure> {
         )?;
         return Ok(());
     }
-    let hw = Hardware {
-        cores: a.cores,
-        cores_per_machine: a.cores_per_machine,
-    };
+    let hw = a.hardware();
     // With a calibration, the cost each shard pays at the rate it carries.
     let (plan, load) = match &calibration {
         Some((c, path)) => {

@@ -81,13 +81,8 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     }
     // The embedded mock, when no URL was given.
     let mock = if a.flags.url.is_none() {
-        let m = MockServer::start(MockConfig {
-            port: 0,
-            max_num_seqs: 1_000_000,
-            max_model_len: 10_000_000,
-            ..MockConfig::default()
-        })
-        .map_err(|e| Failure::Runtime(e.into()))?;
+        let m =
+            MockServer::start(MockConfig::embedded()).map_err(|e| Failure::Runtime(e.into()))?;
         cfg.url = m.url();
         Some(m)
     } else {

@@ -6,15 +6,16 @@ use std::time::Instant;
 use anyhow::Context;
 use heisenbench_model::scenario::WorkloadFlags;
 use heisenbench_model::units::{Rate, Seconds};
+use heisenbench_sim::cli::QueueFlags;
 use heisenbench_sim::engine::Simulation;
 use heisenbench_sim::report::SimReport;
 use heisenbench_sim::scenario::{PRESET_SECONDS, SimScenario, preset};
-use heisenbench_sim::textbook::{QueueSpec, TextbookReport};
+use heisenbench_sim::textbook::TextbookReport;
 use serde::Serialize;
 
 use super::{write_atomic, write_json};
 use crate::Failure;
-use crate::args::{QueueSimArgs, SimArgs, SimSub};
+use crate::args::{SimArgs, SimSub};
 
 /// The report of `heisenbench sim`: one or more runs (a preset is a pair).
 #[derive(Debug, Serialize)]
@@ -124,17 +125,8 @@ fn simulate(sc: SimScenario, show_progress: bool) -> SimReport {
     sim.report()
 }
 
-fn textbook(a: QueueSimArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let spec = QueueSpec {
-        rate_per_s: a.rate.get(),
-        gaps: a.arrival,
-        service: a.service.clone(),
-        customers: a.customers,
-        warmup: a.customers / 10,
-        batches: 32,
-        seed: a.seed,
-    };
-    spec.check_stable()?;
+fn textbook(a: QueueFlags, out: &mut dyn Write) -> Result<(), Failure> {
+    let spec = a.spec()?;
     let started = Instant::now();
     let report = TextbookReport::run(spec, a.engine);
     let elapsed = started.elapsed().as_secs_f64();

@@ -9,6 +9,7 @@
 //! model of the client's loop.
 
 pub mod adapters;
+pub mod flags;
 pub mod predict;
 pub mod report;
 pub mod tree;

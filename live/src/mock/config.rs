@@ -221,6 +221,18 @@ impl Default for MockConfig {
 }
 
 impl MockConfig {
+    /// The mock a run starts in its own process (`run` without --url, `calibrate`,
+    /// `reproduce`): zero latency, any free port, and batch and context limits no run
+    /// reaches, so every delay measured above it is the client's.
+    pub fn embedded() -> Self {
+        Self {
+            port: 0,
+            max_num_seqs: 1_000_000,
+            max_model_len: 10_000_000,
+            ..Self::default()
+        }
+    }
+
     /// Checks the ranges the flags cannot.
     pub fn validate(&self) -> Result<(), ModelError> {
         if self.max_num_seqs == 0 {
@@ -340,6 +352,17 @@ pub fn parse_latency(s: &str) -> Result<Duration, ModelError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The in-process mock answers at once, on a free port, and is never the bottleneck:
+    /// its limits are beyond any load a run or a calibration offers.
+    #[test]
+    fn the_embedded_mock_is_instant_and_unbounded() {
+        let m = MockConfig::embedded();
+        m.validate().unwrap();
+        assert!(m.is_instant());
+        assert_eq!(m.port, 0);
+        assert!(m.max_num_seqs >= 1_000_000 && m.max_model_len >= 1_000_000);
+    }
 
     /// The defaults come from the flags: llm-d-inference-sim's values, every failure type,
     /// the page server's head timeout.

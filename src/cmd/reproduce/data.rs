@@ -165,13 +165,7 @@ fn live_runs(scale: Scale, stop: &StopSignal) -> Result<(Vec<Series>, Vec<RunRep
         stop: stop.clone(),
         ..RunOptions::default()
     };
-    let mock = MockServer::start(MockConfig {
-        port: 0,
-        max_num_seqs: 1_000_000,
-        max_model_len: 1_000_000,
-        ..MockConfig::default()
-    })
-    .map_err(|e| Failure::Runtime(e.into()))?;
+    let mock = MockServer::start(MockConfig::embedded()).map_err(|e| Failure::Runtime(e.into()))?;
     let url = mock.url();
     let mut runs = Vec::new();
     let mut slow = Vec::new();

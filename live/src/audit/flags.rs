@@ -1,0 +1,185 @@
+//! The flags of `heisenbench audit`, and the audits they ask for: one per offered rate.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use heisenbench_model::ModelError;
+use heisenbench_model::plan;
+use heisenbench_model::units::{Rate, Seconds};
+
+use super::AuditConfig;
+use super::predict::Budget;
+use crate::mock::config::MockConfig;
+
+/// `heisenbench audit [options] -- COMMAND ARGS...`.
+///
+/// The command may hold placeholders: {url} {host} {port} {model} {rate} {duration}
+/// {requests} {prompt_tokens} {output_tokens} {out}.
+#[derive(Debug, clap::Args)]
+#[command(mut_arg("port", |a| a.default_value("0")))]
+pub struct AuditFlags {
+    /// The request rate the client is asked to offer ({rate}).
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        required_unless_present = "rates",
+        conflicts_with = "rates"
+    )]
+    pub rate: Option<Rate>,
+    /// Audit once per rate (comma-separated) and draw achieved rate and reported TTFT
+    /// against offered rate (`--figure`).
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    pub rates: Vec<Rate>,
+    /// The client's name in reports and on the figure (default: the tool whose results
+    /// were read, else the command's file name).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Draw the audit figure (audit.png and audit.svg) into this directory.
+    #[arg(long)]
+    pub figure: Option<PathBuf>,
+    /// How long the client is asked to run ({duration}, whole seconds).
+    #[arg(long, default_value = "10s", value_parser = Seconds::parse_positive, allow_hyphen_values = true)]
+    pub duration: Seconds,
+    /// Prompt tokens per request ({prompt_tokens}).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub prompt_tokens: u32,
+    /// Output tokens per request ({output_tokens}).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub output_tokens: u32,
+    /// Stop the client after this long (default: three times the duration plus 60 s).
+    #[arg(long, value_parser = Seconds::parse_positive, allow_hyphen_values = true)]
+    pub timeout: Option<Seconds>,
+    /// The plan's budget on the client's wait before the first chunk: a quantile only.
+    #[arg(long, default_value = "p99=1ms")]
+    pub budget: plan::Budget,
+    /// Relative error within which the TTFT excess counts as explained by the model.
+    #[arg(long, default_value_t = 0.25)]
+    pub tolerance: f64,
+    /// The client's loops: its N busiest processes (default: every process that spent a
+    /// tenth of the tree's CPU). Give 1 for a client with one worker beside a coordinator.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub loops: Option<u32>,
+    /// Where the client's results and logs go ({out} is a folder inside); default: a
+    /// fresh folder under the system's temporary directory.
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+    /// Write the audit (with every request the server answered) to this JSON file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// The server: any flag of `heisenbench mock` (zero latency by default).
+    #[command(flatten)]
+    pub mock: MockConfig,
+    /// The client command and its arguments, after `--`.
+    #[arg(last = true, required = true, num_args = 1..)]
+    pub command: Vec<String>,
+}
+
+impl AuditFlags {
+    /// The budget the prediction plans on, and the tolerance, checked: an audit plans on a
+    /// quantile of the wait, not its mean.
+    pub fn budget(&self) -> Result<Budget, ModelError> {
+        if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
+            return Err(ModelError::invalid(
+                "tolerance",
+                self.tolerance,
+                "must be a number > 0",
+            ));
+        }
+        match self.budget {
+            plan::Budget::Quantile { q, limit_s } => Ok(Budget { q, limit: limit_s }),
+            plan::Budget::Mean { .. } => Err(ModelError::invalid(
+                "budget",
+                self.budget,
+                "audit plans on a quantile of the wait, e.g. p99=1ms, not the mean",
+            )),
+        }
+    }
+
+    /// Whether a series of rates is asked for (`--rates`), not one audit.
+    pub fn is_series(&self) -> bool {
+        self.rate.is_none()
+    }
+
+    /// One audit per offered rate, in the order given. A series' audits keep their
+    /// results apart, in a folder per rate under `work_dir`.
+    pub fn configs(&self, work_dir: &Path) -> Vec<AuditConfig> {
+        let duration = Duration::from_secs_f64(self.duration.get());
+        let timeout = self
+            .timeout
+            .map_or(AuditConfig::default_timeout(duration), |t| {
+                Duration::from_secs_f64(t.get())
+            });
+        let rates: Vec<f64> = match self.rate {
+            Some(r) => vec![r.get()],
+            None => self.rates.iter().map(|r| r.get()).collect(),
+        };
+        rates
+            .into_iter()
+            .map(|rate| AuditConfig {
+                command: self.command.clone(),
+                rate_per_s: rate,
+                duration,
+                prompt_tokens: self.prompt_tokens,
+                output_tokens: self.output_tokens,
+                work_dir: if self.is_series() {
+                    work_dir.join(format!("rate-{rate}"))
+                } else {
+                    work_dir.to_path_buf()
+                },
+                timeout,
+                sample_every: Duration::from_millis(100),
+                mock: self.mock.clone(),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{Args, FromArgMatches};
+
+    fn parse(args: &[&str]) -> Result<AuditFlags, clap::Error> {
+        let cmd = AuditFlags::augment_args(clap::Command::new("audit"));
+        let m = cmd.try_get_matches_from(std::iter::once("audit").chain(args.iter().copied()))?;
+        AuditFlags::from_arg_matches(&m)
+    }
+
+    #[test]
+    fn a_series_gets_a_folder_per_rate_and_the_default_timeout() {
+        let f = parse(&["--rates", "10,20", "--duration", "5s", "--", "client"]).unwrap();
+        assert!(f.is_series());
+        let c = f.configs(Path::new("/w"));
+        let rates: Vec<f64> = c.iter().map(|c| c.rate_per_s).collect();
+        assert_eq!(rates, [10.0, 20.0]);
+        assert_eq!(c[0].work_dir, Path::new("/w/rate-10"));
+        assert_eq!(c[1].work_dir, Path::new("/w/rate-20"));
+        // 3 x 5 s + 60 s.
+        assert_eq!(c[0].timeout, Duration::from_secs(75));
+        assert_eq!(c[0].command, ["client"]);
+    }
+
+    #[test]
+    fn one_rate_uses_the_folder_itself_and_a_given_timeout() {
+        let f = parse(&["--rate", "7", "--timeout", "9s", "--", "client", "{url}"]).unwrap();
+        assert!(!f.is_series());
+        let c = f.configs(Path::new("/w"));
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].work_dir, Path::new("/w"));
+        assert_eq!(c[0].timeout, Duration::from_secs(9));
+        assert_eq!(f.budget().unwrap().limit.get(), 1e-3);
+    }
+
+    #[test]
+    fn a_mean_budget_and_a_bad_tolerance_are_refused() {
+        let f = parse(&["--rate", "7", "--budget", "mean=1ms", "--", "c"]).unwrap();
+        assert!(f.budget().unwrap_err().to_string().contains("not the mean"));
+        let f = parse(&["--rate", "7", "--tolerance", "0", "--", "c"]).unwrap();
+        assert!(f.budget().unwrap_err().to_string().contains("tolerance"));
+        assert!(parse(&["--rate", "0", "--", "c"]).is_err());
+        assert!(parse(&["--rate", "7"]).is_err());
+    }
+}

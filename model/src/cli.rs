@@ -1,0 +1,328 @@
+//! The command line's words for the model (feature `cli`): the queues `heisenbench model`
+//! evaluates and the flags of `heisenbench plan`, declared beside the types they build, so a
+//! flag's meaning and its rule live in one place. Every value is parsed by its type's
+//! `FromStr` (or [`Seconds::parse_positive`]), so the grammar is the type's own.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::batch::BatchMg1;
+use crate::error::Result;
+use crate::gig1::Gig1;
+use crate::mg1::Mg1;
+use crate::mmc::Mgc;
+use crate::plan::{Assignment, Budget, Hardware, Load};
+use crate::queue::WaitModel;
+use crate::service::{Service, ServiceKind};
+use crate::units::{Rate, Seconds};
+
+/// The queues `heisenbench model` knows.
+#[derive(Debug, Subcommand)]
+pub enum QueueCmd {
+    /// M/M/1: Poisson arrivals, exponential service.
+    Mm1(BasicQueue),
+    /// M/D/1: Poisson arrivals, constant service (exact Erlang series).
+    Md1(BasicQueue),
+    /// M/G/1: Poisson arrivals, general service (Pollaczek-Khinchine).
+    Mg1(GeneralQueue),
+    /// M^X/G/1: Poisson bursts of --batch events (token bursts).
+    Mxg1 {
+        /// The queue.
+        #[command(flatten)]
+        queue: GeneralQueue,
+        /// Events per burst.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        batch: u32,
+    },
+    /// E_k/G/1: Erlang-k arrivals (one of k round-robin loops), Lindley's equation on a lattice.
+    Ekg1 {
+        /// The queue.
+        #[command(flatten)]
+        queue: GeneralQueue,
+        /// Erlang order: the number of loops in the rotation.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        k: u32,
+        /// Events per burst.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        batch: u32,
+    },
+    /// G/G/1: gamma-family renewal arrivals with a given inter-arrival SCV, on a lattice.
+    Gg1 {
+        /// The queue.
+        #[command(flatten)]
+        queue: GeneralQueue,
+        /// Squared coefficient of variation of the inter-arrival times (1 = Poisson).
+        #[arg(long, allow_hyphen_values = true)]
+        arrival_scv: f64,
+        /// Events per burst.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        batch: u32,
+    },
+    /// M/M/c: one queue, c pooled loops (Erlang C).
+    Mmc {
+        /// The queue.
+        #[command(flatten)]
+        queue: BasicQueue,
+        /// Pooled servers.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        servers: u32,
+    },
+    /// M/G/c: one queue, c pooled loops, general service. Exact for exponential and
+    /// deterministic service; otherwise Lee-Longton's approximation, checked by simulation.
+    Mgc {
+        /// The queue.
+        #[command(flatten)]
+        queue: GeneralQueue,
+        /// Pooled servers.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        servers: u32,
+        /// Customers the check by simulation measures (where the model is approximate).
+        #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1000..))]
+        customers: u64,
+        /// Seed of the check by simulation.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Skip the check by simulation.
+        #[arg(long)]
+        no_check: bool,
+    },
+}
+
+/// A queue whose service family is fixed by its name.
+#[derive(Debug, Args)]
+pub struct BasicQueue {
+    /// Arrival rate of events (customers), per second.
+    #[arg(long, allow_hyphen_values = true)]
+    pub rate: Rate,
+    /// Mean service time per event, e.g. 20us, 1.5ms, 2s.
+    #[arg(long, value_parser = Seconds::parse_positive, allow_hyphen_values = true)]
+    pub service_mean: Seconds,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A queue with a general service time.
+#[derive(Debug, Args)]
+pub struct GeneralQueue {
+    /// The rate, mean and output format.
+    #[command(flatten)]
+    pub basic: BasicQueue,
+    /// Squared coefficient of variation of the service time (0 = constant).
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
+    pub service_scv: f64,
+    /// Service-time family; quantiles depend on it, the mean only on mean and SCV.
+    #[arg(long, default_value = "gamma")]
+    pub service_dist: ServiceKind,
+}
+
+impl GeneralQueue {
+    fn service(&self) -> Result<Service> {
+        Service::named(
+            self.service_dist,
+            self.basic.service_mean.get(),
+            self.service_scv,
+        )
+    }
+
+    /// Bursts per second: the event rate over the events a burst holds.
+    fn burst_rate(&self, batch: u32) -> f64 {
+        self.basic.rate.get() / f64::from(batch)
+    }
+}
+
+impl QueueCmd {
+    /// The queue the flags describe, refused when unstable or out of range.
+    pub fn build(&self) -> Result<Box<dyn WaitModel>> {
+        Ok(match self {
+            Self::Mm1(b) => Box::new(Mg1::new(
+                b.rate.get(),
+                Service::exponential(b.service_mean.get())?,
+            )?),
+            Self::Md1(b) => Box::new(Mg1::new(
+                b.rate.get(),
+                Service::deterministic(b.service_mean.get())?,
+            )?),
+            Self::Mg1(g) => Box::new(Mg1::new(g.basic.rate.get(), g.service()?)?),
+            Self::Mxg1 { queue, batch } => Box::new(BatchMg1::new(
+                queue.burst_rate(*batch),
+                *batch,
+                queue.service()?,
+            )?),
+            Self::Ekg1 { queue, k, batch } => Box::new(Gig1::erlang(
+                *k,
+                queue.burst_rate(*batch),
+                *batch,
+                queue.service()?,
+            )?),
+            Self::Gg1 {
+                queue,
+                arrival_scv,
+                batch,
+            } => Box::new(Gig1::new(
+                queue.burst_rate(*batch),
+                *arrival_scv,
+                *batch,
+                queue.service()?,
+            )?),
+            Self::Mmc { queue, servers } => Box::new(Mgc::new(
+                queue.rate.get(),
+                *servers,
+                Service::exponential(queue.service_mean.get())?,
+            )?),
+            Self::Mgc { queue, servers, .. } => Box::new(Mgc::new(
+                queue.basic.rate.get(),
+                *servers,
+                queue.service()?,
+            )?),
+        })
+    }
+
+    /// Whether one JSON object is asked for instead of a table.
+    pub fn json(&self) -> bool {
+        match self {
+            Self::Mm1(b) | Self::Md1(b) | Self::Mmc { queue: b, .. } => b.json,
+            Self::Mg1(g)
+            | Self::Mxg1 { queue: g, .. }
+            | Self::Ekg1 { queue: g, .. }
+            | Self::Gg1 { queue: g, .. }
+            | Self::Mgc { queue: g, .. } => g.basic.json,
+        }
+    }
+}
+
+/// The flags of `heisenbench plan`.
+#[derive(Debug, Args)]
+pub struct PlanFlags {
+    /// Target requests per second.
+    #[arg(long, required_unless_present = "max_qps", allow_hyphen_values = true)]
+    pub qps: Option<Rate>,
+    /// Events (streamed chunks) the client handles per request.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub events_per_request: u32,
+    /// Mean client cost per event on one core, e.g. 20us (default: this machine's
+    /// measurement from `heisenbench calibrate`).
+    #[arg(long, value_parser = Seconds::parse_positive, allow_hyphen_values = true)]
+    pub event_cost: Option<Seconds>,
+    /// SCV of the per-event cost (default 0, or the calibrated one).
+    #[arg(long, allow_hyphen_values = true)]
+    pub event_cost_scv: Option<f64>,
+    /// Calibration file to read when --event-cost is not given.
+    #[arg(long)]
+    pub calibration: Option<PathBuf>,
+    /// Family of the per-event cost.
+    #[arg(long, default_value = "gamma")]
+    pub event_cost_dist: ServiceKind,
+    /// Events that reach the client together (1: spread out; = events per request: all
+    /// at once, as from a server with zero inter-token latency).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub burst: u32,
+    /// Wait budget: mean=DURATION or pQ=DURATION (p50, p90, p99, p99.9).
+    #[arg(long)]
+    pub budget: Budget,
+    /// How requests reach the loops: round-robin (heisenbench's own shards), random
+    /// (independent choice) or pooled (one queue shared by all loops).
+    #[arg(long = "policy", alias = "assignment", default_value = "round-robin")]
+    pub assignment: Assignment,
+    /// Cores available to the client; with fewer cores than loops, loops share them.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub cores: Option<u32>,
+    /// Cores per machine, to count machines.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub cores_per_machine: Option<u32>,
+    /// Instead: the largest QPS that --workers loops carry under the budget.
+    #[arg(long, requires = "workers")]
+    pub max_qps: bool,
+    /// Skip the check by simulation. By default every plan is checked: the chosen count
+    /// and one fewer, each loop simulated (Lindley's recursion over bursts, about 2
+    /// million events), with 95 % intervals. Pooled plans are sized by simulating the pool
+    /// (Kiefer-Wolfowitz's recursion) either way.
+    #[arg(long)]
+    pub no_check: bool,
+    /// The default (kept for scripts that ask for it).
+    #[arg(long, hide = true, conflicts_with = "no_check")]
+    pub check: bool,
+    /// Loops, for --max-qps.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub workers: Option<u32>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl PlanFlags {
+    /// The load these flags describe, with a per-event cost of `mean_s` and `scv` in the
+    /// family asked for. With --max-qps the rate is the answer, not an input: any positive
+    /// placeholder keeps [`Load::new`]'s checks in one place.
+    pub fn load(&self, mean_s: f64, scv: f64) -> Result<Load> {
+        let cost = Service::named(self.event_cost_dist, mean_s, scv)?;
+        let qps = self.qps.map_or_else(|| Rate::per_s(1.0), Ok)?;
+        Load::new(
+            qps,
+            self.events_per_request,
+            self.burst,
+            cost,
+            self.assignment,
+        )
+    }
+
+    /// The client's machines.
+    pub fn hardware(&self) -> Hardware {
+        Hardware {
+            cores: self.cores,
+            cores_per_machine: self.cores_per_machine,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{FromArgMatches, Subcommand};
+
+    fn queue(args: &[&str]) -> QueueCmd {
+        let cmd = QueueCmd::augment_subcommands(clap::Command::new("model"));
+        let m = cmd
+            .try_get_matches_from(std::iter::once("model").chain(args.iter().copied()))
+            .unwrap();
+        QueueCmd::from_arg_matches(&m).unwrap()
+    }
+
+    /// Bursts of events: the utilisation is the event rate times the mean cost, whatever
+    /// the burst, and a burst of one is M/G/1 itself.
+    #[test]
+    fn bursts_carry_the_event_rate() {
+        let flags = ["--rate", "1000", "--service-mean", "500us"];
+        let one = queue(&[&["mxg1"][..], &flags, &["--batch", "1"]].concat()).build();
+        let ten = queue(&[&["mxg1"][..], &flags, &["--batch", "10"]].concat()).build();
+        let mg1 = queue(&[&["mg1"][..], &flags].concat()).build();
+        let (one, ten, mg1) = (
+            one.unwrap().report(),
+            ten.unwrap().report(),
+            mg1.unwrap().report(),
+        );
+        assert!((ten.rho - 0.5).abs() < 1e-12, "{}", ten.rho);
+        assert!((one.wq_mean_s - mg1.wq_mean_s).abs() < 1e-12 * mg1.wq_mean_s);
+        // M/M/1 at rho 0.5, E[S] = 0.5 ms: Wq = rho E[S] / (1 - rho) = 0.5 ms.
+        assert!((mg1.wq_mean_s - 5e-4).abs() < 1e-12, "{}", mg1.wq_mean_s);
+        assert!(ten.wq_mean_s > mg1.wq_mean_s);
+    }
+
+    #[test]
+    fn the_json_flag_is_read_from_every_queue() {
+        assert!(queue(&["mm1", "--rate", "1", "--service-mean", "0.5s", "--json"]).json());
+        assert!(
+            !queue(&[
+                "mgc",
+                "--rate",
+                "1",
+                "--service-mean",
+                "0.5s",
+                "--servers",
+                "2"
+            ])
+            .json()
+        );
+    }
+}
