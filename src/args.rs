@@ -5,7 +5,6 @@ use clap::{Args, Parser, Subcommand};
 use heisenbench_live::mock::config::MockConfig;
 use heisenbench_live::run::config::RunFlags;
 use heisenbench_live::run::distributed::ShardSpec;
-use heisenbench_model::scenario::{Gaps, Lengths};
 use heisenbench_model::units::{Rate, Seconds};
 
 /// Honest performance measurement of LLM serving: predict, simulate and measure the
@@ -77,35 +76,9 @@ pub struct SimArgs {
     /// Textbook mode.
     #[command(subcommand)]
     pub textbook: Option<SimSub>,
-    /// A scenario file (JSON: workload, client, server, seed).
-    pub scenario: Option<std::path::PathBuf>,
-    /// A built-in scenario pair instead of a file: paper-1000 or paper-5000.
-    #[arg(long, conflicts_with = "scenario")]
-    pub preset: Option<String>,
-    /// Root seed (overrides the file's).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Schedule length in seconds (overrides the file's stop; presets default to 10).
-    #[arg(long, value_parser = Seconds::parse_positive, allow_hyphen_values = true)]
-    pub duration: Option<Seconds>,
-    /// Request count instead of a duration.
-    #[arg(long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
-    pub requests: Option<u64>,
-    /// Offered requests per second (overrides the arrival rate).
-    #[arg(long, allow_hyphen_values = true)]
-    pub qps: Option<Rate>,
-    /// Client loops (overrides the file's).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub workers: Option<u32>,
-    /// Send times from a file, one per line, seconds from the start (replaces the arrivals).
-    #[arg(long)]
-    pub trace: Option<std::path::PathBuf>,
-    /// Print the full report as one JSON object.
-    #[arg(long)]
-    pub json: bool,
-    /// Also write the full report here (atomically).
-    #[arg(long)]
-    pub out: Option<std::path::PathBuf>,
+    /// The scenario and its overrides.
+    #[command(flatten)]
+    pub flags: heisenbench_sim::cli::SimFlags,
 }
 
 /// Subcommands of `sim`.
@@ -154,30 +127,9 @@ pub struct RunArgs {
     /// The flags that set the run's fields (server, API, shards, timeouts, seed).
     #[command(flatten)]
     pub flags: RunFlags,
-    /// Requests per second.
-    #[arg(long, allow_hyphen_values = true)]
-    pub qps: Option<Rate>,
-    /// Arrival process: poisson, constant, gamma:shape=X or erlang:k=K.
-    #[arg(long)]
-    pub arrival: Option<Gaps>,
-    /// Closed loop with this many users instead of a rate.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub users: Option<u32>,
-    /// Send times from a file, one per line, seconds from the start.
-    #[arg(long)]
-    pub trace: Option<std::path::PathBuf>,
-    /// Schedule length (default 10s).
-    #[arg(long, value_parser = Seconds::parse_positive, allow_hyphen_values = true)]
-    pub duration: Option<Seconds>,
-    /// Request count instead of a duration.
-    #[arg(long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
-    pub requests: Option<u64>,
-    /// Prompt tokens: N, uniform:MIN,MAX, normal:MEAN,SD or lognormal:MEAN,SCV.
-    #[arg(long)]
-    pub prompt_tokens: Option<Lengths>,
-    /// Output tokens (sent with ignore_eos): same forms as --prompt-tokens.
-    #[arg(long)]
-    pub output_tokens: Option<Lengths>,
+    /// The workload's flags (each replaces the scenario's value).
+    #[command(flatten)]
+    pub workload: heisenbench_model::cli::WorkloadArgs,
     /// A Hugging Face tokenizer.json: prompts of exactly --prompt-tokens tokens of the
     /// prompt text (without BOS or chat template), checked against the server's usage.
     /// Without it a token is a word, exact only for the embedded mock.

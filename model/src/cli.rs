@@ -14,6 +14,7 @@ use crate::mg1::Mg1;
 use crate::mmc::Mgc;
 use crate::plan::{Assignment, Budget, Hardware, Load};
 use crate::queue::WaitModel;
+use crate::scenario::{Gaps, Lengths, WorkloadFlags};
 use crate::service::{Service, ServiceKind};
 use crate::units::{Rate, Seconds};
 
@@ -272,6 +273,52 @@ impl PlanFlags {
         Hardware {
             cores: self.cores,
             cores_per_machine: self.cores_per_machine,
+        }
+    }
+}
+
+/// The workload flags of `heisenbench run` (and `k8s`): each replaces the scenario's
+/// value ([`crate::scenario::Workload::apply`] holds the rules of their meeting).
+#[derive(Debug, Clone, Args)]
+pub struct WorkloadArgs {
+    /// Requests per second.
+    #[arg(long, allow_hyphen_values = true)]
+    pub qps: Option<Rate>,
+    /// Arrival process: poisson, constant, gamma:shape=X or erlang:k=K.
+    #[arg(long)]
+    pub arrival: Option<Gaps>,
+    /// Closed loop with this many users instead of a rate.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub users: Option<u32>,
+    /// Send times from a file, one per line, seconds from the start.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Schedule length (default 10s).
+    #[arg(long, value_parser = Seconds::parse_positive, allow_hyphen_values = true)]
+    pub duration: Option<Seconds>,
+    /// Request count instead of a duration.
+    #[arg(long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
+    pub requests: Option<u64>,
+    /// Prompt tokens: N, uniform:MIN,MAX, normal:MEAN,SD or lognormal:MEAN,SCV.
+    #[arg(long)]
+    pub prompt_tokens: Option<Lengths>,
+    /// Output tokens (sent with ignore_eos): same forms as --prompt-tokens.
+    #[arg(long)]
+    pub output_tokens: Option<Lengths>,
+}
+
+impl WorkloadArgs {
+    /// The overrides these flags make, with the send times read from `--trace`'s file.
+    pub fn flags(&self, trace: Option<Vec<f64>>) -> WorkloadFlags {
+        WorkloadFlags {
+            qps: self.qps.map(Rate::get),
+            arrival: self.arrival,
+            users: self.users,
+            trace,
+            duration_s: self.duration.map(Seconds::get),
+            requests: self.requests,
+            input_tokens: self.prompt_tokens,
+            output_tokens: self.output_tokens,
         }
     }
 }

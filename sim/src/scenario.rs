@@ -61,6 +61,9 @@ pub enum ScenarioError {
     /// Not a preset.
     #[error("unknown preset '{0}': expected paper-1000 or paper-5000")]
     UnknownPreset(String),
+    /// Neither a scenario nor a preset was given.
+    #[error("give a scenario file, --preset NAME, or `sim queue`")]
+    Missing,
 }
 
 /// Per-chunk cost of a Python asyncio client: read, split the SSE frame, JSON-decode,

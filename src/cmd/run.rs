@@ -11,8 +11,7 @@ use heisenbench_live::run::config::{ResolveError, RunConfig, RunFlags};
 use heisenbench_live::run::result::RunReport;
 use heisenbench_live::run::stop::{StopSignal, listen_for_signals};
 use heisenbench_live::run::{RunOptions, run as run_live};
-use heisenbench_model::scenario::{Stop, WorkloadFlags};
-use heisenbench_model::units::{Rate, Seconds};
+use heisenbench_model::scenario::Stop;
 
 use super::{write_atomic, write_json};
 use crate::Failure;
@@ -214,18 +213,14 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
         .as_deref()
         .map(|p| read(p, "scenario"))
         .transpose()?;
-    let trace = a.trace.as_deref().map(super::read_trace).transpose()?;
+    let trace = a
+        .workload
+        .trace
+        .as_deref()
+        .map(super::read_trace)
+        .transpose()?;
     let flags = RunFlags {
-        workload: WorkloadFlags {
-            qps: a.qps.map(Rate::get),
-            arrival: a.arrival,
-            users: a.users,
-            trace,
-            duration_s: a.duration.map(Seconds::get),
-            requests: a.requests,
-            input_tokens: a.prompt_tokens,
-            output_tokens: a.output_tokens,
-        },
+        workload: a.workload.flags(trace),
         csv: a.csv,
         ..a.flags.clone()
     };

@@ -4,12 +4,10 @@ use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 use anyhow::Context;
-use heisenbench_model::scenario::WorkloadFlags;
-use heisenbench_model::units::{Rate, Seconds};
-use heisenbench_sim::cli::QueueFlags;
+use heisenbench_sim::cli::{QueueFlags, SimFlags};
 use heisenbench_sim::engine::Simulation;
 use heisenbench_sim::report::SimReport;
-use heisenbench_sim::scenario::{PRESET_SECONDS, SimScenario, preset};
+use heisenbench_sim::scenario::SimScenario;
 use heisenbench_sim::textbook::TextbookReport;
 use serde::Serialize;
 
@@ -30,6 +28,7 @@ pub fn run(a: SimArgs, out: &mut dyn Write) -> Result<(), Failure> {
     if let Some(SimSub::Queue(q)) = a.textbook {
         return textbook(q, out);
     }
+    let a = a.flags;
     let scenarios = scenarios(&a)?;
     if let Some(path) = &a.out {
         super::check_out_file(path)?;
@@ -55,49 +54,20 @@ pub fn run(a: SimArgs, out: &mut dyn Write) -> Result<(), Failure> {
     Ok(())
 }
 
-fn scenarios(a: &SimArgs) -> Result<Vec<SimScenario>, Failure> {
-    let mut list = match (&a.preset, &a.scenario) {
-        (Some(name), _) => {
-            let seconds = a.duration.map_or(PRESET_SECONDS, Seconds::get);
-            preset(name, seconds, a.seed.unwrap_or(1)).map_err(|e| Failure::Usage(e.to_string()))?
-        }
-        (None, Some(path)) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                Failure::Usage(format!("cannot read scenario {}: {e}", path.display()))
-            })?;
-            vec![
-                SimScenario::from_json(&text)
-                    .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?,
-            ]
-        }
-        (None, None) => {
-            return Err(Failure::Usage(
-                "give a scenario file, --preset NAME, or `sim queue`".into(),
-            ));
-        }
+/// The scenarios the flags name; a file's errors carry its path.
+fn scenarios(a: &SimFlags) -> Result<Vec<SimScenario>, Failure> {
+    let text = match (&a.preset, &a.scenario) {
+        (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|e| {
+            Failure::Usage(format!("cannot read scenario {}: {e}", path.display()))
+        })?),
+        _ => None,
     };
-    let trace = match &a.trace {
-        Some(path) => Some(super::read_trace(path)?),
-        None => None,
-    };
-    let flags = WorkloadFlags {
-        qps: a.qps.map(Rate::get),
-        trace,
-        duration_s: a.duration.map(Seconds::get),
-        requests: a.requests,
-        ..WorkloadFlags::default()
-    };
-    for sc in &mut list {
-        if let Some(seed) = a.seed {
-            sc.seed = seed;
-        }
-        if let Some(w) = a.workers {
-            sc.client.workers = w;
-        }
-        sc.workload.apply(&flags)?;
-        sc.validate()?;
-    }
-    Ok(list)
+    let trace = a.trace.as_deref().map(super::read_trace).transpose()?;
+    a.scenarios(text.as_deref(), trace)
+        .map_err(|e| match (&a.scenario, &text) {
+            (Some(path), Some(_)) => Failure::Usage(format!("{}: {e}", path.display())),
+            _ => Failure::Usage(e.to_string()),
+        })
 }
 
 /// Runs one scenario, with a progress line on a terminal once it takes over a second.
