@@ -452,3 +452,47 @@ fn https_is_verified_and_a_private_ca_or_insecure_gets_through() {
     assert!(run(&c, &RunOptions::default()).is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The model field is taken from `/v1/models` only when the server lists exactly one:
+/// none or several is the user's to settle, and each says so.
+#[test]
+fn the_served_model_is_the_only_one_listed() {
+    use heisenbench_live::run::http::{ModelChoiceError, served_model};
+    let list = |body: &str| -> &'static [u8] {
+        Box::leak(
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .into_bytes()
+            .into_boxed_slice(),
+        )
+    };
+    let m = mock();
+    assert_eq!(
+        served_model(&cfg(&m.url(), 1, 1)).unwrap(),
+        MockConfig::default().model
+    );
+    let none = broken_server(list(r#"{"object":"list","data":[]}"#), false);
+    assert!(matches!(
+        served_model(&cfg(&none, 1, 1)),
+        Err(ModelChoiceError::NoModel)
+    ));
+    let two = broken_server(
+        list(
+            r#"{"object":"list","data":[{"id":"a","object":"model"},{"id":"b","object":"model"}]}"#,
+        ),
+        false,
+    );
+    let e = served_model(&cfg(&two, 1, 1)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the server serves 2 models; choose one with --model: a, b"
+    );
+    let gone = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let e = served_model(&cfg(&format!("http://{gone}"), 1, 1)).unwrap_err();
+    assert!(matches!(e, ModelChoiceError::Unreachable(_)), "{e}");
+}

@@ -241,22 +241,11 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
     Ok((cfg, workers_given))
 }
 
-/// The one model the server at `cfg.url` serves, from its `/v1/models`.
+/// The one model the server at `cfg.url` serves ([`heisenbench_live::run::http::served_model`]).
 pub(crate) fn served_model(cfg: &RunConfig) -> Result<String, Failure> {
-    let models = heisenbench_live::run::http::served_models(cfg).map_err(|e| {
-        Failure::Runtime(anyhow::anyhow!(
-            "cannot ask the server which model it serves (or pass --model): {e}"
-        ))
-    })?;
-    match models.as_slice() {
-        [one] => Ok(one.clone()),
-        [] => Err(Failure::Usage(
-            "the server lists no model at /v1/models: pass --model".into(),
-        )),
-        many => Err(Failure::Usage(format!(
-            "the server serves {} models; choose one with --model: {}",
-            many.len(),
-            many.join(", ")
-        ))),
-    }
+    use heisenbench_live::run::http::{ModelChoiceError, served_model};
+    served_model(cfg).map_err(|e| match e {
+        ModelChoiceError::Unreachable(_) => Failure::Runtime(e.into()),
+        _ => Failure::Usage(e.to_string()),
+    })
 }

@@ -115,6 +115,30 @@ pub fn explain_status(status: u16) -> &'static str {
     }
 }
 
+/// Why the model field could not be taken from the server's list.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelChoiceError {
+    /// The list could not be had.
+    #[error("cannot ask the server which model it serves (or pass --model): {0}")]
+    Unreachable(#[from] HttpError),
+    /// The list is empty.
+    #[error("the server lists no model at /v1/models: pass --model")]
+    NoModel,
+    /// More than one model: the user chooses.
+    #[error("the server serves {} models; choose one with --model: {}", .0.len(), .0.join(", "))]
+    Several(Vec<String>),
+}
+
+/// The one model the server at `cfg.url` serves, from its `/v1/models`.
+pub fn served_model(cfg: &RunConfig) -> Result<String, ModelChoiceError> {
+    let mut models = served_models(cfg)?;
+    match models.len() {
+        1 => Ok(models.remove(0)),
+        0 => Err(ModelChoiceError::NoModel),
+        _ => Err(ModelChoiceError::Several(models)),
+    }
+}
+
 /// The ids of the models `/v1/models` lists (10 s timeout).
 pub fn served_models(cfg: &RunConfig) -> Result<Vec<String>, HttpError> {
     let base = cfg.url.trim_end_matches('/');
