@@ -5,7 +5,7 @@ use clap::{Args, Parser, Subcommand};
 use heisenbench_live::mock::config::MockConfig;
 use heisenbench_live::run::config::RunFlags;
 use heisenbench_live::run::distributed::ShardSpec;
-use heisenbench_model::units::{Rate, Seconds};
+use heisenbench_model::units::Seconds;
 
 /// Honest performance measurement of LLM serving: predict, simulate and measure the
 /// benchmark client's own delay.
@@ -40,7 +40,7 @@ pub enum Command {
     /// Hold a report (sim, live, or a foreign client's measurements) against the model.
     Compare(CompareArgs),
     /// A latency profile: stages of rising rate until saturation, and the knee.
-    Sweep(Box<SweepArgs>),
+    Sweep(Box<heisenbench_model::cli::SweepFlags>),
     /// Redraw the figures from a figure-data.json file.
     Figures(FiguresArgs),
     /// Measure this machine's per-event cost of the generator, for `plan` and `run`.
@@ -165,59 +165,6 @@ pub struct CompareArgs {
     /// Relative error within which the observation counts as explained by the model.
     #[arg(long, default_value_t = 0.1)]
     pub tolerance: f64,
-    /// Print one JSON object.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `heisenbench sweep`.
-#[derive(Debug, Args)]
-pub struct SweepArgs {
-    /// A simulator scenario file; without it and without --url, the built-in profile
-    /// scenario (8 slots, 69 ms per request: saturation at 116 req/s).
-    pub scenario: Option<std::path::PathBuf>,
-    /// Sweep a live server at this URL instead of the simulator.
-    #[arg(long)]
-    pub url: Option<String>,
-    /// Lowest rate.
-    #[arg(long)]
-    pub from: Rate,
-    /// Highest rate.
-    #[arg(long)]
-    pub to: Rate,
-    /// Stages.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(2..1000))]
-    pub steps: u32,
-    /// Space the rates geometrically instead of evenly.
-    #[arg(long)]
-    pub geometric: bool,
-    /// Length of each stage (simulated or live).
-    #[arg(long, default_value = "10s", value_parser = Seconds::parse_positive)]
-    pub stage_duration: Seconds,
-    /// Criterion: p99 TTFT from the intended send must stay under this.
-    #[arg(long, default_value = "100ms", value_parser = Seconds::parse_positive)]
-    pub max_p99: Seconds,
-    /// Criterion: achieved over offered must stay above this.
-    #[arg(long, default_value_t = 0.99)]
-    pub min_achieved: f64,
-    /// Live: shards.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
-    pub workers: u32,
-    /// Live: output tokens per request.
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
-    pub output_tokens: u32,
-    /// Live: prompt tokens per request.
-    #[arg(long, default_value_t = 320, value_parser = clap::value_parser!(u32).range(1..))]
-    pub prompt_tokens: u32,
-    /// Live: the model field (default: the one model the server's /v1/models lists).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Keep going after two failing stages in a row (by default the sweep stops there).
-    #[arg(long)]
-    pub no_early_stop: bool,
-    /// Write each stage's report and the profile into this directory.
-    #[arg(long)]
-    pub out: Option<std::path::PathBuf>,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,

@@ -323,6 +323,76 @@ impl WorkloadArgs {
     }
 }
 
+/// `heisenbench sweep`.
+#[derive(Debug, Args)]
+pub struct SweepFlags {
+    /// A simulator scenario file; without it and without --url, the built-in profile
+    /// scenario (8 slots, 69 ms per request: saturation at 116 req/s).
+    pub scenario: Option<PathBuf>,
+    /// Sweep a live server at this URL instead of the simulator.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Lowest rate.
+    #[arg(long)]
+    pub from: Rate,
+    /// Highest rate.
+    #[arg(long)]
+    pub to: Rate,
+    /// Stages.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(2..1000))]
+    pub steps: u32,
+    /// Space the rates geometrically instead of evenly.
+    #[arg(long)]
+    pub geometric: bool,
+    /// Length of each stage (simulated or live).
+    #[arg(long, default_value = "10s", value_parser = Seconds::parse_positive)]
+    pub stage_duration: Seconds,
+    /// Criterion: p99 TTFT from the intended send must stay under this.
+    #[arg(long, default_value = "100ms", value_parser = Seconds::parse_positive)]
+    pub max_p99: Seconds,
+    /// Criterion: achieved over offered must stay above this.
+    #[arg(long, default_value_t = 0.99)]
+    pub min_achieved: f64,
+    /// Live: shards.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    pub workers: u32,
+    /// Live: output tokens per request.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub output_tokens: u32,
+    /// Live: prompt tokens per request.
+    #[arg(long, default_value_t = 320, value_parser = clap::value_parser!(u32).range(1..))]
+    pub prompt_tokens: u32,
+    /// Live: the model field (default: the one model the server's /v1/models lists).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Keep going after two failing stages in a row (by default the sweep stops there).
+    #[arg(long)]
+    pub no_early_stop: bool,
+    /// Write each stage's report and the profile into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl SweepFlags {
+    /// The stopping rule the flags set.
+    pub fn criterion(&self) -> Result<crate::profile::Criterion> {
+        crate::profile::Criterion::new(self.min_achieved, self.max_p99.get())
+    }
+
+    /// The stages' rates, lowest first.
+    pub fn rates(&self) -> Vec<f64> {
+        crate::profile::rates(
+            self.from.get(),
+            self.to.get(),
+            self.steps as usize,
+            self.geometric,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,5 +441,37 @@ mod tests {
             ])
             .json()
         );
+    }
+
+    fn sweep(args: &[&str]) -> SweepFlags {
+        use clap::Args;
+        let cmd = SweepFlags::augment_args(clap::Command::new("sweep"));
+        let m = cmd
+            .try_get_matches_from(std::iter::once("sweep").chain(args.iter().copied()))
+            .unwrap();
+        SweepFlags::from_arg_matches(&m).unwrap()
+    }
+
+    #[test]
+    fn a_sweep_steps_evenly_or_geometrically_under_its_criterion() {
+        let even = sweep(&["--from", "10", "--to", "40", "--steps", "4"]);
+        assert_eq!(even.rates(), [10.0, 20.0, 30.0, 40.0]);
+        let geo = sweep(&[
+            "--from",
+            "10",
+            "--to",
+            "1000",
+            "--steps",
+            "3",
+            "--geometric",
+        ]);
+        let r = geo.rates();
+        assert!(
+            (r[1] - 100.0).abs() < 1e-9 && (r[2] - 1000.0).abs() < 1e-9,
+            "{r:?}"
+        );
+        assert!(even.criterion().is_ok());
+        let bad = sweep(&["--from", "1", "--to", "2", "--min-achieved", "1.5"]);
+        assert!(bad.criterion().is_err());
     }
 }

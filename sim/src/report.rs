@@ -478,3 +478,37 @@ fn pair(label: &str, a: f64, b: f64) -> (String, String) {
         format!("{} / {}", format_seconds(a), format_seconds(b)),
     )
 }
+
+/// The model's comparison of each run in a `sim --json/--out` report (its JSON), with the
+/// run's scenario name; None for a run the model does not predict (a closed loop, a free
+/// client). Empty when the report holds no runs.
+pub fn run_comparisons(v: &serde_json::Value) -> Vec<(String, Option<Comparison>)> {
+    let runs = v["runs"].as_array().map_or(&[][..], Vec::as_slice);
+    runs.iter()
+        .map(|run| {
+            let label = run["scenario"]["name"]
+                .as_str()
+                .unwrap_or("sim")
+                .to_string();
+            let c = serde_json::from_value(run["prediction"]["comparison"].clone()).ok();
+            (label, c)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_without_a_prediction_is_named_and_has_no_comparison() {
+        assert!(run_comparisons(&serde_json::json!({"kind": "sim"})).is_empty());
+        let v = serde_json::json!({"kind": "sim", "runs": [
+            {"scenario": {"name": "closed"}, "prediction": null}
+        ]});
+        let runs = run_comparisons(&v);
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].0, "closed");
+        assert!(runs[0].1.is_none());
+    }
+}

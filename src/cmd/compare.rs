@@ -27,20 +27,14 @@ pub fn run(a: CompareArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let mut results = Vec::new();
     match v.get("kind").and_then(Value::as_str) {
         Some("sim") => {
-            let runs = v["runs"].as_array().map_or(&[][..], Vec::as_slice);
+            let runs = heisenbench_sim::report::run_comparisons(&v);
             if runs.is_empty() {
                 return Err(Failure::Usage(format!(
                     "{}: a sim report with no runs",
                     a.report.display()
                 )));
             }
-            for run in runs {
-                let label = run["scenario"]["name"]
-                    .as_str()
-                    .unwrap_or("sim")
-                    .to_string();
-                let c: Option<Comparison> =
-                    serde_json::from_value(run["prediction"]["comparison"].clone()).ok();
+            for (label, c) in runs {
                 match c {
                     Some(comparison) => results.push(Compared {
                         label,

@@ -4,7 +4,8 @@ use std::io::Write;
 
 use heisenbench_live::run::config::RunConfig;
 use heisenbench_live::run::{RunOptions, run as run_live};
-use heisenbench_model::profile::{Criterion, rates, sweep};
+use heisenbench_model::cli::SweepFlags;
+use heisenbench_model::profile::sweep;
 use heisenbench_model::scenario::{Arrivals, Stop};
 use heisenbench_model::units::format_seconds;
 use heisenbench_sim::engine::Simulation;
@@ -12,10 +13,9 @@ use heisenbench_sim::scenario::{SimScenario, profile_server};
 
 use super::{write_atomic, write_json};
 use crate::Failure;
-use crate::args::SweepArgs;
 
-pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let criterion = Criterion::new(a.min_achieved, a.max_p99.get())?;
+pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
+    let criterion = a.criterion()?;
     let secs = a.stage_duration.get();
     let base = match (&a.url, &a.scenario) {
         (Some(_), _) => None,
@@ -33,7 +33,7 @@ pub fn run(a: SweepArgs, out: &mut dyn Write) -> Result<(), Failure> {
     if let Some(dir) = &a.out {
         super::check_out_dir(dir)?;
     }
-    let plan = rates(a.from.get(), a.to.get(), a.steps as usize, a.geometric);
+    let plan = a.rates();
     // Resolved at the first live stage when not given.
     let mut model = a.model.clone().unwrap_or_default();
     // Ctrl-C ends the sweep after the stages done; the one running is dropped.
