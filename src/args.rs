@@ -1,11 +1,11 @@
-//! Command-line syntax. Values are parsed into the model's checked types here, so a
-//! malformed duration or rate is refused before anything runs.
+//! Command-line syntax: the commands, and the flags of those that belong to no one crate.
+//! A command's flags are declared beside the types they build (`model::cli`, `sim::cli`,
+//! `live::run::cli`, ...) and every value is parsed by its type, so a malformed duration
+//! or rate is refused before anything runs.
 
 use clap::{Args, Parser, Subcommand};
 use heisenbench_live::mock::config::MockConfig;
-use heisenbench_live::run::config::RunFlags;
-use heisenbench_live::run::distributed::ShardSpec;
-use heisenbench_model::units::Seconds;
+use heisenbench_live::run::cli::{K8sArgs, RunArgs};
 
 /// Honest performance measurement of LLM serving: predict, simulate and measure the
 /// benchmark client's own delay.
@@ -108,52 +108,6 @@ pub struct ReproduceArgs {
     pub json: bool,
 }
 
-/// `heisenbench run`.
-#[derive(Debug, Args)]
-pub struct RunArgs {
-    /// A scenario file (the same JSON `heisenbench sim` reads; its workload and client parts).
-    pub scenario: Option<std::path::PathBuf>,
-    /// A resolved run config (as `heisenbench k8s` puts in its ConfigMap); flags still override.
-    #[arg(long, conflicts_with = "scenario")]
-    pub config: Option<std::path::PathBuf>,
-    /// Run only shard I of N (I from 0): the plan is the N-shard plan, the result is this
-    /// shard's, printed between marker lines (or written to --out DIR/shard-I.json) for
-    /// `heisenbench merge`.
-    #[arg(long)]
-    pub shard: Option<ShardSpec>,
-    /// With --shard: the common start, UTC (2026-11-30T10:00:00Z or seconds since the epoch).
-    #[arg(long, requires = "shard", value_parser = heisenbench_live::run::distributed::parse_utc)]
-    pub start_at: Option<f64>,
-    /// The flags that set the run's fields (server, API, shards, timeouts, seed).
-    #[command(flatten)]
-    pub flags: RunFlags,
-    /// The workload's flags (each replaces the scenario's value).
-    #[command(flatten)]
-    pub workload: heisenbench_model::cli::WorkloadArgs,
-    /// A Hugging Face tokenizer.json: prompts of exactly --prompt-tokens tokens of the
-    /// prompt text (without BOS or chat template), checked against the server's usage.
-    /// Without it a token is a word, exact only for the embedded mock.
-    #[arg(long)]
-    pub tokenizer: Option<std::path::PathBuf>,
-    /// Calibration file (default: $HEISENBENCH_CALIBRATION or ~/.cache/heisenbench/calibration.json).
-    #[arg(long)]
-    pub calibration: Option<std::path::PathBuf>,
-    /// After the run, measure this machine's loopback floor (4 s: idle, and at the run's
-    /// chunk rate) and report the observer overhead as a multiple of it. Without it, the
-    /// floor stored by `heisenbench calibrate` is used when there is one.
-    #[arg(long)]
-    pub floor: bool,
-    /// Print the report as one JSON object.
-    #[arg(long)]
-    pub json: bool,
-    /// Write report.json (and requests.csv with --csv) into this directory.
-    #[arg(long)]
-    pub out: Option<std::path::PathBuf>,
-    /// Also write one CSV row per request (needs --out).
-    #[arg(long, requires = "out")]
-    pub csv: bool,
-}
-
 /// `heisenbench compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -197,30 +151,4 @@ pub struct MergeArgs {
     /// Print the merged report as one JSON object.
     #[arg(long)]
     pub json: bool,
-}
-
-/// `heisenbench k8s`.
-#[derive(Debug, Args)]
-pub struct K8sArgs {
-    /// The run, as for `heisenbench run` (needs --url).
-    #[command(flatten)]
-    pub run: RunArgs,
-    /// Shards, one pod each.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..10000))]
-    pub shards: u32,
-    /// Container image holding the heisenbench binary.
-    #[arg(long, default_value = "heisenbench:latest")]
-    pub image: String,
-    /// Namespace.
-    #[arg(long, default_value = "default")]
-    pub namespace: String,
-    /// How far ahead of now the common start is, for pods to be scheduled and pull images.
-    #[arg(long, default_value = "2m", value_parser = Seconds::parse_positive)]
-    pub start_delay: Seconds,
-    /// The API key's Secret as NAME/KEY (the pod gets it in --api-key-env's variable).
-    #[arg(long)]
-    pub api_key_secret: Option<String>,
-    /// CPU cores each shard's pod requests (default: what `plan` gives per shard, at least 1).
-    #[arg(long)]
-    pub cpu_per_shard: Option<f64>,
 }

@@ -84,14 +84,7 @@ pub(crate) fn check_out_file(path: &std::path::Path) -> Result<(), Failure> {
     files::check_file(path).map_err(|e| Failure::Usage(format!("--out {e}")))
 }
 
-/// Send times from a trace file ([`heisenbench_model::scenario::parse_trace`]).
+/// Send times from a trace file ([`heisenbench_live::run::cli::read_trace`]).
 pub(crate) fn read_trace(path: &std::path::Path) -> Result<Vec<f64>, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::Usage(format!("cannot read trace {}: {e}", path.display())))?;
-    heisenbench_model::scenario::parse_trace(&text).map_err(|(line, t)| {
-        Failure::Usage(format!(
-            "{}:{line}: '{t}' is not a time in seconds",
-            path.display()
-        ))
-    })
+    heisenbench_live::run::cli::read_trace(path).map_err(|e| Failure::Usage(e.to_string()))
 }

@@ -6,8 +6,8 @@ use std::time::Instant;
 use heisenbench_live::calibrate::{CalibrationError, default_path, default_run_shards, load};
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
-use heisenbench_live::prompt::Prompts;
-use heisenbench_live::run::config::{ResolveError, RunConfig, RunFlags};
+use heisenbench_live::run::cli::RunArgs;
+use heisenbench_live::run::config::RunConfig;
 use heisenbench_live::run::result::RunReport;
 use heisenbench_live::run::stop::{StopSignal, listen_for_signals};
 use heisenbench_live::run::{RunOptions, run as run_live};
@@ -15,7 +15,6 @@ use heisenbench_model::scenario::Stop;
 
 use super::{write_atomic, write_json};
 use crate::Failure;
-use crate::args::RunArgs;
 
 pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let (mut cfg, workers_given) = config(&a)?;
@@ -193,52 +192,12 @@ fn with_progress<T>(cfg: &RunConfig, f: impl FnOnce() -> T) -> T {
 }
 
 /// The run the flags (and the scenario or config file) describe, and whether the worker
-/// count was given.
+/// count was given ([`RunArgs::config`]).
 pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
-    let read = |p: &std::path::Path, what: &str| {
-        std::fs::read_to_string(p)
-            .map_err(|e| Failure::Usage(format!("cannot read {what} {}: {e}", p.display())))
-    };
-    if let Some(p) = &a.config {
-        let mut cfg: RunConfig = serde_json::from_str(&read(p, "config")?)
-            .map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
-        if let Some(u) = &a.flags.url {
-            cfg.url = u.clone();
-        }
-        cfg.validate()?;
-        return Ok((cfg, true));
-    }
-    let text = a
-        .scenario
-        .as_deref()
-        .map(|p| read(p, "scenario"))
-        .transpose()?;
-    let trace = a
-        .workload
-        .trace
-        .as_deref()
-        .map(super::read_trace)
-        .transpose()?;
-    let flags = RunFlags {
-        workload: a.workload.flags(trace),
-        csv: a.csv,
-        ..a.flags.clone()
-    };
-    let (mut cfg, workers_given) =
-        RunConfig::resolve(text.as_deref(), &flags).map_err(|e| match (e, &a.scenario) {
-            (ResolveError::Scenario(e), Some(p)) => Failure::Usage(format!("{}: {e}", p.display())),
-            (e, _) => Failure::Usage(e.to_string()),
-        })?;
-    if let Some(path) = &a.tokenizer {
-        let longest = cfg.workload.input_tokens.likely_max();
-        cfg.prompts =
-            Prompts::from_tokenizer(path, longest).map_err(|e| Failure::Usage(e.to_string()))?;
-    }
-    if a.flags.model.is_none() && a.flags.url.is_some() {
-        cfg.model = served_model(&cfg)?;
-    }
-    cfg.validate()?;
-    Ok((cfg, workers_given))
+    a.config().map_err(|e| match e.is_usage() {
+        true => Failure::Usage(e.to_string()),
+        false => Failure::Runtime(e.into()),
+    })
 }
 
 /// The one model the server at `cfg.url` serves ([`heisenbench_live::run::http::served_model`]).

@@ -118,9 +118,10 @@ pub fn explain_status(status: u16) -> &'static str {
 /// Why the model field could not be taken from the server's list.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelChoiceError {
-    /// The list could not be had.
+    /// The list could not be had (the reason is in the message, not a source, so a chain
+    /// printed whole says it once).
     #[error("cannot ask the server which model it serves (or pass --model): {0}")]
-    Unreachable(#[from] HttpError),
+    Unreachable(HttpError),
     /// The list is empty.
     #[error("the server lists no model at /v1/models: pass --model")]
     NoModel,
@@ -131,7 +132,7 @@ pub enum ModelChoiceError {
 
 /// The one model the server at `cfg.url` serves, from its `/v1/models`.
 pub fn served_model(cfg: &RunConfig) -> Result<String, ModelChoiceError> {
-    let mut models = served_models(cfg)?;
+    let mut models = served_models(cfg).map_err(ModelChoiceError::Unreachable)?;
     match models.len() {
         1 => Ok(models.remove(0)),
         0 => Err(ModelChoiceError::NoModel),

@@ -44,7 +44,29 @@ pub struct Deployment {
     /// When every shard starts its schedule, UTC seconds since the epoch.
     pub start_at_s: f64,
     /// The Secret and key holding the API key, if any.
-    pub api_key_secret: Option<(String, String)>,
+    pub api_key_secret: Option<SecretKey>,
+}
+
+/// A key in a Kubernetes Secret, written NAME/KEY.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretKey {
+    /// The Secret's name.
+    pub name: String,
+    /// The key inside it.
+    pub key: String,
+}
+
+impl std::str::FromStr for SecretKey {
+    type Err = heisenbench_model::ModelError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        s.split_once('/')
+            .filter(|(n, k)| !n.is_empty() && !k.is_empty() && !k.contains('/'))
+            .map(|(name, key)| Self {
+                name: name.into(),
+                key: key.into(),
+            })
+            .ok_or_else(|| heisenbench_model::ModelError::invalid("secret", s, "expected NAME/KEY"))
+    }
 }
 
 const CONFIG_DIR: &str = "/etc/heisenbench";
@@ -131,7 +153,14 @@ pub fn manifests(cfg: &RunConfig, p: &Deployment) -> Result<Manifests, K8sError>
         ..Default::default()
     };
     let mut env = Vec::new();
-    if let (Some((secret_name, key)), Some(var)) = (&p.api_key_secret, &cfg.api_key_env) {
+    if let (
+        Some(SecretKey {
+            name: secret_name,
+            key,
+        }),
+        Some(var),
+    ) = (&p.api_key_secret, &cfg.api_key_env)
+    {
         env.push(EnvVar {
             name: var.clone(),
             value_from: Some(EnvVarSource {

@@ -7,6 +7,7 @@
 //! (counters and HDR histograms); a shard that fails or never reports is named in the
 //! report and its requests are counted as lost, so the accounting always balances.
 
+pub mod cli;
 pub mod config;
 pub mod distributed;
 pub mod http;

@@ -1,0 +1,302 @@
+//! The flags of `heisenbench run` and `heisenbench k8s`, and the run they describe: a
+//! scenario file or a resolved config, overridden by flags ([`RunConfig::resolve`] holds
+//! the rules of their meeting).
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use heisenbench_model::ModelError;
+use heisenbench_model::cli::WorkloadArgs;
+use heisenbench_model::units::Seconds;
+
+use super::config::{ResolveError, RunConfig, RunFlags, ShardMode};
+use super::distributed::{ShardSpec, parse_utc, utc_now_s};
+use super::http::{ModelChoiceError, served_model};
+use super::k8s::{Deployment, SecretKey};
+use crate::prompt::{PromptError, Prompts};
+
+/// `heisenbench run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// A scenario file (the same JSON `heisenbench sim` reads; its workload and client parts).
+    pub scenario: Option<PathBuf>,
+    /// A resolved run config (as `heisenbench k8s` puts in its ConfigMap); flags still override.
+    #[arg(long, conflicts_with = "scenario")]
+    pub config: Option<PathBuf>,
+    /// Run only shard I of N (I from 0): the plan is the N-shard plan, the result is this
+    /// shard's, printed between marker lines (or written to --out DIR/shard-I.json) for
+    /// `heisenbench merge`.
+    #[arg(long)]
+    pub shard: Option<ShardSpec>,
+    /// With --shard: the common start, UTC (2026-11-30T10:00:00Z or seconds since the epoch).
+    #[arg(long, requires = "shard", value_parser = parse_utc)]
+    pub start_at: Option<f64>,
+    /// The flags that set the run's fields (server, API, shards, timeouts, seed).
+    #[command(flatten)]
+    pub flags: RunFlags,
+    /// The workload's flags (each replaces the scenario's value).
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// A Hugging Face tokenizer.json: prompts of exactly --prompt-tokens tokens of the
+    /// prompt text (without BOS or chat template), checked against the server's usage.
+    /// Without it a token is a word, exact only for the embedded mock.
+    #[arg(long)]
+    pub tokenizer: Option<PathBuf>,
+    /// Calibration file (default: $HEISENBENCH_CALIBRATION or ~/.cache/heisenbench/calibration.json).
+    #[arg(long)]
+    pub calibration: Option<PathBuf>,
+    /// After the run, measure this machine's loopback floor (4 s: idle, and at the run's
+    /// chunk rate) and report the observer overhead as a multiple of it. Without it, the
+    /// floor stored by `heisenbench calibrate` is used when there is one.
+    #[arg(long)]
+    pub floor: bool,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Write report.json (and requests.csv with --csv) into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Also write one CSV row per request (needs --out).
+    #[arg(long, requires = "out")]
+    pub csv: bool,
+}
+
+/// Why the flags and files describe no run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunArgsError {
+    /// A file could not be read.
+    #[error("cannot read {what} {path}: {source}")]
+    Read {
+        /// "config", "scenario" or "trace".
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// A file's content is wrong.
+    #[error("{path}: {reason}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and where in it.
+        reason: String,
+    },
+    /// The flags contradict each other or the file, or a value is out of range.
+    #[error(transparent)]
+    Invalid(#[from] ModelError),
+    /// The tokenizer gives no prompts.
+    #[error(transparent)]
+    Prompts(#[from] PromptError),
+    /// The model field could not be taken from the server.
+    #[error(transparent)]
+    Model(#[from] ModelChoiceError),
+}
+
+impl RunArgsError {
+    /// Whether the user's input is at fault (rather than a server that could not be asked).
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, Self::Model(ModelChoiceError::Unreachable(_)))
+    }
+}
+
+impl RunArgs {
+    /// The run the flags (and the scenario or config file) describe, and whether the shard
+    /// count was given. Without --model, a server at --url is asked which model it serves.
+    pub fn config(&self) -> Result<(RunConfig, bool), RunArgsError> {
+        let read = |p: &Path, what| {
+            std::fs::read_to_string(p).map_err(|source| RunArgsError::Read {
+                what,
+                path: p.to_path_buf(),
+                source,
+            })
+        };
+        let in_file = |p: &Path, reason: String| RunArgsError::File {
+            path: p.to_path_buf(),
+            reason,
+        };
+        if let Some(p) = &self.config {
+            let mut cfg: RunConfig =
+                serde_json::from_str(&read(p, "config")?).map_err(|e| in_file(p, e.to_string()))?;
+            if let Some(u) = &self.flags.url {
+                cfg.url = u.clone();
+            }
+            cfg.validate()?;
+            return Ok((cfg, true));
+        }
+        let text = self
+            .scenario
+            .as_deref()
+            .map(|p| read(p, "scenario"))
+            .transpose()?;
+        let trace = match &self.workload.trace {
+            Some(p) => Some(read_trace(p)?),
+            None => None,
+        };
+        let flags = RunFlags {
+            workload: self.workload.flags(trace),
+            csv: self.csv,
+            ..self.flags.clone()
+        };
+        let (mut cfg, workers_given) =
+            RunConfig::resolve(text.as_deref(), &flags).map_err(|e| match e {
+                // Only a file's text is parsed as a scenario.
+                ResolveError::Scenario(e) => in_file(
+                    self.scenario.as_deref().unwrap_or(Path::new("-")),
+                    e.to_string(),
+                ),
+                ResolveError::Invalid(e) => e.into(),
+            })?;
+        if let Some(path) = &self.tokenizer {
+            let longest = cfg.workload.input_tokens.likely_max();
+            cfg.prompts = Prompts::from_tokenizer(path, longest)?;
+        }
+        if self.flags.model.is_none() && self.flags.url.is_some() {
+            cfg.model = served_model(&cfg)?;
+        }
+        cfg.validate()?;
+        Ok((cfg, workers_given))
+    }
+}
+
+/// `heisenbench k8s`.
+#[derive(Debug, clap::Args)]
+pub struct K8sArgs {
+    /// The run, as for `heisenbench run` (needs --url).
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Shards, one pod each.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..10000))]
+    pub shards: u32,
+    /// Container image holding the heisenbench binary.
+    #[arg(long, default_value = "heisenbench:latest")]
+    pub image: String,
+    /// Namespace.
+    #[arg(long, default_value = "default")]
+    pub namespace: String,
+    /// How far ahead of now the common start is, for pods to be scheduled and pull images.
+    #[arg(long, default_value = "2m", value_parser = Seconds::parse_positive)]
+    pub start_delay: Seconds,
+    /// The API key's Secret as NAME/KEY (the pod gets it in --api-key-env's variable).
+    #[arg(long)]
+    pub api_key_secret: Option<SecretKey>,
+    /// CPU cores each shard's pod requests (default: what `plan` gives per shard, at least 1).
+    #[arg(long)]
+    pub cpu_per_shard: Option<f64>,
+}
+
+impl K8sArgs {
+    /// The first flag of `run` given that the manifests cannot carry: they fix each pod's
+    /// command, its shard and its start themselves, and the pods need the server's URL and
+    /// the model's name without asking.
+    pub fn refused_flag(&self) -> Option<String> {
+        let r = &self.run;
+        if r.flags.url.is_none() {
+            return Some(
+                "k8s needs the server's --url (pods cannot reach an embedded mock)".into(),
+            );
+        }
+        let fixed = [
+            ("--shard", r.shard.is_some()),
+            ("--start-at", r.start_at.is_some()),
+            ("--workers (use --shards)", r.flags.workers.is_some()),
+            ("--shard-mode", r.flags.shard_mode != ShardMode::Process),
+            ("--calibration", r.calibration.is_some()),
+            ("--out", r.out.is_some()),
+            ("--csv", r.csv),
+            ("--json", r.json),
+        ];
+        if let Some((flag, _)) = fixed.iter().find(|(_, given)| *given) {
+            return Some(format!(
+                "k8s does not use {flag}: the pods' commands are fixed by the manifests"
+            ));
+        }
+        (r.flags.model.is_none() && r.config.is_none()).then(|| {
+            "k8s needs --model: the manifests are written without asking the server".into()
+        })
+    }
+
+    /// Where the run goes: the start is --start-delay from now.
+    pub fn deployment(&self) -> Deployment {
+        Deployment {
+            namespace: self.namespace.clone(),
+            image: self.image.clone(),
+            cpu_per_shard: self.cpu_per_shard.unwrap_or(1.0),
+            start_at_s: utc_now_s() + self.start_delay.get(),
+            api_key_secret: self.api_key_secret.clone(),
+        }
+    }
+}
+
+/// Send times from a trace file, one per line, seconds from the start
+/// ([`heisenbench_model::scenario::parse_trace`]).
+pub fn read_trace(path: &Path) -> Result<Vec<f64>, RunArgsError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RunArgsError::Read {
+        what: "trace",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    heisenbench_model::scenario::parse_trace(&text).map_err(|(line, t)| RunArgsError::File {
+        path: path.to_path_buf(),
+        reason: format!("line {line}: '{t}' is not a time in seconds"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{Args, FromArgMatches};
+
+    fn parse<T: Args + FromArgMatches>(args: &[&str]) -> T {
+        let cmd = T::augment_args(clap::Command::new("t"));
+        let m = cmd
+            .try_get_matches_from(std::iter::once("t").chain(args.iter().copied()))
+            .unwrap();
+        T::from_arg_matches(&m).unwrap()
+    }
+
+    #[test]
+    fn flags_override_the_defaults_and_a_bad_file_is_the_users_to_fix() {
+        let (cfg, given) =
+            parse::<RunArgs>(&["--qps", "250", "--requests", "40", "--workers", "3"])
+                .config()
+                .unwrap();
+        assert!(given);
+        assert_eq!(
+            (cfg.workers, cfg.workload.arrivals.rate_per_s()),
+            (3, Some(250.0))
+        );
+        let (_, given) = parse::<RunArgs>(&[]).config().unwrap();
+        assert!(!given, "the shard count is the caller's to size");
+        let e = parse::<RunArgs>(&["--trace", "/nonexistent/trace"])
+            .config()
+            .unwrap_err();
+        assert!(
+            e.is_usage() && e.to_string().contains("cannot read trace"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn k8s_refuses_what_its_manifests_fix_and_reads_a_secret_key() {
+        let k = |extra: &[&str]| {
+            let mut a = vec!["--shards", "2"];
+            a.extend_from_slice(extra);
+            parse::<K8sArgs>(&a).refused_flag()
+        };
+        assert!(k(&[]).unwrap().contains("--url"));
+        let url = ["--url", "http://h:1"];
+        assert!(
+            k(&[&url[..], &["--out", "d"]].concat())
+                .unwrap()
+                .contains("--out")
+        );
+        assert!(k(&url).unwrap().contains("--model"));
+        assert_eq!(k(&[&url[..], &["--model", "m"]].concat()), None);
+        let s: SecretKey = "llm/api-key".parse().unwrap();
+        assert_eq!((s.name.as_str(), s.key.as_str()), ("llm", "api-key"));
+        for bad in ["llm", "/k", "n/", "a/b/c"] {
+            assert!(bad.parse::<SecretKey>().is_err(), "{bad}");
+        }
+    }
+}
