@@ -52,9 +52,5 @@ pub mod timer;
 /// What a set of flags gives when none of them is passed: each field at its flag's default.
 /// The `Default` of a config whose fields are its flags, so the two cannot drift apart.
 pub(crate) fn flag_defaults<T: clap::Args + clap::FromArgMatches>() -> T {
-    let flags = T::augment_args(clap::Command::new("defaults"));
-    let matches = flags
-        .try_get_matches_from(["defaults"])
-        .expect("every flag has a default that parses");
-    T::from_arg_matches(&matches).expect("every flag has a default that parses")
+    heisenbench_model::cli::parse_flags(&[]).expect("every flag has a default that parses")
 }

@@ -393,6 +393,16 @@ impl SweepFlags {
     }
 }
 
+/// `T`'s flags read from `args` (no program name first) as a command made of them alone
+/// reads them: what a group of flags gives, for its `Default` and for tests.
+pub fn parse_flags<T: Args + clap::FromArgMatches>(
+    args: &[&str],
+) -> std::result::Result<T, clap::Error> {
+    let cmd = T::augment_args(clap::Command::new("flags"));
+    let m = cmd.try_get_matches_from(std::iter::once("flags").chain(args.iter().copied()))?;
+    T::from_arg_matches(&m)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -444,12 +454,7 @@ mod tests {
     }
 
     fn sweep(args: &[&str]) -> SweepFlags {
-        use clap::Args;
-        let cmd = SweepFlags::augment_args(clap::Command::new("sweep"));
-        let m = cmd
-            .try_get_matches_from(std::iter::once("sweep").chain(args.iter().copied()))
-            .unwrap();
-        SweepFlags::from_arg_matches(&m).unwrap()
+        parse_flags(args).unwrap()
     }
 
     #[test]

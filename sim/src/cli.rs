@@ -135,20 +135,11 @@ impl QueueFlags {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::FromArgMatches;
 
-    fn parse(args: &[&str]) -> Result<QueueFlags, clap::Error> {
-        let cmd = QueueFlags::augment_args(clap::Command::new("queue"));
-        let m = cmd.try_get_matches_from(std::iter::once("queue").chain(args.iter().copied()))?;
-        QueueFlags::from_arg_matches(&m)
-    }
+    use heisenbench_model::cli::parse_flags as parse;
 
     fn sim(args: &[&str]) -> SimFlags {
-        let cmd = SimFlags::augment_args(clap::Command::new("sim"));
-        let m = cmd
-            .try_get_matches_from(std::iter::once("sim").chain(args.iter().copied()))
-            .unwrap();
-        SimFlags::from_arg_matches(&m).unwrap()
+        parse(args).unwrap()
     }
 
     #[test]
@@ -187,7 +178,7 @@ mod tests {
 
     #[test]
     fn the_spec_warms_up_on_a_tenth_and_refuses_an_unsettled_queue() {
-        let f = parse(&[
+        let f = parse::<QueueFlags>(&[
             "--rate",
             "0.5",
             "--service",
@@ -198,10 +189,10 @@ mod tests {
         let s = f.unwrap().spec().unwrap();
         assert_eq!((s.customers, s.warmup, s.batches), (1000, 100, 32));
         assert_eq!(s.gaps, Gaps::Poisson);
-        let f = parse(&["--rate", "1", "--service", "exponential:mean=1s"]).unwrap();
+        let f = parse::<QueueFlags>(&["--rate", "1", "--service", "exponential:mean=1s"]).unwrap();
         assert!(f.spec().unwrap_err().to_string().contains("server"));
         assert!(
-            parse(&[
+            parse::<QueueFlags>(&[
                 "--rate",
                 "1",
                 "--service",

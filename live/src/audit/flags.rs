@@ -140,12 +140,9 @@ impl AuditFlags {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::{Args, FromArgMatches};
 
     fn parse(args: &[&str]) -> Result<AuditFlags, clap::Error> {
-        let cmd = AuditFlags::augment_args(clap::Command::new("audit"));
-        let m = cmd.try_get_matches_from(std::iter::once("audit").chain(args.iter().copied()))?;
-        AuditFlags::from_arg_matches(&m)
+        heisenbench_model::cli::parse_flags(args)
     }
 
     #[test]

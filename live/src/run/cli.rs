@@ -245,14 +245,9 @@ pub fn read_trace(path: &Path) -> Result<Vec<f64>, RunArgsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::{Args, FromArgMatches};
 
-    fn parse<T: Args + FromArgMatches>(args: &[&str]) -> T {
-        let cmd = T::augment_args(clap::Command::new("t"));
-        let m = cmd
-            .try_get_matches_from(std::iter::once("t").chain(args.iter().copied()))
-            .unwrap();
-        T::from_arg_matches(&m).unwrap()
+    fn parse<T: clap::Args + clap::FromArgMatches>(args: &[&str]) -> T {
+        heisenbench_model::cli::parse_flags(args).unwrap()
     }
 
     #[test]
