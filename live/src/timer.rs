@@ -102,10 +102,100 @@ impl PreciseTimer {
     }
 }
 
+/// One deadline at a time, woken by the kernel on the waiting task's own thread: a
+/// `timerfd` in the runtime's epoll set, armed at an absolute CLOCK_MONOTONIC time. Where
+/// [`PreciseTimer`] needs its thread to get a core and then wake the waiting runtime (two
+/// wake-ups, each of which waits for a core on a loaded machine), this is one: the epoll
+/// wait the runtime is already in returns at the deadline. For a loop with one sleeper at
+/// a time (a shard's schedule); a timed stream's many sleepers share [`PreciseTimer`].
+#[derive(Debug)]
+pub struct LoopTimer {
+    fd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
+}
+
+impl LoopTimer {
+    /// A disarmed timer on the current tokio runtime (which must have I/O enabled).
+    pub fn new() -> std::io::Result<Self> {
+        use rustix::time::{TimerfdClockId, TimerfdFlags, timerfd_create};
+        let fd = timerfd_create(
+            TimerfdClockId::Monotonic,
+            TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+        )?;
+        // tokio deprecates the safe constructor because a descriptor given by a bare
+        // `AsRawFd` may be closed under the reactor; an `OwnedFd` moved in stays open for
+        // the `AsyncFd`'s whole life, which is the condition its `unsafe` successor asks of
+        // the caller (and this workspace forbids `unsafe`).
+        #[allow(deprecated)]
+        let fd = tokio::io::unix::AsyncFd::with_interest(fd, tokio::io::Interest::READABLE)?;
+        Ok(Self { fd })
+    }
+
+    /// Completes at `deadline_ns` (CLOCK_MONOTONIC, [`crate::clock::mono_ns`]) and returns
+    /// when its wake-up was seen; None, at once, when the deadline had passed. Never early:
+    /// the kernel fires an absolute timer at or after its time. Dropping the future leaves
+    /// the timer armed, and the next call re-arms it.
+    pub async fn until(&self, deadline_ns: u64) -> std::io::Result<Option<u64>> {
+        use rustix::time::{Itimerspec, TimerfdTimerFlags, Timespec, timerfd_settime};
+        if deadline_ns <= crate::clock::mono_ns() {
+            return Ok(None);
+        }
+        let at = Timespec {
+            tv_sec: (deadline_ns / 1_000_000_000) as _,
+            tv_nsec: (deadline_ns % 1_000_000_000) as _,
+        };
+        let zero = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // Re-arming clears an expiry a dropped wait left unread.
+        timerfd_settime(
+            self.fd.get_ref(),
+            TimerfdTimerFlags::ABSTIME,
+            &Itimerspec {
+                it_interval: zero,
+                it_value: at,
+            },
+        )?;
+        loop {
+            let mut ready = self.fd.readable().await?;
+            let mut expirations = [0u8; 8];
+            match rustix::io::read(self.fd.get_ref(), &mut expirations) {
+                Ok(_) => return Ok(Some(crate::clock::mono_ns())),
+                Err(rustix::io::Errno::AGAIN) => ready.clear_ready(),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_loop_timer_never_fires_early_and_rearms() {
+        let timer = LoopTimer::new().unwrap();
+        let now = crate::clock::mono_ns();
+        assert_eq!(timer.until(now).await.unwrap(), None, "a passed deadline");
+        // A wait dropped before its deadline leaves nothing behind for the next one.
+        let dropped =
+            tokio::time::timeout(Duration::from_micros(100), timer.until(now + 50_000_000));
+        assert!(dropped.await.is_err());
+        for us in [300u64, 50, 1_000, 0, 700] {
+            let deadline = crate::clock::mono_ns() + us * 1_000 + 1;
+            let seen = timer.until(deadline).await.unwrap();
+            let after = crate::clock::mono_ns();
+            assert!(
+                after >= deadline,
+                "{us} us: woke {} ns early",
+                deadline - after
+            );
+            if let Some(seen) = seen {
+                assert!(seen >= deadline);
+            }
+        }
+    }
 
     #[tokio::test(flavor = "current_thread")]
     async fn never_fires_early() {

@@ -82,8 +82,8 @@ pub struct Row {
 /// Where an open loop's send lag goes, request by request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct SendStages {
-    /// The due time seen late: the timer thread fired it, or a chunk handler saw it pass
-    /// (whichever came first), this long after it.
+    /// The due time seen late: the schedule saw its timer's wake-up, or a chunk handler
+    /// saw the time pass (whichever came first), this long after it.
     pub timer: Dist,
     /// The shard's loop, busy with other work, resuming the schedule after the due time
     /// was seen.
@@ -119,8 +119,8 @@ pub struct Recorders {
     pub observer_overhead: Recorder,
     /// Processed minus arrival stamp, per event.
     pub processing: Recorder,
-    /// The send lag of an open loop in its stages: the timer thread's lateness, the
-    /// loop's delay in resuming the schedule after it fired, and the send's own start.
+    /// The send lag of an open loop in its stages: the due time seen late, the loop's
+    /// delay in resuming the schedule after that, and the send's own start.
     #[serde(default)]
     pub send_stages: [Recorder; 3],
 }

@@ -24,7 +24,7 @@ use crate::sse::{SseEvent, SseParser};
 use crate::stream::{
     Ending, Head, StreamEvent, StreamState, error_text, interpret, interpret_after,
 };
-use crate::timer::PreciseTimer;
+use crate::timer::LoopTimer;
 
 /// What a shard is told: the run, its index, and the common start (CLOCK_MONOTONIC ns).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -77,15 +77,16 @@ struct Ctx {
     client: reqwest::Client,
     endpoint: String,
     auth: Option<String>,
-    timer: PreciseTimer,
+    /// The schedule's wake-up: the kernel wakes this thread at the next send's due time.
+    timer: LoopTimer,
     result: RefCell<ShardResult>,
     in_flight: Cell<u32>,
     /// When the schedule's next request is due (CLOCK_MONOTONIC ns; MAX: none waiting).
     next_due_ns: Cell<u64>,
     /// Scheduled requests woken but not yet at their send.
     unstarted: Cell<u32>,
-    /// Wakes the schedule when a chunk handler sees the next send due before the timer
-    /// thread has fired it (under load that thread waits for a core like everything else).
+    /// Wakes the schedule when a chunk handler sees the next send due before the loop
+    /// gets to the timer's wake-up (a busy loop looks at its epoll only between rounds).
     due_now: Notify,
     /// When a chunk handler first saw the pending send due (0: not yet).
     noticed_ns: Cell<u64>,
@@ -104,7 +105,7 @@ impl Ctx {
     }
 
     /// Called by a chunk handler about to step aside: if the schedule's next send is due by
-    /// `now`, wake the schedule without waiting for the timer thread.
+    /// `now`, wake the schedule without waiting for the loop's next look at its timer.
     fn wake_schedule_if_due(&self, now: u64) {
         if now >= self.next_due_ns.get() {
             if self.noticed_ns.get() == 0 {
@@ -114,13 +115,23 @@ impl Ctx {
         }
     }
 
-    /// Completes when the send due at `due_ns` may go: the timer thread fired it, or a
+    /// Completes when the send due at `due_ns` may go: the timer's wake-up was seen, or a
     /// chunk handler saw it due first. Returns when it was first known due (None: it had
     /// passed when the schedule got to it).
     async fn until_due(&self, due_ns: u64) -> Option<u64> {
         self.noticed_ns.set(0);
         self.next_due_ns.set(due_ns);
-        let timer = self.timer.sleep_until_stamped(self.instant_of(due_ns));
+        let timer = async {
+            match self.timer.until(due_ns).await {
+                Ok(seen) => seen,
+                // The timer could not be armed: tokio's millisecond timer is late, never
+                // early.
+                Err(_) => {
+                    tokio::time::sleep_until(self.instant_of(due_ns).into()).await;
+                    None
+                }
+            }
+        };
         tokio::pin!(timer);
         loop {
             tokio::select! {
@@ -159,7 +170,7 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
         base: (Instant::now(), mono_ns()),
         client,
         auth,
-        timer: PreciseTimer::new(),
+        timer: LoopTimer::new()?,
         result: RefCell::new(ShardResult::default()),
         in_flight: Cell::new(0),
         next_due_ns: Cell::new(u64::MAX),
@@ -324,8 +335,9 @@ struct Seen {
     head: Head,
 }
 
-/// When a request's due time was met: the timer thread fired (None: the deadline had
-/// passed when the schedule got to it) and the schedule's task resumed.
+/// When a request's due time was met: first seen due, by the schedule's timer or a chunk
+/// handler (None: the deadline had passed when the schedule got to it), and when the
+/// schedule's task resumed.
 #[derive(Debug, Clone, Copy)]
 struct Woken {
     fired: Option<u64>,
@@ -359,7 +371,7 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>) {
     *r.outcomes.entry(outcome.key()).or_default() += 1;
     r.recorders.send_lag.record(actual.saturating_sub(intended));
     if let Some(w) = woken {
-        // The due time seen late (by the timer thread or a chunk handler), then the loop
+        // The due time seen late (by the schedule's timer or a chunk handler), then the loop
         // late to resume the schedule, then the send's own start (an in-flight cap's wait,
         // the request's first step, the body): they add up to the send lag.
         let fired = w.fired.unwrap_or(intended).max(intended);
