@@ -49,6 +49,35 @@ pub struct CostPoint {
     pub cost_scv: f64,
 }
 
+impl CostPoint {
+    /// `load` with this point's per-event cost.
+    pub fn applied_to(&self, load: &Load) -> Result<Load, ModelError> {
+        with_cost(load, self.cost_mean_s, self.cost_scv)
+    }
+}
+
+/// `load` with a gamma per-event cost of this mean and SCV (a negative SCV, from a noisy
+/// fit, counts as zero).
+fn with_cost(load: &Load, mean_s: f64, scv: f64) -> Result<Load, ModelError> {
+    Ok(Load {
+        event_cost: Service::gamma(mean_s, scv.max(0.0))?,
+        ..load.clone()
+    })
+}
+
+impl std::fmt::Display for CostPoint {
+    /// "per-event cost 1.7us (SCV 0.37) at 22000 events/s per loop".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "per-event cost {} (SCV {:.2}) at {:.0} events/s per loop",
+            heisenbench_model::units::format_seconds(self.cost_mean_s),
+            self.cost_scv,
+            self.events_per_s
+        )
+    }
+}
+
 /// A stored calibration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
@@ -229,12 +258,7 @@ impl Calibration {
             (plan, used, "the p99 wait of an event")
         };
         let mut why = vec![
-            format!(
-                "per-event cost {} (SCV {:.2}) at {:.0} events/s per shard, {source}",
-                format_seconds(used.cost_mean_s),
-                used.cost_scv,
-                used.events_per_s
-            ),
+            format!("{used}, {source}"),
             format!(
                 "{qps} req/s x {events} events = {:.3} cores of event handling; {what}: {} shard(s) keep it under {} (utilisation {:.3})",
                 plan.offered_erlangs,
@@ -264,10 +288,7 @@ impl Calibration {
         hw: Hardware,
     ) -> Result<(WorkerPlan, CostPoint), ModelError> {
         self.plan_at_shard_rates(load.event_rate_per_s(), budget, hw, |mean, scv| {
-            Ok(Load {
-                event_cost: Service::gamma(mean, scv)?,
-                ..load.clone()
-            })
+            with_cost(load, mean, scv)
         })
     }
 

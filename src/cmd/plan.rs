@@ -4,8 +4,7 @@ use std::io::Write;
 
 use heisenbench_live::calibrate::{default_path, load};
 use heisenbench_model::cli::PlanFlags;
-use heisenbench_model::plan::{Load, max_qps, plan_workers};
-use heisenbench_model::service::Service;
+use heisenbench_model::plan::{max_qps, plan_workers};
 use heisenbench_model::units::format_seconds;
 use heisenbench_sim::plancheck::check_plan;
 
@@ -67,23 +66,15 @@ pub fn run(a: PlanFlags, out: &mut dyn Write) -> Result<(), Failure> {
     // With a calibration, the cost each shard pays at the rate it carries.
     let (plan, load) = match &calibration {
         Some((c, path)) => {
-            let (plan, used) = c.plan(&load, &a.budget, hw)?;
-            let mut plan = plan;
+            let (mut plan, used) = c.plan(&load, &a.budget, hw)?;
             plan.reasoning.insert(
                 0,
                 format!(
-                    "per-event cost {} (SCV {:.2}) at {:.0} events/s per loop, read from the cost-by-load curve measured by `heisenbench calibrate` ({})",
-                    format_seconds(used.cost_mean_s),
-                    used.cost_scv,
-                    used.events_per_s,
+                    "{used}, read from the cost-by-load curve measured by `heisenbench calibrate` ({})",
                     path.display()
                 ),
             );
-            let load = Load {
-                event_cost: Service::gamma(used.cost_mean_s, used.cost_scv.max(0.0))?,
-                ..load
-            };
-            (plan, load)
+            (plan, used.applied_to(&load)?)
         }
         None => (plan_workers(&load, &a.budget, hw)?, load),
     };
