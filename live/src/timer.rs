@@ -183,6 +183,24 @@ mod tests {
         let dropped =
             tokio::time::timeout(Duration::from_millis(1), timer.until(now + 10_000_000_000));
         assert!(dropped.await.is_err());
+        // An expiry nobody read (its wait armed, then dropped after the deadline) is not
+        // taken for the next deadline's.
+        {
+            let stale = timer.until(crate::clock::mono_ns() + 100_000);
+            tokio::pin!(stale);
+            // One poll arms it; then its deadline passes with nobody reading.
+            let armed = std::future::poll_fn(|cx| {
+                std::task::Poll::Ready(std::future::Future::poll(stale.as_mut(), cx).is_pending())
+            });
+            assert!(armed.await);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let deadline = crate::clock::mono_ns() + 5_000_000;
+        timer.until(deadline).await.unwrap();
+        assert!(
+            crate::clock::mono_ns() >= deadline,
+            "a stale expiry woke it early"
+        );
         for us in [300u64, 50, 1_000, 0, 700] {
             let deadline = crate::clock::mono_ns() + us * 1_000 + 1;
             let seen = timer.until(deadline).await.unwrap();
