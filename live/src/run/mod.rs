@@ -16,6 +16,7 @@ pub mod result;
 pub mod shard;
 pub mod stop;
 mod summary;
+mod wire;
 
 use std::io::{Read, Write};
 use std::path::PathBuf;

@@ -19,6 +19,7 @@ use tokio::sync::{Notify, Semaphore};
 use super::config::{ApiKind, RunConfig};
 use super::result::{Outcome, Row, ShardResult};
 use super::stop::{GRACE, StopSignal};
+use super::wire::{Wire, WireError};
 use crate::clock::mono_ns;
 use crate::sse::{SseEvent, SseParser};
 use crate::stream::{
@@ -75,6 +76,8 @@ struct Ctx {
     start_ns: u64,
     base: (Instant, u64),
     client: reqwest::Client,
+    /// The shard's own HTTP/1.1 reader, for a plain http:// endpoint (else reqwest).
+    wire: Option<Wire>,
     endpoint: String,
     auth: Option<String>,
     /// The schedule's wake-up: the kernel wakes this thread at the next send's due time.
@@ -168,6 +171,7 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
         shard: task.shard,
         start_ns: task.start_mono_ns,
         base: (Instant::now(), mono_ns()),
+        wire: Wire::for_url(&task.config.endpoint(), auth.as_deref()),
         client,
         auth,
         timer: LoopTimer::new()?,
@@ -459,7 +463,77 @@ fn classify(e: &reqwest::Error) -> Outcome {
     }
 }
 
-async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
+/// Most of an error response's body kept for the server's message.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// A response being read: through reqwest, or by the shard's own reader.
+enum Reply<'w> {
+    Pooled(reqwest::Response, bytes::Bytes),
+    Own(super::wire::Response<'w>),
+}
+
+/// A failed exchange of the shard's own reader, as an outcome.
+fn broken(e: &WireError) -> Outcome {
+    match e {
+        WireError::Connect(_) => Outcome::ConnectFailed,
+        WireError::Broken(_) => Outcome::StreamBroken,
+    }
+}
+
+impl Reply<'_> {
+    fn status(&self) -> u16 {
+        match self {
+            Self::Pooled(r, _) => r.status().as_u16(),
+            Self::Own(r) => r.status,
+        }
+    }
+
+    fn date(&self) -> Option<&str> {
+        match self {
+            Self::Pooled(r, _) => r.headers().get("date").and_then(|d| d.to_str().ok()),
+            Self::Own(r) => r.date.as_deref(),
+        }
+    }
+
+    /// The next piece of the body as it arrived; None at its end.
+    async fn chunk(&mut self) -> Result<Option<&[u8]>, Outcome> {
+        match self {
+            Self::Pooled(r, last) => match r.chunk().await {
+                Ok(Some(b)) => {
+                    *last = b;
+                    Ok(Some(&last[..]))
+                }
+                Ok(None) => Ok(None),
+                Err(e) => Err(classify(&e)),
+            },
+            Self::Own(r) => r.chunk().await.map_err(|e| broken(&e)),
+        }
+    }
+
+    /// The whole body, at most `limit` bytes of it kept.
+    async fn bytes(&mut self, limit: usize) -> Result<Vec<u8>, Outcome> {
+        match self {
+            Self::Pooled(r, _) => {
+                let mut all = Vec::new();
+                while let Some(b) = r.chunk().await.map_err(|e| classify(&e))? {
+                    all.extend_from_slice(&b[..b.len().min(limit.saturating_sub(all.len()))]);
+                }
+                Ok(all)
+            }
+            Self::Own(r) => r.bytes(limit).await.map_err(|e| broken(&e)),
+        }
+    }
+}
+
+/// Sends the request; its outcome and the cause (refused, TLS, DNS: what a user needs to
+/// fix the run) when no response came.
+async fn send<'c>(ctx: &'c Ctx, payload: Vec<u8>) -> Result<Reply<'c>, (Outcome, String)> {
+    if let Some(wire) = &ctx.wire {
+        return match wire.post(&payload).await {
+            Ok(r) => Ok(Reply::Own(r)),
+            Err(e) => Err((broken(&e), e.to_string())),
+        };
+    }
     let mut req = ctx
         .client
         .post(&ctx.endpoint)
@@ -468,26 +542,23 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
     if let Some(a) = &ctx.auth {
         req = req.header("authorization", a);
     }
-    let mut resp = match req.send().await {
+    match req.send().await {
+        Ok(r) => Ok(Reply::Pooled(r, bytes::Bytes::new())),
+        Err(e) => Err((classify(&e), super::http::error_chain(&e))),
+    }
+}
+
+async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
+    let mut resp = match send(ctx, payload).await {
         Ok(r) => r,
-        Err(e) => {
-            let outcome = classify(&e);
-            // The cause (refused, TLS, DNS) is what a user needs to fix the run.
-            seen.stream.error = Some(format!(
-                "{}: {}",
-                outcome.key(),
-                super::http::error_chain(&e)
-            ));
+        Err((outcome, cause)) => {
+            seen.stream.error = Some(format!("{}: {cause}", outcome.key()));
             return outcome;
         }
     };
     seen.headers = Some(mono_ns());
     if ctx.result.borrow().clock_offset_estimate_s.is_none()
-        && let Some(date) = resp
-            .headers()
-            .get("date")
-            .and_then(|d| d.to_str().ok())
-            .and_then(|d| httpdate::parse_http_date(d).ok())
+        && let Some(date) = resp.date().and_then(|d| httpdate::parse_http_date(d).ok())
     {
         // The header holds whole seconds, truncated: add half a second for its mean.
         let local = std::time::SystemTime::now();
@@ -498,27 +569,31 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
         ctx.result.borrow_mut().clock_offset_estimate_s = Some(offset);
     }
     let status = resp.status();
-    if !status.is_success() {
+    if !(200..300).contains(&status) {
         // Read the error body (so the connection can be reused) for the server's message.
-        let body = resp.bytes().await.unwrap_or_default();
+        let body = resp.bytes(MAX_ERROR_BODY).await.unwrap_or_default();
         let message = error_text(&body);
-        let hint = super::http::explain_status(status.as_u16());
+        let hint = super::http::explain_status(status);
         let said = if message.is_empty() {
-            status.canonical_reason().unwrap_or("").to_string()
+            reqwest::StatusCode::from_u16(status)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or("")
+                .to_string()
         } else {
             message
         };
         seen.stream.error = Some(if hint.is_empty() {
-            format!("http_{}: {said}", status.as_u16())
+            format!("http_{status}: {said}")
         } else {
-            format!("http_{}: {hint}; the server said: {said}", status.as_u16())
+            format!("http_{status}: {hint}; the server said: {said}")
         });
-        return Outcome::HttpStatus(status.as_u16());
+        return Outcome::HttpStatus(status);
     }
     if !ctx.cfg.stream {
-        let bytes = match resp.bytes().await {
+        let bytes = match resp.bytes(usize::MAX).await {
             Ok(b) => b,
-            Err(e) => return classify(&e),
+            Err(o) => return o,
         };
         let arrival = mono_ns();
         let body = interpret(SseEvent {
@@ -558,15 +633,15 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
                     tokio::task::yield_now().await;
                 }
                 let mut r = ctx.result.borrow_mut();
-                parser.feed(&bytes, |ev| on_event(ev, arrival, cost_ns, seen, &mut r));
+                parser.feed(bytes, |ev| on_event(ev, arrival, cost_ns, seen, &mut r));
             }
             Ok(None) => break,
             // After `[DONE]` the stream has ended as far as the API goes; a connection
             // dropped before the HTTP body's own end (llama.cpp's server does that when a
             // new request interrupts a stream) changes nothing: the events decide.
             Err(_) if seen.stream.done => break,
-            Err(e) => {
-                return match classify(&e) {
+            Err(o) => {
+                return match o {
                     Outcome::TimedOut => Outcome::TimedOut,
                     _ => Outcome::StreamBroken,
                 };

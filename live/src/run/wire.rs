@@ -1,0 +1,449 @@
+//! HTTP/1.1 over plain TCP, read by the request's own task.
+//!
+//! Through reqwest, a response's bytes are read by hyper's connection task, decoded, and
+//! handed through a channel to the request's task, which stamps them a task switch later.
+//! Here the request's task reads the socket itself, so a chunk's arrival stamp is taken
+//! as the read returns, with nothing between the socket and the stamp. It serves plain
+//! `http://` URLs without credentials in them (the embedded mock, and a server on a private
+//! network); anything else (TLS, a user in the URL) goes through reqwest.
+//!
+//! What it speaks: one request per connection at a time, kept alive and reused while the
+//! server allows (a connection the server closed while idle is noticed before reuse, and
+//! a request the server closed unanswered on a reused connection is sent again on a new
+//! one); response bodies framed by chunked encoding, by a length, or by the connection's
+//! end.
+
+use std::cell::RefCell;
+use std::io;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Largest response head read.
+const MAX_HEAD: usize = 64 * 1024;
+/// Bytes asked of each read.
+const READ_SIZE: usize = 16 * 1024;
+
+/// Why an exchange failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WireError {
+    /// No connection could be made.
+    #[error("{0}")]
+    Connect(io::Error),
+    /// The connection failed or closed before the response was whole.
+    #[error("{0}")]
+    Broken(String),
+}
+
+/// One server's endpoint, and the shard's idle connections to it.
+#[derive(Debug)]
+pub(crate) struct Wire {
+    /// `host:port`, to connect to.
+    addr: String,
+    /// The request line and the fixed headers, up to the content length.
+    head: Vec<u8>,
+    idle: RefCell<Vec<TcpStream>>,
+}
+
+impl Wire {
+    /// The endpoint `url` if it is plain `http://` without credentials; `authorization`
+    /// is sent with every request.
+    pub(crate) fn for_url(url: &str, authorization: Option<&str>) -> Option<Self> {
+        let u = reqwest::Url::parse(url).ok()?;
+        if u.scheme() != "http" || !u.username().is_empty() || u.password().is_some() {
+            return None;
+        }
+        let host = u.host_str()?;
+        let port = u.port_or_known_default()?;
+        let target = match u.query() {
+            Some(q) => format!("{}?{q}", u.path()),
+            None => u.path().to_string(),
+        };
+        let authority = match u.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_string(),
+        };
+        let mut head = format!(
+            "POST {target} HTTP/1.1\r\nhost: {authority}\r\naccept: */*\r\ncontent-type: application/json\r\n"
+        );
+        if let Some(a) = authorization {
+            head.push_str(&format!("authorization: {a}\r\n"));
+        }
+        Some(Self {
+            addr: format!("{host}:{port}"),
+            head: head.into_bytes(),
+            idle: RefCell::new(Vec::new()),
+        })
+    }
+
+    /// Sends `body` and reads the response's head.
+    pub(crate) async fn post(&self, body: &[u8]) -> Result<Response<'_>, WireError> {
+        let mut request = Vec::with_capacity(self.head.len() + 32 + body.len());
+        request.extend_from_slice(&self.head);
+        request.extend_from_slice(format!("content-length: {}\r\n\r\n", body.len()).as_bytes());
+        request.extend_from_slice(body);
+        loop {
+            let reused = self.idle.borrow_mut().pop();
+            let fresh = reused.is_none();
+            let mut sock = match reused {
+                Some(s) if still_open(&s) => s,
+                Some(_) => continue,
+                None => {
+                    let s = TcpStream::connect(&self.addr)
+                        .await
+                        .map_err(WireError::Connect)?;
+                    s.set_nodelay(true).map_err(WireError::Connect)?;
+                    s
+                }
+            };
+            if let Err(e) = sock.write_all(&request).await {
+                if fresh {
+                    return Err(WireError::Broken(format!("writing the request: {e}")));
+                }
+                continue;
+            }
+            let mut buf = Vec::with_capacity(READ_SIZE);
+            match read_head(&mut sock, &mut buf).await {
+                Ok(head) => return Ok(Response::new(self, sock, buf, head)),
+                // The server closed a kept-alive connection as the request went out: it was
+                // not answered, so it goes again on a new connection.
+                Err(Unanswered) if !fresh => continue,
+                Err(Unanswered) => {
+                    return Err(WireError::Broken(
+                        "the connection closed before a response".into(),
+                    ));
+                }
+                Err(HeadError(m)) => return Err(WireError::Broken(m)),
+            }
+        }
+    }
+}
+
+/// Whether an idle connection is still open: a closed one reads its end at once.
+fn still_open(s: &TcpStream) -> bool {
+    let mut probe = [0u8; 1];
+    matches!(s.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+}
+
+/// What a response's head says.
+struct Head {
+    status: u16,
+    date: Option<String>,
+    framing: Framing,
+    keep_alive: bool,
+    /// Bytes of the head in the buffer.
+    len: usize,
+}
+
+use HeadFailure::{HeadError, Unanswered};
+
+enum HeadFailure {
+    /// Closed before any byte of a response.
+    Unanswered,
+    HeadError(String),
+}
+
+async fn read_head(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Head, HeadFailure> {
+    loop {
+        if !buf.is_empty() {
+            let mut headers = [httparse::EMPTY_HEADER; 64];
+            let mut r = httparse::Response::new(&mut headers);
+            match r.parse(buf) {
+                Ok(httparse::Status::Complete(len)) => {
+                    let status = r.code.unwrap_or(0);
+                    if (100..200).contains(&status) {
+                        // An interim response (100 Continue): the real one follows.
+                        buf.drain(..len);
+                        continue;
+                    }
+                    return head_of(&r, len).map_err(HeadError);
+                }
+                Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => {}
+                Ok(httparse::Status::Partial) => {
+                    return Err(HeadError(format!("a response head over {MAX_HEAD} bytes")));
+                }
+                Err(e) => return Err(HeadError(format!("not an HTTP/1.1 response: {e}"))),
+            }
+        }
+        let was_empty = buf.is_empty();
+        match read_more(sock, buf).await {
+            Ok(0) if was_empty => return Err(Unanswered),
+            Ok(0) => {
+                return Err(HeadError(
+                    "the connection closed in the response's head".into(),
+                ));
+            }
+            Ok(_) => {}
+            Err(e) if was_empty && e.kind() == io::ErrorKind::ConnectionReset => {
+                return Err(Unanswered);
+            }
+            Err(e) => return Err(HeadError(format!("reading the response: {e}"))),
+        }
+    }
+}
+
+fn head_of(r: &httparse::Response<'_, '_>, len: usize) -> Result<Head, String> {
+    let status = r.code.unwrap_or(0);
+    let mut length = None;
+    let mut chunked = false;
+    let mut close = r.version == Some(0);
+    let mut date = None;
+    for h in r.headers.iter() {
+        let value = std::str::from_utf8(h.value).unwrap_or("").trim();
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let n: u64 = value
+                .parse()
+                .map_err(|_| format!("a content-length of '{value}'"))?;
+            if length.is_some_and(|l| l != n) {
+                return Err("two different content-lengths".into());
+            }
+            length = Some(n);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = value
+                .rsplit(',')
+                .next()
+                .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            for token in value.split(',') {
+                let t = token.trim();
+                if t.eq_ignore_ascii_case("close") {
+                    close = true;
+                } else if t.eq_ignore_ascii_case("keep-alive") {
+                    close = false;
+                }
+            }
+        } else if h.name.eq_ignore_ascii_case("date") {
+            date = Some(value.to_string());
+        }
+    }
+    // No body for these, whatever the headers say.
+    let framing = if status == 204 || status == 304 {
+        Framing::Length(0)
+    } else if chunked {
+        Framing::Chunked(Chunk::Size)
+    } else if let Some(n) = length {
+        Framing::Length(n)
+    } else {
+        close = true;
+        Framing::UntilClose
+    };
+    Ok(Head {
+        status,
+        date,
+        framing,
+        keep_alive: !close,
+        len,
+    })
+}
+
+/// Appends one read's bytes to `buf`; 0 at the connection's end.
+async fn read_more(sock: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
+    buf.reserve(READ_SIZE);
+    sock.read_buf(buf).await
+}
+
+/// How the body ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Framing {
+    /// This many bytes are left.
+    Length(u64),
+    /// Chunked encoding, in this state.
+    Chunked(Chunk),
+    /// The body ends with the connection.
+    UntilClose,
+}
+
+/// Where a chunked body's decoder is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Chunk {
+    /// At a chunk's size line.
+    Size,
+    /// In a chunk's data, this many bytes left.
+    Data(u64),
+    /// At the line end after a chunk's data.
+    DataEnd,
+    /// In the trailer, after the last chunk.
+    Trailer,
+    /// Whole.
+    Done,
+}
+
+/// A response being read.
+pub(crate) struct Response<'w> {
+    wire: &'w Wire,
+    sock: Option<TcpStream>,
+    /// Bytes read and not yet decoded.
+    buf: Vec<u8>,
+    /// The last piece of body decoded.
+    out: Vec<u8>,
+    framing: Framing,
+    keep_alive: bool,
+    done: bool,
+    /// The status code.
+    pub(crate) status: u16,
+    /// The Date header, if any.
+    pub(crate) date: Option<String>,
+}
+
+impl<'w> Response<'w> {
+    fn new(wire: &'w Wire, sock: TcpStream, mut buf: Vec<u8>, head: Head) -> Self {
+        buf.drain(..head.len);
+        let mut r = Self {
+            wire,
+            sock: Some(sock),
+            buf,
+            out: Vec::new(),
+            framing: head.framing,
+            keep_alive: head.keep_alive,
+            done: false,
+            status: head.status,
+            date: head.date,
+        };
+        r.check_done();
+        r
+    }
+
+    /// The body's next piece, as it arrived: what the read that returned last holds of
+    /// it (and whatever came before it undecoded). None at the body's end, when the
+    /// connection goes back to the idle ones if the server keeps it.
+    pub(crate) async fn chunk(&mut self) -> Result<Option<&[u8]>, WireError> {
+        loop {
+            self.out.clear();
+            self.decode()?;
+            if !self.out.is_empty() {
+                return Ok(Some(&self.out));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            let Some(sock) = self.sock.as_mut() else {
+                return Ok(None);
+            };
+            let n = read_more(sock, &mut self.buf)
+                .await
+                .map_err(|e| WireError::Broken(format!("reading the body: {e}")))?;
+            if n == 0 {
+                self.sock = None;
+                return match self.framing {
+                    Framing::UntilClose => {
+                        self.done = true;
+                        Ok(None)
+                    }
+                    Framing::Length(left) => Err(WireError::Broken(format!(
+                        "the connection closed {left} bytes before the body's end"
+                    ))),
+                    Framing::Chunked(_) => Err(WireError::Broken(
+                        "the connection closed before the body's last chunk".into(),
+                    )),
+                };
+            }
+        }
+    }
+
+    /// The whole body (at most `limit` bytes kept).
+    pub(crate) async fn bytes(&mut self, limit: usize) -> Result<Vec<u8>, WireError> {
+        let mut all = Vec::new();
+        while let Some(piece) = self.chunk().await? {
+            let room = limit.saturating_sub(all.len());
+            all.extend_from_slice(&piece[..piece.len().min(room)]);
+        }
+        Ok(all)
+    }
+
+    /// Moves the body's bytes in `buf` to `out`, as far as they go.
+    fn decode(&mut self) -> Result<(), WireError> {
+        let mut at = 0;
+        loop {
+            let rest = &self.buf[at..];
+            match &mut self.framing {
+                Framing::UntilClose => {
+                    self.out.extend_from_slice(rest);
+                    at = self.buf.len();
+                    break;
+                }
+                Framing::Length(left) => {
+                    let take = rest.len().min(usize::try_from(*left).unwrap_or(usize::MAX));
+                    self.out.extend_from_slice(&rest[..take]);
+                    *left -= take as u64;
+                    at += take;
+                    break;
+                }
+                Framing::Chunked(state) => match *state {
+                    Chunk::Size => {
+                        let Some(end) = memchr::memchr(b'\n', rest) else {
+                            break;
+                        };
+                        let line = std::str::from_utf8(&rest[..end]).unwrap_or("");
+                        let digits = line.split(';').next().unwrap_or("").trim();
+                        let size = u64::from_str_radix(digits, 16).map_err(|_| {
+                            WireError::Broken(format!(
+                                "a chunk size of '{}'",
+                                digits.escape_debug()
+                            ))
+                        })?;
+                        at += end + 1;
+                        *state = if size == 0 {
+                            Chunk::Trailer
+                        } else {
+                            Chunk::Data(size)
+                        };
+                    }
+                    Chunk::Data(left) => {
+                        if rest.is_empty() {
+                            break;
+                        }
+                        let take = rest.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+                        self.out.extend_from_slice(&rest[..take]);
+                        at += take;
+                        *state = match left - take as u64 {
+                            0 => Chunk::DataEnd,
+                            n => Chunk::Data(n),
+                        };
+                    }
+                    Chunk::DataEnd => {
+                        let Some(end) = memchr::memchr(b'\n', rest) else {
+                            break;
+                        };
+                        if !rest[..end].iter().all(|b| *b == b'\r') {
+                            return Err(WireError::Broken("a chunk longer than its size".into()));
+                        }
+                        at += end + 1;
+                        *state = Chunk::Size;
+                    }
+                    Chunk::Trailer => {
+                        let Some(end) = memchr::memchr(b'\n', rest) else {
+                            break;
+                        };
+                        let blank = rest[..end].iter().all(|b| *b == b'\r');
+                        at += end + 1;
+                        if blank {
+                            *state = Chunk::Done;
+                        }
+                    }
+                    Chunk::Done => break,
+                },
+            }
+        }
+        self.buf.drain(..at);
+        self.check_done();
+        Ok(())
+    }
+
+    /// Marks the body whole when its framing says so, and gives a connection the server
+    /// keeps (with nothing unread on it) back to the idle ones.
+    fn check_done(&mut self) {
+        let whole = matches!(
+            self.framing,
+            Framing::Length(0) | Framing::Chunked(Chunk::Done)
+        );
+        if whole && !self.done {
+            self.done = true;
+            if let Some(sock) = self.sock.take()
+                && self.keep_alive
+                && self.buf.is_empty()
+            {
+                self.wire.idle.borrow_mut().push(sock);
+            }
+        }
+    }
+}
