@@ -447,3 +447,153 @@ impl<'w> Response<'w> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Reads one request (head and content-length body); false at the connection's end.
+    fn read_request(s: &mut std::net::TcpStream) -> bool {
+        let mut got = Vec::new();
+        let mut byte = [0u8; 1];
+        while !got.ends_with(b"\r\n\r\n") {
+            match s.read(&mut byte) {
+                Ok(1) => got.push(byte[0]),
+                _ => return false,
+            }
+        }
+        let head = String::from_utf8_lossy(&got).to_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map_or(0, |v| v.trim().parse().unwrap());
+        let mut body = vec![0u8; len];
+        s.read_exact(&mut body).is_ok()
+    }
+
+    /// A server answering each connection's requests with `replies` in turn (one byte a
+    /// write when `trickle`), closing the connection after them. Counts connections.
+    fn server(replies: Vec<&'static [u8]>, trickle: bool) -> (String, Arc<AtomicUsize>) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1/completions", l.local_addr().unwrap());
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        std::thread::spawn(move || {
+            for s in l.incoming().take(8) {
+                let Ok(mut s) = s else { continue };
+                count.fetch_add(1, Ordering::SeqCst);
+                s.set_nodelay(true).unwrap();
+                for reply in &replies {
+                    if !read_request(&mut s) {
+                        break;
+                    }
+                    if trickle {
+                        for b in reply.iter() {
+                            let _ = s.write_all(std::slice::from_ref(b));
+                        }
+                    } else {
+                        let _ = s.write_all(reply);
+                    }
+                }
+            }
+        });
+        (url, accepted)
+    }
+
+    async fn body(w: &Wire) -> Result<(u16, Vec<u8>), WireError> {
+        let mut r = w.post(b"{}").await?;
+        let status = r.status;
+        Ok((status, r.bytes(usize::MAX).await?))
+    }
+
+    const CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nx-trailer: 1\r\n\r\n";
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn chunks_split_anywhere_read_whole_on_one_kept_connection() {
+        let (url, accepted) = server(vec![CHUNKED, CHUNKED], true);
+        let w = Wire::for_url(&url, None).unwrap();
+        for _ in 0..2 {
+            assert_eq!(body(&w).await.unwrap(), (200, b"hello world".to_vec()));
+        }
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            1,
+            "the connection was kept"
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn lengths_closes_and_a_connection_closed_while_idle() {
+        let length: &[u8] =
+            b"HTTP/1.1 404 Not Found\r\ncontent-length: 4\r\nconnection: close\r\n\r\nnope";
+        let (url, accepted) = server(vec![length], false);
+        let w = Wire::for_url(&url, None).unwrap();
+        assert_eq!(body(&w).await.unwrap(), (404, b"nope".to_vec()));
+        assert_eq!(body(&w).await.unwrap(), (404, b"nope".to_vec()));
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            2,
+            "connection: close is obeyed"
+        );
+        // Kept alive by the head, then closed by the server after one answer: the next
+        // request notices (or is answered by nothing) and goes on a new connection.
+        let (url, accepted) = server(vec![CHUNKED], false);
+        let w = Wire::for_url(&url, None).unwrap();
+        for _ in 0..3 {
+            assert_eq!(body(&w).await.unwrap().1, b"hello world");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 3);
+        // The same without a pause: the close may arrive after the request went out, which
+        // is then sent again on a new connection.
+        let (url, accepted) = server(vec![CHUNKED], false);
+        let w = Wire::for_url(&url, None).unwrap();
+        for _ in 0..3 {
+            assert_eq!(body(&w).await.unwrap().1, b"hello world");
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 3);
+        // No length and no chunks: the body ends with the connection.
+        let until: &[u8] = b"HTTP/1.0 200 OK\r\n\r\nall of it";
+        let (url, _) = server(vec![until], true);
+        let w = Wire::for_url(&url, None).unwrap();
+        assert_eq!(body(&w).await.unwrap().1, b"all of it");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_body_cut_short_or_a_server_away_is_an_error() {
+        let cut: &[u8] = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhel";
+        let short: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhel";
+        let not_http: &[u8] = b"SSH-2.0-OpenSSH\r\n\r\n";
+        let bad_size: &[u8] = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n";
+        for reply in [cut, short, not_http, bad_size] {
+            let (url, _) = server(vec![reply], false);
+            let w = Wire::for_url(&url, None).unwrap();
+            let e = body(&w).await.unwrap_err();
+            assert!(matches!(e, WireError::Broken(_)), "{e}");
+        }
+        let gone = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let w = Wire::for_url(&format!("http://{gone}/v1/completions"), None).unwrap();
+        assert!(matches!(body(&w).await, Err(WireError::Connect(_))));
+    }
+
+    #[test]
+    fn only_plain_http_without_credentials_is_taken() {
+        assert!(Wire::for_url("https://h/v1/completions", None).is_none());
+        assert!(Wire::for_url("http://u:p@h/v1/completions", None).is_none());
+        let w = Wire::for_url("http://h:81/v1/completions?x=1", Some("Bearer k")).unwrap();
+        let head = String::from_utf8(w.head.clone()).unwrap();
+        assert!(
+            head.starts_with("POST /v1/completions?x=1 HTTP/1.1\r\nhost: h:81\r\n"),
+            "{head}"
+        );
+        assert!(head.contains("authorization: Bearer k\r\n"));
+        assert_eq!(w.addr, "h:81");
+        assert_eq!(Wire::for_url("http://h/v1", None).unwrap().addr, "h:80");
+    }
+}
