@@ -6,7 +6,8 @@
 //!   mock streaming one token a millisecond (`mock`: hyper's server, the mock's channel to
 //!   its connection);
 //! - a reader, on a current-thread runtime of its own as a shard is: a plain socket read
-//!   (`raw`), or reqwest's streamed body as a shard reads it (`reqwest`).
+//!   (`raw`, which is how a shard reads a plain http:// server since it has a reader of its
+//!   own), or reqwest's streamed body (`reqwest`, how a shard reads an https:// server).
 //!
 //! raw/raw is the floor's method over HTTP framing; the other three add one stack each.
 //!
@@ -126,7 +127,7 @@ async fn raw_read(url: &str, body: Option<String>) -> Vec<f64> {
     out
 }
 
-/// Reads through reqwest as a shard does; the delay of every message, in microseconds.
+/// Reads through reqwest as a shard does over https; the delay of every message, in microseconds.
 async fn reqwest_read(url: &str, body: Option<String>) -> Vec<f64> {
     // As the shard's client does: rustls wants one process-wide crypto provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
