@@ -104,20 +104,13 @@ impl RunArgs {
     /// The run the flags (and the scenario or config file) describe, and whether the shard
     /// count was given. Without --model, a server at --url is asked which model it serves.
     pub fn config(&self) -> Result<(RunConfig, bool), RunArgsError> {
-        let read = |p: &Path, what| {
-            std::fs::read_to_string(p).map_err(|source| RunArgsError::Read {
-                what,
-                path: p.to_path_buf(),
-                source,
-            })
-        };
         let in_file = |p: &Path, reason: String| RunArgsError::File {
             path: p.to_path_buf(),
             reason,
         };
         if let Some(p) = &self.config {
-            let mut cfg: RunConfig =
-                serde_json::from_str(&read(p, "config")?).map_err(|e| in_file(p, e.to_string()))?;
+            let mut cfg: RunConfig = serde_json::from_str(&read_file(p, "config")?)
+                .map_err(|e| in_file(p, e.to_string()))?;
             if let Some(u) = &self.flags.url {
                 cfg.url = u.clone();
             }
@@ -127,7 +120,7 @@ impl RunArgs {
         let text = self
             .scenario
             .as_deref()
-            .map(|p| read(p, "scenario"))
+            .map(|p| read_file(p, "scenario"))
             .transpose()?;
         let trace = match &self.workload.trace {
             Some(p) => Some(read_trace(p)?),
@@ -228,14 +221,19 @@ impl K8sArgs {
     }
 }
 
+/// The text of the `what` file at `path` ("config", "scenario" or "trace").
+fn read_file(path: &Path, what: &'static str) -> Result<String, RunArgsError> {
+    std::fs::read_to_string(path).map_err(|source| RunArgsError::Read {
+        what,
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 /// Send times from a trace file, one per line, seconds from the start
 /// ([`heisenbench_model::scenario::parse_trace`]).
 pub fn read_trace(path: &Path) -> Result<Vec<f64>, RunArgsError> {
-    let text = std::fs::read_to_string(path).map_err(|source| RunArgsError::Read {
-        what: "trace",
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = read_file(path, "trace")?;
     heisenbench_model::scenario::parse_trace(&text).map_err(|(line, t)| RunArgsError::File {
         path: path.to_path_buf(),
         reason: format!("line {line}: '{t}' is not a time in seconds"),

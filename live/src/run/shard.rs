@@ -512,16 +512,12 @@ impl Reply<'_> {
 
     /// The whole body, at most `limit` bytes of it kept.
     async fn bytes(&mut self, limit: usize) -> Result<Vec<u8>, Outcome> {
-        match self {
-            Self::Pooled(r, _) => {
-                let mut all = Vec::new();
-                while let Some(b) = r.chunk().await.map_err(|e| classify(&e))? {
-                    all.extend_from_slice(&b[..b.len().min(limit.saturating_sub(all.len()))]);
-                }
-                Ok(all)
-            }
-            Self::Own(r) => r.bytes(limit).await.map_err(|e| broken(&e)),
+        let mut all = Vec::new();
+        while let Some(piece) = self.chunk().await? {
+            let room = limit.saturating_sub(all.len());
+            all.extend_from_slice(&piece[..piece.len().min(room)]);
         }
+        Ok(all)
     }
 }
 
