@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 /// Handle to the timer thread; cheap to clone. The thread ends when every handle is gone.
 #[derive(Clone, Debug)]
 pub struct PreciseTimer {
-    tx: mpsc::Sender<(Instant, u64, oneshot::Sender<u64>)>,
+    tx: mpsc::Sender<(Instant, u64, oneshot::Sender<()>)>,
 }
 
 impl Default for PreciseTimer {
@@ -29,7 +29,7 @@ impl Default for PreciseTimer {
 impl PreciseTimer {
     /// Starts the timer thread.
     pub fn new() -> Self {
-        let (tx, rx) = mpsc::channel::<(Instant, u64, oneshot::Sender<u64>)>();
+        let (tx, rx) = mpsc::channel::<(Instant, u64, oneshot::Sender<()>)>();
         thread::Builder::new()
             .name("heisenbench-timer".into())
             .spawn(move || {
@@ -60,14 +60,13 @@ impl PreciseTimer {
                         }
                     }
                     let now = Instant::now();
-                    let fired = crate::clock::mono_ns();
                     while let Some(Reverse((d, id))) = heap.peek().copied() {
                         if d > now {
                             break;
                         }
                         heap.pop();
                         if let Some(tx) = waiters.remove(&id) {
-                            let _ = tx.send(fired);
+                            let _ = tx.send(());
                         }
                     }
                 }
@@ -78,17 +77,8 @@ impl PreciseTimer {
 
     /// Completes at `deadline` (immediately if it has passed).
     pub async fn sleep_until(&self, deadline: Instant) {
-        self.sleep_until_stamped(deadline).await;
-    }
-
-    /// Completes at `deadline` like [`PreciseTimer::sleep_until`], returning when the
-    /// timer thread fired it (CLOCK_MONOTONIC nanoseconds, [`crate::clock::mono_ns`]): the
-    /// wake-up then still has to reach the waiting task, and the difference is how long
-    /// its runtime took to get to it. None when the deadline had passed already or the
-    /// timer thread is gone.
-    pub async fn sleep_until_stamped(&self, deadline: Instant) -> Option<u64> {
         if deadline <= Instant::now() {
-            return None;
+            return;
         }
         let (tx, rx) = oneshot::channel();
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -96,9 +86,9 @@ impl PreciseTimer {
         if self.tx.send((deadline, id, tx)).is_err() {
             // The thread is gone (process shutting down): fall back to tokio's timer.
             tokio::time::sleep_until(deadline.into()).await;
-            return None;
+            return;
         }
-        rx.await.ok()
+        let _ = rx.await;
     }
 }
 
