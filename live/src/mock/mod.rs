@@ -14,6 +14,7 @@
 //! what lets one core serve thousands of 200-token streams per second.
 
 pub mod config;
+mod handoff;
 pub mod metrics;
 pub mod openai;
 
@@ -37,6 +38,7 @@ use tokio::sync::{Semaphore, mpsc, watch};
 
 use crate::clock::Clock;
 use config::{MockConfig, Mode};
+use handoff::HandOff;
 use heisenbench_model::sample::{self, SimRng};
 use metrics::Metrics;
 use openai::{Api, ChunkWriter, GenRequest, Words};
@@ -918,7 +920,7 @@ async fn serve<H, F>(
                     let conn = hyper::server::conn::http1::Builder::new()
                         .timer(hyper_util::rt::TokioTimer::new())
                         .header_read_timeout(header_timeout)
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), svc);
+                        .serve_connection(hyper_util::rt::TokioIo::new(HandOff::new(stream)), svc);
                     tokio::pin!(conn);
                     tokio::select! {
                         _ = conn.as_mut() => {}
