@@ -142,6 +142,25 @@ fn run_writes_report_and_csv_atomically() {
     assert_eq!(report["config"]["seed"], 1);
     let csv = std::fs::read_to_string(dir.join("requests.csv")).unwrap();
     assert_eq!(csv.lines().count(), 41);
+    // The mock's stamp of each first token lies between the request's send and the
+    // token's arrival (one host, one clock), so a row's overhead can be read off it.
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (sent, first, server) = (
+        col("sent_ns"),
+        col("first_token_ns"),
+        col("first_token_server_ns"),
+    );
+    for row in csv.lines().skip(1) {
+        let f: Vec<u64> = row
+            .split(',')
+            .enumerate()
+            .filter(|(i, _)| [sent, first, server].contains(i))
+            .map(|(_, v)| v.parse().unwrap())
+            .collect();
+        let (s, a, m) = (f[0], f[1], f[2]);
+        assert!(s <= m && m <= a, "sent {s}, server stamp {m}, arrival {a}: {row}");
+    }
     assert!(
         std::fs::read_dir(&dir).unwrap().all(|e| !e
             .unwrap()

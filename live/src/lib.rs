@@ -42,6 +42,7 @@ pub mod calibrate;
 pub mod clock;
 pub mod files;
 pub mod floor;
+mod handoff;
 pub mod mock;
 pub mod prompt;
 pub mod run;

@@ -14,7 +14,6 @@
 //! what lets one core serve thousands of 200-token streams per second.
 
 pub mod config;
-mod handoff;
 pub mod metrics;
 pub mod openai;
 
@@ -37,8 +36,8 @@ use rand_pcg::Pcg64Mcg;
 use tokio::sync::{Semaphore, mpsc, watch};
 
 use crate::clock::Clock;
+use crate::handoff::HandOff;
 use config::{MockConfig, Mode};
-use handoff::HandOff;
 use heisenbench_model::sample::{self, SimRng};
 use metrics::Metrics;
 use openai::{Api, ChunkWriter, GenRequest, Words};

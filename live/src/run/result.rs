@@ -71,6 +71,11 @@ pub struct Row {
     pub headers_ns: Option<u64>,
     /// First token's arrival.
     pub first_token_ns: Option<u64>,
+    /// The server's own stamp of the first token's chunk ([`crate::mock::openai::SENT_FIELD`],
+    /// the embedded mock's), relative to the same start: on one host, `first_token_ns`
+    /// minus this is the first chunk's observer overhead.
+    #[serde(default)]
+    pub first_token_server_ns: Option<u64>,
     /// End of the response.
     pub end_ns: Option<u64>,
     /// Tokens counted in the stream.

@@ -331,6 +331,8 @@ fn body(cfg: &RunConfig, p: &Planned) -> Vec<u8> {
 struct Seen {
     headers: Option<u64>,
     first_arrival: Option<u64>,
+    /// The server's stamp on the first token's chunk, when it sends one.
+    first_sent: Option<u64>,
     first_processed: Option<u64>,
     last_arrival: u64,
     end: Option<u64>,
@@ -444,6 +446,7 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>) {
             sent_ns: rel(actual),
             headers_ns: seen.headers.map(rel),
             first_token_ns: seen.first_arrival.map(rel),
+            first_token_server_ns: seen.first_sent.map(rel),
             end_ns: seen.end.map(rel),
             tokens_stream: seen.stream.tokens,
             tokens_usage: usage,
@@ -681,6 +684,7 @@ fn on_event(ev: SseEvent<'_>, arrival: u64, cost_ns: u64, seen: &mut Seen, r: &m
     if chunk.token {
         if seen.first_arrival.is_none() {
             seen.first_arrival = Some(arrival);
+            seen.first_sent = chunk.sent_ns;
             seen.first_processed = Some(processed);
         } else {
             r.recorders.itl.record(arrival - seen.last_arrival);

@@ -22,12 +22,12 @@ impl RunReport {
             let mut rows = report.merged.rows.clone();
             rows.sort_by_key(|r| r.index);
             let mut text = String::from(
-                "index,shard,outcome,intended_ns,sent_ns,headers_ns,first_token_ns,end_ns,tokens_stream,tokens_usage\n",
+                "index,shard,outcome,intended_ns,sent_ns,headers_ns,first_token_ns,end_ns,tokens_stream,tokens_usage,first_token_server_ns\n",
             );
             let opt = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
             for r in rows {
                 text += &format!(
-                    "{},{},{},{},{},{},{},{},{},{}\n",
+                    "{},{},{},{},{},{},{},{},{},{},{}\n",
                     r.index,
                     r.shard,
                     r.outcome,
@@ -37,7 +37,8 @@ impl RunReport {
                     opt(r.first_token_ns),
                     opt(r.end_ns),
                     r.tokens_stream,
-                    r.tokens_usage.map_or(String::new(), |t| t.to_string())
+                    r.tokens_usage.map_or(String::new(), |t| t.to_string()),
+                    opt(r.first_token_server_ns)
                 );
             }
             write_atomic(&dir.join("requests.csv"), text.as_bytes())?;

@@ -1,6 +1,8 @@
 //! A connection that gives up the core after each write, so the reader it woke runs first.
 //!
-//! When the mock and a client share a machine, a write on loopback wakes the client's
+//! The mock's connections are these, and so is the writer of the loopback floor
+//! ([`crate::floor`]), which must be measured as the mock writes. When the mock and a
+//! client share a machine, a write on loopback wakes the client's
 //! thread, and Linux usually queues that thread on the writer's own core (the wake-up is
 //! marked synchronous: the writer is expected to sleep soon). The mock often does not: at
 //! any load, another request may already be waiting, and its parsing and formatting run
@@ -19,14 +21,14 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-/// A TCP connection of the mock's that yields the thread after every write that moved
+/// A TCP connection that yields the thread after every write that moved
 /// bytes.
-pub(super) struct HandOff {
+pub(crate) struct HandOff {
     stream: TcpStream,
 }
 
 impl HandOff {
-    pub(super) fn new(stream: TcpStream) -> Self {
+    pub(crate) fn new(stream: TcpStream) -> Self {
         Self { stream }
     }
 
