@@ -98,12 +98,24 @@ impl PreciseTimer {
 /// wake-ups, each of which waits for a core on a loaded machine), this is one: the epoll
 /// wait the runtime is already in returns at the deadline. For a loop with one sleeper at
 /// a time (a shard's schedule); a timed stream's many sleepers share [`PreciseTimer`].
+///
+/// The kernel fires it [`LoopTimer::LEAD_NS`] before the deadline, and the wait then polls
+/// the runtime (its other tasks and its epoll set, without blocking) until the deadline
+/// passes. A core asleep in a VM takes tens of microseconds to come back; woken early, the
+/// shard has its core when the send falls due, and reads the responses that land
+/// meanwhile as they come instead of behind its own wake-up.
 #[derive(Debug)]
 pub struct LoopTimer {
     fd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
 }
 
 impl LoopTimer {
+    /// How long before a deadline the kernel wakes the waiting thread. Twice this VM's
+    /// typical wake-up of an idle core (about 15 us, `perf sched`); it costs a shard at
+    /// most this much polling per send while its loop has nothing else to do (3 % of a core
+    /// at 1,000 sends a second). Measured in bench/RESULTS.md ("The schedule wakes early").
+    pub const LEAD_NS: u64 = 30_000;
+
     /// A disarmed timer on the current tokio runtime (which must have I/O enabled).
     pub fn new() -> std::io::Result<Self> {
         use rustix::time::{TimerfdClockId, TimerfdFlags, timerfd_create};
@@ -121,17 +133,18 @@ impl LoopTimer {
     }
 
     /// Completes at `deadline_ns` (CLOCK_MONOTONIC, [`crate::clock::mono_ns`]) and returns
-    /// when its wake-up was seen; None, at once, when the deadline had passed. Never early:
-    /// the kernel fires an absolute timer at or after its time. Dropping the future leaves
+    /// when it was first seen passed; None, at once, when it had passed already. Never
+    /// early: the wait ends only once the clock reads the deadline. Dropping the future leaves
     /// the timer armed, and the next call re-arms it.
     pub async fn until(&self, deadline_ns: u64) -> std::io::Result<Option<u64>> {
         use rustix::time::{Itimerspec, TimerfdTimerFlags, Timespec, timerfd_settime};
         if deadline_ns <= crate::clock::mono_ns() {
             return Ok(None);
         }
+        let wake_ns = deadline_ns.saturating_sub(Self::LEAD_NS);
         let at = Timespec {
-            tv_sec: (deadline_ns / 1_000_000_000) as _,
-            tv_nsec: (deadline_ns % 1_000_000_000) as _,
+            tv_sec: (wake_ns / 1_000_000_000) as _,
+            tv_nsec: (wake_ns % 1_000_000_000) as _,
         };
         let zero = Timespec {
             tv_sec: 0,
@@ -150,7 +163,20 @@ impl LoopTimer {
             let mut ready = self.fd.readable().await?;
             let mut expirations = [0u8; 8];
             match rustix::io::read(self.fd.get_ref(), &mut expirations) {
-                Ok(_) => return Ok(Some(crate::clock::mono_ns())),
+                Ok(_) => {
+                    // The last stretch: yield to the loop (which keeps reading) and look
+                    // again, until the deadline passes.
+                    std::future::poll_fn(|cx| {
+                        if crate::clock::mono_ns() >= deadline_ns {
+                            std::task::Poll::Ready(())
+                        } else {
+                            cx.waker().wake_by_ref();
+                            std::task::Poll::Pending
+                        }
+                    })
+                    .await;
+                    return Ok(Some(crate::clock::mono_ns()));
+                }
                 Err(rustix::io::Errno::AGAIN) => ready.clear_ready(),
                 Err(e) => return Err(e.into()),
             }
