@@ -159,7 +159,10 @@ fn run_writes_report_and_csv_atomically() {
             .map(|(_, v)| v.parse().unwrap())
             .collect();
         let (s, a, m) = (f[0], f[1], f[2]);
-        assert!(s <= m && m <= a, "sent {s}, server stamp {m}, arrival {a}: {row}");
+        assert!(
+            s <= m && m <= a,
+            "sent {s}, server stamp {m}, arrival {a}: {row}"
+        );
     }
     assert!(
         std::fs::read_dir(&dir).unwrap().all(|e| !e
