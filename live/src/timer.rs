@@ -99,11 +99,10 @@ impl PreciseTimer {
 /// wait the runtime is already in returns at the deadline. For a loop with one sleeper at
 /// a time (a shard's schedule); a timed stream's many sleepers share [`PreciseTimer`].
 ///
-/// The kernel fires it [`LoopTimer::LEAD_NS`] before the deadline, and the wait then polls
-/// the runtime (its other tasks and its epoll set, without blocking) until the deadline
-/// passes. A core asleep in a VM takes tens of microseconds to come back; woken early, the
-/// shard has its core when the send falls due, and reads the responses that land
-/// meanwhile as they come instead of behind its own wake-up.
+/// The kernel fires it [`LoopTimer::LEAD_NS`] before the deadline, and the wait then yields
+/// to the runtime (which goes on running its other tasks and polling its epoll set) until
+/// the deadline passes. A core asleep in a VM takes tens of microseconds to come back;
+/// woken early, the shard has its core when the send falls due.
 #[derive(Debug)]
 pub struct LoopTimer {
     fd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
