@@ -2,17 +2,18 @@
 //!
 //! The mock's connections are these, and so is the writer of the loopback floor
 //! ([`crate::floor`]), which must be measured as the mock writes. When the mock and a
-//! client share a machine, a write on loopback wakes the client's
-//! thread, and Linux usually queues that thread on the writer's own core (the wake-up is
-//! marked synchronous: the writer is expected to sleep soon). The mock often does not: at
-//! any load, another request may already be waiting, and its parsing and formatting run
-//! before the client gets the core, tens of microseconds the client then reports as the
-//! server's. Yielding the thread after a write lets the woken client read its bytes at
-//! once; with nothing else runnable the yield returns straight away.
+//! client share a machine, a write on loopback wakes the client's thread, and Linux usually
+//! queues that thread on the writer's own core (the wake-up is marked synchronous: the
+//! writer is expected to sleep soon). The mock often does not: at any load another request
+//! may already be waiting, and its parsing and formatting run before the client gets the
+//! core, tens of microseconds the client then reports as the server's. Yielding the thread
+//! after a write lets the woken client read its bytes at once; with nothing else runnable
+//! the yield returns straight away.
 //!
-//! Measured (bench/RESULTS.md, "The mock hands the core to its reader"): at 1,000 req/s x 20
-//! tokens the observer overhead's p99 fell by about a quarter, and at 5,000 x 200 by about
-//! half. A mock serving clients on other machines only pays the yield's system call.
+//! Measured (bench/RESULTS.md, "The mock hands the core to its reader; the schedule wakes
+//! early"): at 1,000 req/s x 20 tokens the observer overhead's p99 fell by about a quarter,
+//! and at 5,000 x 200 by about half. A mock serving clients on other machines only pays the
+//! yield's system call.
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
@@ -21,8 +22,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-/// A TCP connection that yields the thread after every write that moved
-/// bytes.
+/// A TCP connection that yields the thread after every write that moved bytes.
 pub(crate) struct HandOff {
     stream: TcpStream,
 }

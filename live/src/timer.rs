@@ -112,7 +112,8 @@ impl LoopTimer {
     /// How long before a deadline the kernel wakes the waiting thread. Twice this VM's
     /// typical wake-up of an idle core (about 15 us, `perf sched`); it costs a shard at
     /// most this much polling per send while its loop has nothing else to do (3 % of a core
-    /// at 1,000 sends a second). Measured in bench/RESULTS.md ("The schedule wakes early").
+    /// at 1,000 sends a second). Measured in bench/RESULTS.md ("The mock hands the core to its
+    /// reader; the schedule wakes early").
     pub const LEAD_NS: u64 = 30_000;
 
     /// A disarmed timer on the current tokio runtime (which must have I/O enabled).
