@@ -9,7 +9,7 @@
 //! * two threads, each running a current-thread tokio runtime (as the mock and a shard do),
 //!   one TCP connection between them on 127.0.0.1 with `TCP_NODELAY`;
 //! * the sender's side of it yields the thread after each write, as the mock's connections
-//!   do ([`crate::handoff`]), so a run's overhead and the floor are held to the same writer;
+//!   do (the `handoff` module), so a run's overhead and the floor are held to the same writer;
 //! * the sender wakes every millisecond and writes its messages for that millisecond, each
 //!   with its own `write` call, each 16 bytes holding the CLOCK_MONOTONIC time of its write;
 //! * the reader reads into a 16 KiB buffer and stamps every message in a read with the time
