@@ -99,5 +99,7 @@ pub(crate) fn draw<DB: DrawingBackend<ErrorType: 'static>>(
                 .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, c.filled()));
         }
     }
-    legend(&mut chart, SeriesLabelPosition::UpperLeft)
+    // Waits grow with the utilisation and bursts lift the low end, so the lower right is
+    // where no curve runs.
+    legend(&mut chart, SeriesLabelPosition::LowerRight)
 }
