@@ -152,13 +152,9 @@ fn run_writes_report_and_csv_atomically() {
         col("first_token_server_ns"),
     );
     for row in csv.lines().skip(1) {
-        let f: Vec<u64> = row
-            .split(',')
-            .enumerate()
-            .filter(|(i, _)| [sent, first, server].contains(i))
-            .map(|(_, v)| v.parse().unwrap())
-            .collect();
-        let (s, a, m) = (f[0], f[1], f[2]);
+        let f: Vec<&str> = row.split(',').collect();
+        let ns = |i: usize| -> u64 { f[i].parse().unwrap() };
+        let (s, m, a) = (ns(sent), ns(server), ns(first));
         assert!(
             s <= m && m <= a,
             "sent {s}, server stamp {m}, arrival {a}: {row}"
