@@ -140,6 +140,11 @@ fn run_writes_report_and_csv_atomically() {
     let report: Value =
         serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["config"]["seed"], 1);
+    // Every chunk through the shard's own reader carries the kernel's arrival stamp, and
+    // the time its read returned: a read lag for each.
+    let events = report["events"].as_u64().unwrap();
+    assert!(events > 0);
+    assert_eq!(report["read_lag"]["count"].as_u64(), Some(events));
     let csv = std::fs::read_to_string(dir.join("requests.csv")).unwrap();
     assert_eq!(csv.lines().count(), 41);
     // The mock's stamp of each first token lies between the request's send and the

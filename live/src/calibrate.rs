@@ -151,12 +151,21 @@ impl Calibration {
         if let Some(f) = &self.floor {
             writeln!(
                 out,
-                "loopback floor (one-way, write stamp to read stamp): idle p50 {} p99 {}; at {:.0} msg/s p50 {} p99 {}",
+                "loopback floor (one-way, write stamp to the kernel's arrival stamp): idle p50 {} p99 {}; at {:.0} msg/s p50 {} p99 {}",
                 format_seconds(f.idle.p50_s),
                 format_seconds(f.idle.p99_s),
                 f.loaded_rate_per_s,
                 format_seconds(f.loaded.p50_s),
                 format_seconds(f.loaded.p99_s)
+            )?;
+            writeln!(
+                out,
+                "the floor's reader reads an arrival (read lag): idle p50 {} p99 {}; at {:.0} msg/s p50 {} p99 {}",
+                format_seconds(f.idle_read_lag.p50_s),
+                format_seconds(f.idle_read_lag.p99_s),
+                f.loaded_rate_per_s,
+                format_seconds(f.loaded_read_lag.p50_s),
+                format_seconds(f.loaded_read_lag.p99_s)
             )?;
         }
         Ok(())

@@ -1,10 +1,14 @@
-//! The machine's floor: how late a message written on one loop is read on another, over
-//! loopback TCP on this machine, when nothing else is in the way.
+//! The machine's floor: how late a message written on one loop arrives on another, and how
+//! late that loop reads it, over loopback TCP on this machine, when nothing else is in the
+//! way.
 //!
 //! The observer overhead a report prints is the mock's send stamp subtracted from the
-//! shard's read stamp, per chunk. The floor is the same quantity for a sender and a reader
-//! that do nothing else, so a report can say how far its overhead is from what the machine
-//! allows. The method is fixed, so a noisier floor cannot make a goal easier:
+//! kernel's arrival stamp of the read that brought the chunk (`SO_TIMESTAMPNS`); its
+//! read lag is that read's return minus the arrival stamp. The floor is the same two
+//! quantities for a sender and a reader that do nothing else, so a report can say how far
+//! it is from what the machine allows. The method is fixed (its [`REVISION`] is stored with
+//! it, and a floor of another revision is not compared), so a noisier floor cannot make a
+//! goal easier:
 //!
 //! * two threads, each running a current-thread tokio runtime (as the mock and a shard do),
 //!   one TCP connection between them on 127.0.0.1 with `TCP_NODELAY`;
@@ -12,8 +16,9 @@
 //!   do (the `handoff` module), so a run's overhead and the floor are held to the same writer;
 //! * the sender wakes every millisecond and writes its messages for that millisecond, each
 //!   with its own `write` call, each 16 bytes holding the CLOCK_MONOTONIC time of its write;
-//! * the reader reads into a 16 KiB buffer and stamps every message in a read with the time
-//!   the read returned (as a shard stamps chunks); the sample is read stamp minus write stamp;
+//! * the reader reads into a 16 KiB buffer, with the kernel stamping arrivals, and gives every
+//!   message in a read that read's stamps (as a shard does its chunks); the floor's sample is
+//!   arrival stamp minus write stamp, its read lag the read's return minus the arrival stamp;
 //! * **idle**: one message a millisecond for [`IDLE_S`] seconds; **loaded**: a given rate
 //!   (the run's chunk rate) for [`LOADED_S`] seconds. The first 100 ms of each are not kept.
 
@@ -22,8 +27,9 @@ use std::time::Duration;
 
 use heisenbench_model::stats::{Dist, Recorder};
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
+use crate::arrival;
 use crate::clock::mono_ns;
 use crate::handoff::HandOff;
 
@@ -38,21 +44,72 @@ pub const MAX_RATE: f64 = 2_000_000.0;
 const MESSAGE: usize = 16;
 /// Samples before this are warm-up, not kept.
 const WARMUP_NS: u64 = 100_000_000;
+/// The method's revision: 2 since arrivals are the kernel's stamps (1 read them from the
+/// read's return).
+pub const REVISION: u32 = 2;
 
 /// The floor measured on this machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Floor {
-    /// One message a millisecond: one-way delay.
+    /// One message a millisecond: one-way delay to the arrival stamp.
     pub idle: Dist,
-    /// At `loaded_rate_per_s`: one-way delay.
+    /// At `loaded_rate_per_s`: one-way delay to the arrival stamp.
     pub loaded: Dist,
     /// Messages per second of the loaded measurement.
     pub loaded_rate_per_s: f64,
+    /// One message a millisecond: the reader's read lag.
+    #[serde(default)]
+    pub idle_read_lag: Dist,
+    /// At `loaded_rate_per_s`: the reader's read lag.
+    #[serde(default)]
+    pub loaded_read_lag: Dist,
     /// The method, in one line.
     pub method: String,
+    /// The method's revision ([`REVISION`] when measured by this build; 1 for a floor
+    /// stored without one).
+    #[serde(default = "first_revision")]
+    pub revision: u32,
+}
+
+fn first_revision() -> u32 {
+    1
 }
 
 impl Floor {
+    /// Whether this floor was measured by this build's method.
+    pub fn current(&self) -> bool {
+        self.revision == REVISION
+    }
+
+    /// A read lag's p50 and p99 as multiples of the floor's reader's, in one line (idle,
+    /// and loaded when it was measured near `rate_per_s` chunks a second).
+    pub fn read_lag_over(&self, p50_s: f64, p99_s: f64, rate_per_s: f64) -> String {
+        let x = |v: f64, f: f64| Self::ratio(v, f).map_or("-".into(), |r| format!("{r:.2}x"));
+        if self.near(rate_per_s) {
+            format!(
+                "read lag over the floor's reader: p50 {} idle / {} at {:.0} msg/s, p99 {} / {}",
+                x(p50_s, self.idle_read_lag.p50_s),
+                x(p50_s, self.loaded_read_lag.p50_s),
+                self.loaded_rate_per_s,
+                x(p99_s, self.idle_read_lag.p99_s),
+                x(p99_s, self.loaded_read_lag.p99_s)
+            )
+        } else {
+            format!(
+                "read lag over the floor's idle reader: p50 {}, p99 {}",
+                x(p50_s, self.idle_read_lag.p50_s),
+                x(p99_s, self.idle_read_lag.p99_s)
+            )
+        }
+    }
+
+    /// Whether the loaded floor was measured at a rate within a factor of two of
+    /// `rate_per_s` (a floor under another load says nothing about this one).
+    fn near(&self, rate_per_s: f64) -> bool {
+        rate_per_s > 0.0
+            && (0.5..=2.0).contains(&(self.loaded_rate_per_s / rate_per_s.max(1_000.0)))
+    }
+
     /// `value` as a multiple of `floor`, when the floor is positive.
     pub fn ratio(value: f64, floor: f64) -> Option<f64> {
         (floor > 0.0 && value.is_finite()).then(|| value / floor)
@@ -60,13 +117,10 @@ impl Floor {
 
     /// An observer overhead's p50 and p99 as multiples of this floor, in one line, for a
     /// run that received `rate_per_s` chunks a second. The loaded floor is compared only
-    /// when it was measured at a rate within a factor of two of the run's (a floor under
-    /// another load says nothing about this one).
+    /// when it was measured near the run's rate.
     pub fn over(&self, p50_s: f64, p99_s: f64, rate_per_s: f64) -> String {
         let x = |v: f64, f: f64| Self::ratio(v, f).map_or("-".into(), |r| format!("{r:.2}x"));
-        let near = rate_per_s > 0.0
-            && (0.5..=2.0).contains(&(self.loaded_rate_per_s / rate_per_s.max(1_000.0)));
-        if near {
+        if self.near(rate_per_s) {
             format!(
                 "observer overhead over this machine's loopback floor: p50 {} idle / {} at {:.0} msg/s, p99 {} / {}",
                 x(p50_s, self.idle.p50_s),
@@ -98,17 +152,28 @@ pub fn measure(loaded_rate_per_s: f64) -> io::Result<Floor> {
     let idle = stream(1_000.0, IDLE_S)?;
     let loaded = stream(rate, LOADED_S)?;
     Ok(Floor {
-        idle: idle.summary(),
-        loaded: loaded.summary(),
+        idle: idle.delay.summary(),
+        loaded: loaded.delay.summary(),
         loaded_rate_per_s: rate,
+        idle_read_lag: idle.read_lag.summary(),
+        loaded_read_lag: loaded.read_lag.summary(),
         method: format!(
-            "loopback TCP, two current-thread runtimes, 16-byte stamped writes every 1 ms (the writer yields its thread after each), read stamp minus write stamp; idle 1,000/s for {IDLE_S} s, loaded {rate:.0}/s for {LOADED_S} s"
+            "loopback TCP, two current-thread runtimes, 16-byte stamped writes every 1 ms (the writer yields its thread after each), the kernel's arrival stamp minus the write stamp, and the read's return minus the arrival stamp; idle 1,000/s for {IDLE_S} s, loaded {rate:.0}/s for {LOADED_S} s"
         ),
+        revision: REVISION,
     })
 }
 
+/// One measurement's samples (nanoseconds).
+struct Samples {
+    /// Arrival stamp minus write stamp.
+    delay: Recorder,
+    /// The read's return minus the arrival stamp.
+    read_lag: Recorder,
+}
+
 /// One measurement: `rate` messages per second for `seconds`.
-fn stream(rate: f64, seconds: f64) -> io::Result<Recorder> {
+fn stream(rate: f64, seconds: f64) -> io::Result<Samples> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
     listener.set_nonblocking(true)?;
@@ -142,22 +207,31 @@ fn stream(rate: f64, seconds: f64) -> io::Result<Recorder> {
                 sock.shutdown().await
             })
         })?;
+    let stamping = arrival::Stamping::start();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let rec = rt.block_on(async move {
-        let mut sock = tokio::net::TcpStream::connect(addr).await?;
+        let sock = tokio::net::TcpStream::connect(addr).await?;
         sock.set_nodelay(true)?;
-        let mut rec = Recorder::default();
+        if !arrival::stamp_arrivals(&sock) {
+            return Err(io::Error::other(
+                "this kernel does not stamp TCP arrivals (SO_TIMESTAMPNS)",
+            ));
+        }
+        let mut rec = Samples {
+            delay: Recorder::default(),
+            read_lag: Recorder::default(),
+        };
         let mut buf = vec![0u8; 16 * 1024];
         let (mut filled, mut start) = (0usize, None::<u64>);
         loop {
-            let n = sock.read(&mut buf[filled..]).await?;
-            let now = mono_ns();
-            if n == 0 {
+            let read = arrival::read(&sock, &mut buf[filled..]).await?;
+            if read.n == 0 {
                 break;
             }
-            filled += n;
+            let arrived = read.arrived_ns.unwrap_or(read.read_ns);
+            filled += read.n;
             let whole = filled / MESSAGE * MESSAGE;
             for m in buf[..whole].chunks_exact(MESSAGE) {
                 let mut stamp = [0u8; 8];
@@ -165,7 +239,8 @@ fn stream(rate: f64, seconds: f64) -> io::Result<Recorder> {
                 let sent = u64::from_le_bytes(stamp);
                 let first = *start.get_or_insert(sent);
                 if sent.saturating_sub(first) >= WARMUP_NS {
-                    rec.record(now.saturating_sub(sent));
+                    rec.delay.record(arrived.saturating_sub(sent));
+                    rec.read_lag.record(read.read_ns - arrived);
                 }
             }
             buf.copy_within(whole..filled, 0);
@@ -176,6 +251,7 @@ fn stream(rate: f64, seconds: f64) -> io::Result<Recorder> {
     sender
         .join()
         .map_err(|_| io::Error::other("the floor's sender thread panicked"))??;
+    drop(stamping);
     Ok(rec)
 }
 
@@ -191,9 +267,13 @@ mod tests {
         let r = stream(20_000.0, 0.3).unwrap();
         // 0.3 s at 20,000/s, less the first 0.1 s: about 4,000 (the tick grid may shift
         // the warm-up boundary by a tick).
-        assert!((3_500..=4_100).contains(&r.count()), "{}", r.count());
-        let d = r.summary();
+        let n = r.delay.count();
+        assert!((3_500..=4_100).contains(&n), "{n}");
+        assert_eq!(r.read_lag.count(), n);
+        let (d, lag) = (r.delay.summary(), r.read_lag.summary());
         assert!(d.p50_s > 0.0 && d.max_s < 0.3, "{d:?}");
+        // A message is read after it arrives.
+        assert!(lag.p50_s > 0.0 && lag.max_s < 0.3, "{lag:?}");
     }
 
     #[test]

@@ -37,6 +37,7 @@
 //! assert_eq!(state.ending(parser.incomplete()), Ending::Completed);
 //! ```
 
+mod arrival;
 pub mod audit;
 pub mod calibrate;
 pub mod clock;

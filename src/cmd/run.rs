@@ -130,6 +130,8 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
             .or_else(default_path)
             .and_then(|p| load(&p).ok().flatten())
             .and_then(|c| c.floor)
+            // A floor measured by an older method is not this run's quantity.
+            .filter(|f| f.current())
     };
     if let Some(dir) = &a.out {
         report.write_files(dir, a.csv)?;

@@ -451,6 +451,7 @@ pub fn report(
         ntpot_parts_mean: NtpotParts::mean(merged.ntpot_parts_sum, n),
         observer_overhead: rec.observer_overhead.summary(),
         processing: rec.processing.summary(),
+        read_lag: rec.read_lag.summary(),
         tokens_stream: merged.tokens_stream,
         tokens_usage: merged.tokens_usage,
         token_mismatches: merged.token_mismatches,

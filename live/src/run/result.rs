@@ -122,8 +122,12 @@ pub struct Recorders {
     pub ntpot_actual: Recorder,
     /// Arrival stamp minus the server's send stamp, per event (when the server stamps).
     pub observer_overhead: Recorder,
-    /// Processed minus arrival stamp, per event.
+    /// Processed stamp minus the return of the read that brought the event, per event.
     pub processing: Recorder,
+    /// The read's return minus the kernel's arrival stamp, per event (empty when the
+    /// kernel stamps nothing: through reqwest, TLS).
+    #[serde(default)]
+    pub read_lag: Recorder,
     /// The send lag of an open loop in its stages: the due time seen late, the loop's
     /// delay in resuming the schedule after that, and the send's own start.
     #[serde(default)]
@@ -137,7 +141,7 @@ impl Recorders {
         }
     }
 
-    fn all(&self) -> [&Recorder; 15] {
+    fn all(&self) -> [&Recorder; 16] {
         [
             &self.send_lag,
             &self.ttft_intended,
@@ -151,13 +155,14 @@ impl Recorders {
             &self.ntpot_actual,
             &self.observer_overhead,
             &self.processing,
+            &self.read_lag,
             &self.send_stages[0],
             &self.send_stages[1],
             &self.send_stages[2],
         ]
     }
 
-    fn all_mut(&mut self) -> [&mut Recorder; 15] {
+    fn all_mut(&mut self) -> [&mut Recorder; 16] {
         let [timer, wake, start] = &mut self.send_stages;
         [
             &mut self.send_lag,
@@ -172,6 +177,7 @@ impl Recorders {
             &mut self.ntpot_actual,
             &mut self.observer_overhead,
             &mut self.processing,
+            &mut self.read_lag,
             timer,
             wake,
             start,
@@ -485,8 +491,12 @@ pub struct RunReport {
     pub ntpot_parts_mean: NtpotParts,
     /// Arrival stamp minus the server's send stamp, per event.
     pub observer_overhead: Dist,
-    /// Processed minus arrival stamp, per event.
+    /// Processed stamp minus the read's return, per event.
     pub processing: Dist,
+    /// The read's return minus the kernel's arrival stamp, per event: how late this
+    /// generator read what had arrived (empty without kernel stamps).
+    #[serde(default)]
+    pub read_lag: Dist,
     /// Output tokens counted in streams, and reported by the server.
     pub tokens_stream: u64,
     /// Output tokens the server's usage reported.
@@ -571,11 +581,15 @@ pub fn loop_observation(
     let d = |k: &str, f: &str| v[k][f].as_f64().unwrap_or(0.0);
     // With a zero-latency server a response is due at its request's intended time. Its
     // events' time in the client is then the send lag (the loop was busy when the
-    // request was due), the bytes' wait for the loop to read them (send stamp to arrival
-    // stamp) and the wait and processing after arrival: the model's wait plus one service.
-    let observed =
-        d("send_lag", "mean_s") + d("observer_overhead", "mean_s") + d("processing", "mean_s")
-            - mean;
+    // request was due), the bytes' way to this host (send stamp to arrival stamp), their
+    // wait for the loop to read them (the read lag; inside the overhead in reports without
+    // kernel stamps) and the wait and processing after the read: the model's wait plus
+    // one service.
+    let observed = d("send_lag", "mean_s")
+        + d("observer_overhead", "mean_s")
+        + d("read_lag", "mean_s")
+        + d("processing", "mean_s")
+        - mean;
     let obs = Observation {
         event_rate_per_s: rate,
         service: Service::gamma(mean, if cost > 0.0 { 0.0 } else { 0.25 })?,

@@ -19,7 +19,7 @@ use tokio::sync::{Notify, Semaphore};
 use super::config::{ApiKind, RunConfig};
 use super::result::{Outcome, Row, ShardResult};
 use super::stop::{GRACE, StopSignal};
-use super::wire::{Wire, WireError};
+use super::wire::{Piece, Wire, WireError};
 use crate::clock::mono_ns;
 use crate::sse::{SseEvent, SseParser};
 use crate::stream::{
@@ -166,12 +166,17 @@ impl Ctx {
 async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardResult> {
     let client = super::http::client(&task.config).map_err(std::io::Error::other)?;
     let auth = super::http::authorization(&task.config);
+    let wire = Wire::for_url(&task.config.endpoint(), auth.as_deref());
+    // The shard's own reader takes the kernel's arrival stamps: on from the first packet.
+    let _stamping = wire
+        .as_ref()
+        .and_then(|_| crate::arrival::Stamping::start());
     let ctx = Rc::new(Ctx {
         endpoint: task.config.endpoint(),
         shard: task.shard,
         start_ns: task.start_mono_ns,
         base: (Instant::now(), mono_ns()),
-        wire: Wire::for_url(&task.config.endpoint(), auth.as_deref()),
+        wire,
         client,
         auth,
         timer: LoopTimer::new()?,
@@ -498,13 +503,19 @@ impl Reply<'_> {
         }
     }
 
-    /// The next piece of the body as it arrived; None at its end.
-    async fn chunk(&mut self) -> Result<Option<&[u8]>, Outcome> {
+    /// The next piece of the body as it arrived, and when; None at its end. Through
+    /// reqwest a piece is stamped as it reaches this task (no kernel stamp).
+    async fn chunk(&mut self) -> Result<Option<Piece<'_>>, Outcome> {
         match self {
             Self::Pooled(r, last) => match r.chunk().await {
                 Ok(Some(b)) => {
+                    let read_ns = mono_ns();
                     *last = b;
-                    Ok(Some(&last[..]))
+                    Ok(Some(Piece {
+                        bytes: &last[..],
+                        arrived_ns: None,
+                        read_ns,
+                    }))
                 }
                 Ok(None) => Ok(None),
                 Err(e) => Err(classify(&e)),
@@ -513,14 +524,17 @@ impl Reply<'_> {
         }
     }
 
-    /// The whole body, at most `limit` bytes of it kept.
-    async fn bytes(&mut self, limit: usize) -> Result<Vec<u8>, Outcome> {
+    /// The whole body, at most `limit` bytes of it kept, and the stamps of its last piece
+    /// (its arrival, when the kernel stamped it, and its read).
+    async fn bytes(&mut self, limit: usize) -> Result<(Vec<u8>, Option<u64>, u64), Outcome> {
         let mut all = Vec::new();
+        let (mut arrived, mut read) = (None, 0);
         while let Some(piece) = self.chunk().await? {
             let room = limit.saturating_sub(all.len());
-            all.extend_from_slice(&piece[..piece.len().min(room)]);
+            all.extend_from_slice(&piece.bytes[..piece.bytes.len().min(room)]);
+            (arrived, read) = (piece.arrived_ns, piece.read_ns);
         }
-        Ok(all)
+        Ok((all, arrived, read))
     }
 }
 
@@ -570,7 +584,7 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
     let status = resp.status();
     if !(200..300).contains(&status) {
         // Read the error body (so the connection can be reused) for the server's message.
-        let body = resp.bytes(MAX_ERROR_BODY).await.unwrap_or_default();
+        let body = resp.bytes(MAX_ERROR_BODY).await.unwrap_or_default().0;
         let message = error_text(&body);
         let hint = super::http::explain_status(status);
         let said = if message.is_empty() {
@@ -590,11 +604,11 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
         return Outcome::HttpStatus(status);
     }
     if !ctx.cfg.stream {
-        let bytes = match resp.bytes(usize::MAX).await {
+        let (bytes, arrived, read) = match resp.bytes(usize::MAX).await {
             Ok(b) => b,
             Err(o) => return o,
         };
-        let arrival = mono_ns();
+        let arrival = arrived.unwrap_or(read);
         let body = interpret(SseEvent {
             event: b"",
             data: &bytes,
@@ -613,6 +627,13 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
         seen.stream.tokens = chunk
             .usage
             .map_or(1, |u| u32::try_from(u).unwrap_or(u32::MAX));
+        if arrived.is_some() {
+            ctx.result
+                .borrow_mut()
+                .recorders
+                .read_lag
+                .record(read - arrival);
+        }
         seen.first_arrival = Some(arrival);
         seen.first_processed = Some(mono_ns());
         seen.last_arrival = arrival;
@@ -623,16 +644,22 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
     let cost_ns = (ctx.cfg.client_cost_s * 1e9) as u64;
     loop {
         match resp.chunk().await {
-            Ok(Some(bytes)) => {
-                // The stamp is taken as the read returns, before any parsing.
-                let arrival = mono_ns();
-                if ctx.send_due(arrival) {
-                    // The chunk keeps its stamp; its handling waits one turn of the loop.
-                    ctx.wake_schedule_if_due(arrival);
+            Ok(Some(piece)) => {
+                // The kernel's stamp of the bytes' arrival, or the read's return without one.
+                let stamps = Stamps {
+                    arrival: piece.arrived_ns.unwrap_or(piece.read_ns),
+                    read: piece.read_ns,
+                    kernel: piece.arrived_ns.is_some(),
+                };
+                if ctx.send_due(stamps.read) {
+                    // The chunk keeps its stamps; its handling waits one turn of the loop.
+                    ctx.wake_schedule_if_due(stamps.read);
                     tokio::task::yield_now().await;
                 }
                 let mut r = ctx.result.borrow_mut();
-                parser.feed(bytes, |ev| on_event(ev, arrival, cost_ns, seen, &mut r));
+                parser.feed(piece.bytes, |ev| {
+                    on_event(ev, stamps, cost_ns, seen, &mut r)
+                });
             }
             Ok(None) => break,
             // After `[DONE]` the stream has ended as far as the API goes; a connection
@@ -658,9 +685,25 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
     }
 }
 
+/// When the read that brought an event's bytes returned, and when they arrived (CLOCK_MONOTONIC
+/// ns).
+#[derive(Clone, Copy)]
+struct Stamps {
+    /// The bytes' arrival: the kernel's stamp, or the read's return when `!kernel`.
+    arrival: u64,
+    /// The read's return.
+    read: u64,
+    /// Whether `arrival` is the kernel's.
+    kernel: bool,
+}
+
 /// Handles one SSE event.
-fn on_event(ev: SseEvent<'_>, arrival: u64, cost_ns: u64, seen: &mut Seen, r: &mut ShardResult) {
+fn on_event(ev: SseEvent<'_>, stamps: Stamps, cost_ns: u64, seen: &mut Seen, r: &mut ShardResult) {
+    let arrival = stamps.arrival;
     r.events += 1;
+    if stamps.kernel {
+        r.recorders.read_lag.record(stamps.read - arrival);
+    }
     let Some(chunk) = seen.stream.apply(interpret_after(ev, &mut seen.head)) else {
         if seen.stream.done {
             seen.end = Some(arrival);
@@ -680,14 +723,16 @@ fn on_event(ev: SseEvent<'_>, arrival: u64, cost_ns: u64, seen: &mut Seen, r: &m
         }
     }
     let processed = mono_ns();
-    r.recorders.processing.record(processed - arrival);
+    r.recorders.processing.record(processed - stamps.read);
     if chunk.token {
         if seen.first_arrival.is_none() {
             seen.first_arrival = Some(arrival);
             seen.first_sent = chunk.sent_ns;
             seen.first_processed = Some(processed);
         } else {
-            r.recorders.itl.record(arrival - seen.last_arrival);
+            r.recorders
+                .itl
+                .record(arrival.saturating_sub(seen.last_arrival));
         }
         seen.last_arrival = arrival;
     }

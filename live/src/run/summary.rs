@@ -145,25 +145,38 @@ impl RunReport {
         for (name, d) in rows {
             writeln!(out, "{}", line(name, d))?;
         }
+        // A floor is compared only when it and this run stamp arrivals alike (the kernel's
+        // stamps, this build's method).
+        let floor = r
+            .floor
+            .as_ref()
+            .filter(|f| f.current() && r.read_lag.count > 0);
         if r.observer_overhead.count > 0 {
             writeln!(
                 out,
                 "{}",
                 line("observer overhead per chunk", &r.observer_overhead)
             )?;
-            if let Some(f) = &r.floor {
+            if let Some(f) = floor {
                 writeln!(out, "{}", line("floor, idle", &f.idle))?;
+                let loaded = format!("floor at {:.0} msg/s", f.loaded_rate_per_s);
+                writeln!(out, "{}", line(&loaded, &f.loaded))?;
+                let o = &r.observer_overhead;
+                writeln!(out, "  {}", f.over(o.p50_s, o.p99_s, r.chunk_rate()))?;
+            }
+        }
+        if r.read_lag.count > 0 {
+            writeln!(out, "{}", line("read lag per chunk", &r.read_lag))?;
+            if let Some(f) = floor {
+                writeln!(out, "{}", line("floor's read lag, idle", &f.idle_read_lag))?;
+                let loaded = format!("floor's read lag at {:.0}/s", f.loaded_rate_per_s);
+                writeln!(out, "{}", line(&loaded, &f.loaded_read_lag))?;
+                let l = &r.read_lag;
                 writeln!(
                     out,
-                    "{}",
-                    line(
-                        &format!("floor at {:.0} msg/s", f.loaded_rate_per_s),
-                        &f.loaded
-                    )
+                    "  {}",
+                    f.read_lag_over(l.p50_s, l.p99_s, r.chunk_rate())
                 )?;
-                let o = &r.observer_overhead;
-                let rate = r.events as f64 / r.duration_s.max(1e-9);
-                writeln!(out, "  {}", f.over(o.p50_s, o.p99_s, rate))?;
             }
         }
         writeln!(out, "{}", line("processing per chunk", &r.processing))?;

@@ -2,8 +2,9 @@
 //!
 //! Through reqwest, a response's bytes are read by hyper's connection task, decoded, and
 //! handed through a channel to the request's task, which stamps them a task switch later.
-//! Here the request's task reads the socket itself, so a chunk's arrival stamp is taken
-//! as the read returns, with nothing between the socket and the stamp. It serves plain
+//! Here the request's task reads the socket itself, and each read carries the kernel's
+//! stamp of when its bytes arrived ([`crate::arrival`]) as well as the time it returned,
+//! so nothing in this process stands between the network and a chunk's stamp. It serves plain
 //! `http://` URLs without credentials in them (the embedded mock, and a server on a private
 //! network); anything else (TLS, a user in the URL) goes through reqwest.
 //!
@@ -16,8 +17,10 @@
 use std::cell::RefCell;
 use std::io;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
+
+use crate::arrival;
 
 /// Largest response head read.
 const MAX_HEAD: usize = 64 * 1024;
@@ -95,6 +98,7 @@ impl Wire {
                         .await
                         .map_err(WireError::Connect)?;
                     s.set_nodelay(true).map_err(WireError::Connect)?;
+                    arrival::stamp_arrivals(&s);
                     s
                 }
             };
@@ -104,7 +108,7 @@ impl Wire {
                 }
                 continue;
             }
-            let mut buf = Vec::with_capacity(READ_SIZE);
+            let mut buf = Inbox::default();
             match read_head(&mut sock, &mut buf).await {
                 Ok(head) => return Ok(Response::new(self, sock, buf, head)),
                 // The server closed a kept-alive connection as the request went out: it was
@@ -145,22 +149,22 @@ enum HeadFailure {
     HeadError(String),
 }
 
-async fn read_head(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Head, HeadFailure> {
+async fn read_head(sock: &mut TcpStream, buf: &mut Inbox) -> Result<Head, HeadFailure> {
     loop {
         if !buf.is_empty() {
             let mut headers = [httparse::EMPTY_HEADER; 64];
             let mut r = httparse::Response::new(&mut headers);
-            match r.parse(buf) {
+            match r.parse(buf.bytes()) {
                 Ok(httparse::Status::Complete(len)) => {
                     let status = r.code.unwrap_or(0);
                     if (100..200).contains(&status) {
                         // An interim response (100 Continue): the real one follows.
-                        buf.drain(..len);
+                        buf.consume(len);
                         continue;
                     }
                     return head_of(&r, len).map_err(HeadError);
                 }
-                Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => {}
+                Ok(httparse::Status::Partial) if buf.bytes().len() < MAX_HEAD => {}
                 Ok(httparse::Status::Partial) => {
                     return Err(HeadError(format!("a response head over {MAX_HEAD} bytes")));
                 }
@@ -168,7 +172,7 @@ async fn read_head(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Head, Head
             }
         }
         let was_empty = buf.is_empty();
-        match read_more(sock, buf).await {
+        match buf.read_from(sock).await {
             Ok(0) if was_empty => return Err(Unanswered),
             Ok(0) => {
                 return Err(HeadError(
@@ -238,10 +242,58 @@ fn head_of(r: &httparse::Response<'_, '_>, len: usize) -> Result<Head, String> {
     })
 }
 
-/// Appends one read's bytes to `buf`; 0 at the connection's end.
-async fn read_more(sock: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
-    buf.reserve(READ_SIZE);
-    sock.read_buf(buf).await
+/// Bytes read and not yet decoded, and the stamps of the read that brought the latest.
+///
+/// The storage stays initialised as it is reused, so a read costs no zeroing: `bytes`
+/// holds `start..end` of it.
+#[derive(Default)]
+struct Inbox {
+    store: Vec<u8>,
+    start: usize,
+    end: usize,
+    last: Option<arrival::Read>,
+}
+
+impl Inbox {
+    fn bytes(&self) -> &[u8] {
+        &self.store[self.start..self.end]
+    }
+
+    fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// Drops the first `n` bytes.
+    fn consume(&mut self, n: usize) {
+        self.start += n;
+        debug_assert!(self.start <= self.end);
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+        }
+    }
+
+    /// Appends one read's bytes; 0 at the connection's end.
+    async fn read_from(&mut self, sock: &TcpStream) -> io::Result<usize> {
+        if self.store.len() - self.end < READ_SIZE {
+            // Move what is left to the front, and grow when that is not room enough.
+            self.store.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, self.end - self.start);
+            if self.store.len() - self.end < READ_SIZE {
+                self.store.resize(self.end + READ_SIZE, 0);
+            }
+        }
+        let mut r = arrival::read(sock, &mut self.store[self.end..]).await?;
+        self.end += r.n;
+        if r.n > 0 {
+            // Each read's stamp is converted to the monotonic clock on its own, which can
+            // put it a few nanoseconds before the previous one; bytes in order arrive in
+            // order.
+            let before = self.last.and_then(|l| l.arrived_ns);
+            r.arrived_ns = r.arrived_ns.map(|a| before.map_or(a, |b| a.max(b)));
+            self.last = Some(r);
+        }
+        Ok(r.n)
+    }
 }
 
 /// How the body ends.
@@ -270,12 +322,24 @@ enum Chunk {
     Done,
 }
 
+/// A piece of a response's body, and when it came (CLOCK_MONOTONIC ns).
+#[derive(Debug)]
+pub(crate) struct Piece<'a> {
+    /// The bytes.
+    pub(crate) bytes: &'a [u8],
+    /// When the latest of them reached the socket, by the kernel's stamp (None when the
+    /// kernel gave none).
+    pub(crate) arrived_ns: Option<u64>,
+    /// When the read that brought them returned.
+    pub(crate) read_ns: u64,
+}
+
 /// A response being read.
 pub(crate) struct Response<'w> {
     wire: &'w Wire,
     sock: Option<TcpStream>,
     /// Bytes read and not yet decoded.
-    buf: Vec<u8>,
+    buf: Inbox,
     /// The last piece of body decoded.
     out: Vec<u8>,
     framing: Framing,
@@ -288,8 +352,8 @@ pub(crate) struct Response<'w> {
 }
 
 impl<'w> Response<'w> {
-    fn new(wire: &'w Wire, sock: TcpStream, mut buf: Vec<u8>, head: Head) -> Self {
-        buf.drain(..head.len);
+    fn new(wire: &'w Wire, sock: TcpStream, mut buf: Inbox, head: Head) -> Self {
+        buf.consume(head.len);
         let mut r = Self {
             wire,
             sock: Some(sock),
@@ -306,14 +370,25 @@ impl<'w> Response<'w> {
     }
 
     /// The body's next piece, as it arrived: what the read that returned last holds of
-    /// it (and whatever came before it undecoded). None at the body's end, when the
-    /// connection goes back to the idle ones if the server keeps it.
-    pub(crate) async fn chunk(&mut self) -> Result<Option<&[u8]>, WireError> {
+    /// it (and whatever came before it undecoded), stamped with that read's times. None at
+    /// the body's end, when the connection goes back to the idle ones if the server keeps
+    /// it.
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Piece<'_>>, WireError> {
         loop {
             self.out.clear();
             self.decode()?;
             if !self.out.is_empty() {
-                return Ok(Some(&self.out));
+                // Body bytes only come from reads, so there was a last read.
+                let last = self.buf.last.unwrap_or(arrival::Read {
+                    n: 0,
+                    arrived_ns: None,
+                    read_ns: 0,
+                });
+                return Ok(Some(Piece {
+                    bytes: &self.out,
+                    arrived_ns: last.arrived_ns,
+                    read_ns: last.read_ns,
+                }));
             }
             if self.done {
                 return Ok(None);
@@ -321,7 +396,9 @@ impl<'w> Response<'w> {
             let Some(sock) = self.sock.as_mut() else {
                 return Ok(None);
             };
-            let n = read_more(sock, &mut self.buf)
+            let n = self
+                .buf
+                .read_from(sock)
                 .await
                 .map_err(|e| WireError::Broken(format!("reading the body: {e}")))?;
             if n == 0 {
@@ -345,12 +422,13 @@ impl<'w> Response<'w> {
     /// Moves the body's bytes in `buf` to `out`, as far as they go.
     fn decode(&mut self) -> Result<(), WireError> {
         let mut at = 0;
+        let buf = self.buf.bytes();
         loop {
-            let rest = &self.buf[at..];
+            let rest = &buf[at..];
             match &mut self.framing {
                 Framing::UntilClose => {
                     self.out.extend_from_slice(rest);
-                    at = self.buf.len();
+                    at = buf.len();
                     break;
                 }
                 Framing::Length(left) => {
@@ -416,7 +494,7 @@ impl<'w> Response<'w> {
                 },
             }
         }
-        self.buf.drain(..at);
+        self.buf.consume(at);
         self.check_done();
         Ok(())
     }
@@ -499,7 +577,8 @@ mod tests {
         let mut r = w.post(b"{}").await?;
         let mut all = Vec::new();
         while let Some(piece) = r.chunk().await? {
-            all.extend_from_slice(piece);
+            assert!(piece.arrived_ns.is_none_or(|a| a > 0 && a <= piece.read_ns));
+            all.extend_from_slice(piece.bytes);
         }
         Ok((r.status, all))
     }

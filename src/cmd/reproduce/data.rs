@@ -56,6 +56,10 @@ pub struct Story {
     pub observer_p50_s: f64,
     /// Its p99.
     pub observer_p99_s: f64,
+    /// That run's read lag (its reads' return after the kernel's arrival stamp): p50.
+    pub read_lag_p50_s: f64,
+    /// Its p99.
+    pub read_lag_p99_s: f64,
     /// This machine's loopback floor at that run's chunk rate (not measured at the smoke
     /// scale).
     pub floor: Option<heisenbench_live::floor::Floor>,
@@ -98,6 +102,8 @@ pub fn gather(
     let (observer_p50_s, observer_p99_s) = heis.map_or((0.0, 0.0), |r| {
         (r.observer_overhead.p50_s, r.observer_overhead.p99_s)
     });
+    let (read_lag_p50_s, read_lag_p99_s) =
+        heis.map_or((0.0, 0.0), |r| (r.read_lag.p50_s, r.read_lag.p99_s));
     let floor = match heis {
         Some(r) if scale.name != "smoke" && r.duration_s > 0.0 => {
             progress("measuring this machine's loopback floor");
@@ -127,6 +133,8 @@ pub fn gather(
         claims,
         observer_p50_s,
         observer_p99_s,
+        read_lag_p50_s,
+        read_lag_p99_s,
         floor,
         agreement,
     })
@@ -236,8 +244,9 @@ fn predicted_observed(
     // Live single loop with emulated cost, while stable: a response's 201 costed events
     // are due together at the request's intended time (zero-latency mock), so the loop is
     // M^X/D/1 with bursts of 201 at the request rate. An event's time in the client is its
-    // wait plus its own 25 us, observed as the send lag, plus the bytes' wait for the busy
-    // loop to read them (send stamp to arrival stamp), plus arrival to processed.
+    // wait plus its own 25 us, observed as the send lag, plus the bytes' way here (send
+    // stamp to the kernel's arrival stamp), plus their wait for the busy loop to read them
+    // (the read lag), plus read to processed.
     for r in live.iter().filter(|r| r.config.client_cost_s > 0.0) {
         let burst = 201;
         if let Ok(q) = BatchMg1::new(
@@ -246,7 +255,10 @@ fn predicted_observed(
             Service::deterministic(r.config.client_cost_s).expect("positive cost"),
         ) {
             let predicted = q.wait_mean_s() + r.config.client_cost_s;
-            let observed = r.send_lag.mean_s + r.observer_overhead.mean_s + r.processing.mean_s;
+            let observed = r.send_lag.mean_s
+                + r.observer_overhead.mean_s
+                + r.read_lag.mean_s
+                + r.processing.mean_s;
             agreement.push((r.config.name.clone(), (observed - predicted) / predicted));
             out.push(PredictedObserved {
                 label: r.config.name.clone(),

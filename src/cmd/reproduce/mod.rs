@@ -102,9 +102,11 @@ pub fn run(a: ReproduceArgs, out: &mut dyn Write) -> Result<(), Failure> {
     }
     writeln!(
         out,
-        "observer overhead of heisenbench's own generator at 1,000 req/s: p50 {}, p99 {}",
+        "observer overhead of heisenbench's own generator at 1,000 req/s: p50 {}, p99 {}; read lag p50 {}, p99 {}",
         format_seconds(story.observer_p50_s),
-        format_seconds(story.observer_p99_s)
+        format_seconds(story.observer_p99_s),
+        format_seconds(story.read_lag_p50_s),
+        format_seconds(story.read_lag_p99_s)
     )?;
     if let Some(f) = &story.floor {
         writeln!(
@@ -113,6 +115,15 @@ pub fn run(a: ReproduceArgs, out: &mut dyn Write) -> Result<(), Failure> {
             f.over(
                 story.observer_p50_s,
                 story.observer_p99_s,
+                f.loaded_rate_per_s
+            )
+        )?;
+        writeln!(
+            out,
+            "{}",
+            f.read_lag_over(
+                story.read_lag_p50_s,
+                story.read_lag_p99_s,
                 f.loaded_rate_per_s
             )
         )?;

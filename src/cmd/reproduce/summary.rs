@@ -29,21 +29,24 @@ pub fn markdown(s: &Story) -> String {
     }
     let _ = writeln!(
         m,
-        "\nheisenbench's own observer overhead (chunk arrival stamp minus the mock's send stamp) at 1,000 req/s: \
-         p50 {}, p99 {}.\n",
+        "\nheisenbench's own observer overhead (the kernel's arrival stamp of a chunk minus the mock's send stamp) at 1,000 req/s: \
+         p50 {}, p99 {}; its read lag (a read's return after that stamp) p50 {}, p99 {}.\n",
         format_seconds(s.observer_p50_s),
-        format_seconds(s.observer_p99_s)
+        format_seconds(s.observer_p99_s),
+        format_seconds(s.read_lag_p50_s),
+        format_seconds(s.read_lag_p99_s)
     );
     if let Some(f) = &s.floor {
         let _ = writeln!(
             m,
-            "This machine's loopback floor (write stamp to read stamp between two runtimes, nothing else): idle p50 {}, p99 {}; at {:.0} messages/s p50 {}, p99 {}. {}.\n",
+            "This machine's loopback floor (write stamp to the kernel's arrival stamp between two runtimes, nothing else): idle p50 {}, p99 {}; at {:.0} messages/s p50 {}, p99 {}. {}; {}.\n",
             format_seconds(f.idle.p50_s),
             format_seconds(f.idle.p99_s),
             f.loaded_rate_per_s,
             format_seconds(f.loaded.p50_s),
             format_seconds(f.loaded.p99_s),
-            f.over(s.observer_p50_s, s.observer_p99_s, f.loaded_rate_per_s)
+            f.over(s.observer_p50_s, s.observer_p99_s, f.loaded_rate_per_s),
+            f.read_lag_over(s.read_lag_p50_s, s.read_lag_p99_s, f.loaded_rate_per_s)
         );
     }
     if !s.agreement.is_empty() {
