@@ -11,7 +11,8 @@
 //! the connection, so a client on the same host can measure each chunk's delay.
 //!
 //! With every latency at zero a response is formatted and written in one piece, which is
-//! what lets one core serve thousands of 200-token streams per second.
+//! what lets one core serve thousands of 200-token streams per second; its chunks are then
+//! stamped once, when the last of them is formatted ([`openai::LateStamps`]).
 
 pub mod config;
 pub mod metrics;
@@ -40,7 +41,7 @@ use crate::handoff::HandOff;
 use config::{MockConfig, Mode};
 use heisenbench_model::sample::{self, SimRng};
 use metrics::Metrics;
-use openai::{Api, ChunkWriter, GenRequest, Words};
+use openai::{Api, ChunkWriter, GenRequest, LateStamps, Words};
 
 /// Largest request body accepted.
 const MAX_BODY_BYTES: usize = 16 << 20;
@@ -571,16 +572,25 @@ impl Job {
         let w = ChunkWriter::new(self.g.api, self.id, &self.state.cfg.model, self.created);
         let mut out = Vec::with_capacity(256 * (self.tokens.len() + 2));
         let clock = &self.state.clock;
-        w.role_chunk(&mut out, clock.stamp_ns());
+        let mut late = LateStamps::default();
+        let pending = LateStamps::PENDING;
+        let mut before = out.len();
+        w.role_chunk(&mut out, pending);
+        late.note(&out, before);
         let n = self.tokens.len();
         for (i, t) in self.tokens.iter().enumerate() {
             let finish = (i + 1 == n).then_some(self.finish);
-            w.token_chunk(&mut out, t, finish, clock.stamp_ns());
+            before = out.len();
+            w.token_chunk(&mut out, t, finish, pending);
+            late.note(&out, before);
         }
         if self.g.include_usage {
-            w.usage_chunk(&mut out, self.prompt_tokens, n as u32, clock.stamp_ns());
+            before = out.len();
+            w.usage_chunk(&mut out, self.prompt_tokens, n as u32, pending);
+            late.note(&out, before);
         }
         ChunkWriter::done(&mut out);
+        late.fill(&mut out, clock.stamp_ns());
         let now = clock.now();
         self.state
             .metrics

@@ -20,7 +20,8 @@ pub fn sent_stamps(text: &str) -> Vec<u64> {
     let key = format!("\"{SENT_FIELD}\":");
     text.match_indices(&key)
         .filter_map(|(i, _)| {
-            let rest = &text[i + key.len()..];
+            // JSON allows spaces before the number (an instant body's stamps are padded).
+            let rest = text[i + key.len()..].trim_start_matches([' ', '\t', '\r', '\n']);
             let end = rest
                 .find(|c: char| !c.is_ascii_digit())
                 .unwrap_or(rest.len());
@@ -318,6 +319,48 @@ impl ChunkWriter {
     }
 }
 
+/// The stamps of a body written whole before it is sent, filled in when it is whole: its
+/// chunks leave in one piece, so they are stamped once, after the last is formatted, and
+/// the time spent formatting them is the server's, not the way's.
+///
+/// Each chunk is written with [`LateStamps::PENDING`] for its stamp (twenty digits, as
+/// wide as any stamp) and noted; [`LateStamps::fill`] writes the stamp over every one,
+/// right-aligned after spaces, which JSON reads as whitespace before the number.
+#[derive(Debug, Default)]
+pub struct LateStamps {
+    at: Vec<usize>,
+}
+
+impl LateStamps {
+    /// The stamp to write in a chunk that [`Self::note`] will note.
+    pub const PENDING: u64 = u64::MAX;
+    /// Its width.
+    const WIDTH: usize = 20;
+    /// What follows a chunk's stamp: the object's end and the event's.
+    const AFTER: &'static [u8] = b"}\n\n";
+
+    /// Notes the stamp of the chunk written last to `out`, when one was written since
+    /// `out` was `before` bytes long (a completion stream's role chunk is nothing).
+    pub fn note(&mut self, out: &[u8], before: usize) {
+        if out.len() > before {
+            let end = out.len() - Self::AFTER.len();
+            debug_assert!(out[end..] == *Self::AFTER);
+            self.at.push(end - Self::WIDTH);
+        }
+    }
+
+    /// Writes `sent_ns` over every noted stamp.
+    pub fn fill(&self, out: &mut [u8], sent_ns: u64) {
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(sent_ns).as_bytes();
+        let mut padded = [b' '; Self::WIDTH];
+        padded[Self::WIDTH - digits.len()..].copy_from_slice(digits);
+        for &at in &self.at {
+            out[at..at + Self::WIDTH].copy_from_slice(&padded);
+        }
+    }
+}
+
 /// Who a response is: endpoint, id, model and creation time.
 pub struct Head<'a> {
     /// Endpoint.
@@ -389,6 +432,38 @@ mod tests {
             vec![5, 17, 123_456_789_012, 123_456_789_013]
         );
         assert!(sent_stamps("data: [DONE]").is_empty());
+    }
+
+    /// A body written with pending stamps reads back, through JSON and through the stamp
+    /// reader, with the one stamp filled in everywhere.
+    #[test]
+    fn late_stamps_fill_every_chunk() {
+        for api in [Api::Completions, Api::Chat] {
+            let w = ChunkWriter::new(api, 7, "m", 1);
+            let (mut out, mut late) = (Vec::new(), LateStamps::default());
+            let mut chunk = |out: &mut Vec<u8>, write: &dyn Fn(&mut Vec<u8>)| {
+                let before = out.len();
+                write(out);
+                late.note(out, before);
+            };
+            chunk(&mut out, &|o| w.role_chunk(o, LateStamps::PENDING));
+            chunk(&mut out, &|o| {
+                w.token_chunk(o, "a", None, LateStamps::PENDING)
+            });
+            chunk(&mut out, &|o| {
+                w.token_chunk(o, "}\n\n", Some("length"), LateStamps::PENDING)
+            });
+            chunk(&mut out, &|o| w.usage_chunk(o, 3, 2, LateStamps::PENDING));
+            ChunkWriter::done(&mut out);
+            late.fill(&mut out, 123_456_789);
+            let text = String::from_utf8(out).unwrap();
+            let chunks = if api == Api::Chat { 4 } else { 3 };
+            assert_eq!(sent_stamps(&text), vec![123_456_789; chunks]);
+            for e in text.split("\n\n").filter(|e| e.starts_with("data: {")) {
+                let v: serde_json::Value = serde_json::from_str(&e[6..]).unwrap();
+                assert_eq!(v[SENT_FIELD], 123_456_789, "{e}");
+            }
+        }
     }
 
     #[test]
