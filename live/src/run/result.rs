@@ -260,7 +260,8 @@ pub struct ShardResult {
     /// (whole seconds, so good to about half a second), seconds.
     #[serde(default)]
     pub clock_offset_estimate_s: Option<f64>,
-    /// Latest end of a response, ns after the start.
+    /// Latest end of a response, ns after the start: the return of the read that brought
+    /// it (a response is done when the client has read it).
     pub last_end_ns: Option<u64>,
     /// Per-request rows, when asked for.
     pub rows: Vec<Row>,

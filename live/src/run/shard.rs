@@ -340,7 +340,12 @@ struct Seen {
     first_sent: Option<u64>,
     first_processed: Option<u64>,
     last_arrival: u64,
+    /// When the response's end arrived.
     end: Option<u64>,
+    /// When the read that brought its end returned: the client has it all from then (the
+    /// run's duration ends at the last of these, so a loop's backlog counts against its
+    /// rate).
+    end_read: Option<u64>,
     stream: StreamState,
     /// The leading members this stream's chunks repeat, read once.
     head: Head,
@@ -440,7 +445,8 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>) {
             let counted = i64::try_from(counted).unwrap_or(i64::MAX);
             r.note_prompt_overhead(counted.saturating_sub(i64::from(p.input_tokens)), 1);
         }
-        r.last_end_ns = Some(r.last_end_ns.unwrap_or(0).max(rel(end)));
+        let done = seen.end_read.unwrap_or(end).max(end);
+        r.last_end_ns = Some(r.last_end_ns.unwrap_or(0).max(rel(done)));
     }
     if ctx.cfg.csv {
         r.rows.push(Row {
@@ -638,6 +644,7 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
         seen.first_processed = Some(mono_ns());
         seen.last_arrival = arrival;
         seen.end = Some(arrival);
+        seen.end_read = Some(read);
         return Outcome::Completed;
     }
     let mut parser = SseParser::new();
@@ -677,6 +684,9 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
     if seen.end.is_none() {
         seen.end = Some(mono_ns());
     }
+    if seen.end_read.is_none() {
+        seen.end_read = Some(mono_ns());
+    }
     match seen.stream.ending(parser.incomplete()) {
         Ending::Completed => Outcome::Completed,
         Ending::ServerError(_) => Outcome::ServerError,
@@ -707,6 +717,7 @@ fn on_event(ev: SseEvent<'_>, stamps: Stamps, cost_ns: u64, seen: &mut Seen, r: 
     let Some(chunk) = seen.stream.apply(interpret_after(ev, &mut seen.head)) else {
         if seen.stream.done {
             seen.end = Some(arrival);
+            seen.end_read = Some(stamps.read);
         }
         return;
     };
