@@ -1,9 +1,12 @@
 //! One shard: a single-threaded runtime replaying its slice of the schedule.
 //!
 //! Each request is sent at its intended time (a microsecond timer, never tokio's 1 ms
-//! wheel) and every read of the response is stamped the moment it returns, before any
-//! parsing; each event's processing is stamped again afterwards. Latencies are measured
-//! from the intended send and from the actual send.
+//! wheel). Every read of the response carries the kernel's stamp of its bytes' arrival
+//! (the shard's own reader; through reqwest, the read is stamped as it reaches the
+//! request's task) and the time it returned, before any parsing; each event's processing
+//! is stamped again afterwards. Latencies are measured from the arrival stamps, from the
+//! intended send and from the actual send; the read's lateness after the arrival is the
+//! read lag.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
