@@ -18,6 +18,7 @@ use heisenbench_model::error::ModelError;
 use heisenbench_model::plan::{Budget, Hardware, Load, WorkerPlan, plan_workers};
 use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
 use heisenbench_model::service::Service;
+use heisenbench_model::stats::Dist;
 use serde::{Deserialize, Serialize};
 
 use crate::mock::config::MockConfig;
@@ -149,23 +150,25 @@ impl Calibration {
             "one shard loop tops out near {events_per_s:.0} events/s, i.e. {requests_per_s:.0} req/s of 200-token streams"
         )?;
         if let Some(f) = &self.floor {
+            let pair = |idle: &Dist, loaded: &Dist| {
+                format!(
+                    "idle p50 {} p99 {}; at {:.0} msg/s p50 {} p99 {}",
+                    format_seconds(idle.p50_s),
+                    format_seconds(idle.p99_s),
+                    f.loaded_rate_per_s,
+                    format_seconds(loaded.p50_s),
+                    format_seconds(loaded.p99_s)
+                )
+            };
             writeln!(
                 out,
-                "loopback floor (one-way, write stamp to the kernel's arrival stamp): idle p50 {} p99 {}; at {:.0} msg/s p50 {} p99 {}",
-                format_seconds(f.idle.p50_s),
-                format_seconds(f.idle.p99_s),
-                f.loaded_rate_per_s,
-                format_seconds(f.loaded.p50_s),
-                format_seconds(f.loaded.p99_s)
+                "loopback floor (one-way, write stamp to the kernel's arrival stamp): {}",
+                pair(&f.idle, &f.loaded)
             )?;
             writeln!(
                 out,
-                "the floor's reader reads an arrival (read lag): idle p50 {} p99 {}; at {:.0} msg/s p50 {} p99 {}",
-                format_seconds(f.idle_read_lag.p50_s),
-                format_seconds(f.idle_read_lag.p99_s),
-                f.loaded_rate_per_s,
-                format_seconds(f.loaded_read_lag.p50_s),
-                format_seconds(f.loaded_read_lag.p99_s)
+                "the floor's reader after an arrival (read lag): {}",
+                pair(&f.idle_read_lag, &f.loaded_read_lag)
             )?;
         }
         Ok(())

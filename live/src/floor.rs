@@ -84,23 +84,14 @@ impl Floor {
     /// A read lag's p50 and p99 as multiples of the floor's reader's, in one line (idle,
     /// and loaded when it was measured near `rate_per_s` chunks a second).
     pub fn read_lag_over(&self, p50_s: f64, p99_s: f64, rate_per_s: f64) -> String {
-        let x = |v: f64, f: f64| Self::ratio(v, f).map_or("-".into(), |r| format!("{r:.2}x"));
-        if self.near(rate_per_s) {
-            format!(
-                "read lag over the floor's reader: p50 {} idle / {} at {:.0} msg/s, p99 {} / {}",
-                x(p50_s, self.idle_read_lag.p50_s),
-                x(p50_s, self.loaded_read_lag.p50_s),
-                self.loaded_rate_per_s,
-                x(p99_s, self.idle_read_lag.p99_s),
-                x(p99_s, self.loaded_read_lag.p99_s)
-            )
-        } else {
-            format!(
-                "read lag over the floor's idle reader: p50 {}, p99 {}",
-                x(p50_s, self.idle_read_lag.p50_s),
-                x(p99_s, self.idle_read_lag.p99_s)
-            )
-        }
+        let against = [&self.idle_read_lag, &self.loaded_read_lag];
+        self.compare(
+            "read lag over the floor's reader",
+            against,
+            p50_s,
+            p99_s,
+            rate_per_s,
+        )
     }
 
     /// Whether the loaded floor was measured at a rate within a factor of two of
@@ -119,21 +110,37 @@ impl Floor {
     /// run that received `rate_per_s` chunks a second. The loaded floor is compared only
     /// when it was measured near the run's rate.
     pub fn over(&self, p50_s: f64, p99_s: f64, rate_per_s: f64) -> String {
+        let against = [&self.idle, &self.loaded];
+        let what = "observer overhead over this machine's loopback floor";
+        self.compare(what, against, p50_s, p99_s, rate_per_s)
+    }
+
+    /// `what`'s p50 and p99 over the idle and the loaded distribution of `against`, the
+    /// loaded one only when it was measured near `rate_per_s`.
+    fn compare(
+        &self,
+        what: &str,
+        against: [&Dist; 2],
+        p50_s: f64,
+        p99_s: f64,
+        rate_per_s: f64,
+    ) -> String {
         let x = |v: f64, f: f64| Self::ratio(v, f).map_or("-".into(), |r| format!("{r:.2}x"));
+        let [idle, loaded] = against;
         if self.near(rate_per_s) {
             format!(
-                "observer overhead over this machine's loopback floor: p50 {} idle / {} at {:.0} msg/s, p99 {} / {}",
-                x(p50_s, self.idle.p50_s),
-                x(p50_s, self.loaded.p50_s),
+                "{what}: p50 {} idle / {} at {:.0} msg/s, p99 {} / {}",
+                x(p50_s, idle.p50_s),
+                x(p50_s, loaded.p50_s),
                 self.loaded_rate_per_s,
-                x(p99_s, self.idle.p99_s),
-                x(p99_s, self.loaded.p99_s)
+                x(p99_s, idle.p99_s),
+                x(p99_s, loaded.p99_s)
             )
         } else {
             format!(
-                "observer overhead over this machine's idle loopback floor: p50 {}, p99 {} (the loaded floor was measured at {:.0} msg/s, not this run's {:.0}: --floor measures it at this rate)",
-                x(p50_s, self.idle.p50_s),
-                x(p99_s, self.idle.p99_s),
+                "{what}, idle: p50 {}, p99 {} (the loaded floor was measured at {:.0} msg/s, not this run's {:.0}: --floor measures it at this rate)",
+                x(p50_s, idle.p50_s),
+                x(p99_s, idle.p99_s),
                 self.loaded_rate_per_s,
                 rate_per_s
             )

@@ -1402,5 +1402,10 @@ fn run_floor_is_measured_and_reported() {
     assert!((1_800..=2_000).contains(&idle), "{f}");
     assert!(f["loaded_rate_per_s"].as_f64().unwrap() >= 1_000.0, "{f}");
     assert!(f["idle"]["p50_s"].as_f64().unwrap() > 0.0, "{f}");
+    // Measured by this build's method (kernel arrival stamps), with its reader's lag for
+    // every message, and compared with the run's own read lag.
+    assert_eq!(f["revision"], 2, "{f}");
+    assert_eq!(f["idle_read_lag"]["count"].as_u64(), Some(idle), "{f}");
+    assert!(text.contains("read lag over the floor's reader"), "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
