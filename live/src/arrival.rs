@@ -28,7 +28,7 @@ use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, setsockopt, socko
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
-use crate::clock::mono_ns;
+use crate::clock::{mono_ns, realtime_ns};
 
 /// Keeps the kernel's stamping of arrivals on while it lives: a socket that asks for it
 /// and is never read.
@@ -54,16 +54,43 @@ pub(crate) fn stamp_arrivals(sock: &TcpStream) -> bool {
     setsockopt(sock, sockopt::ReceiveTimestampns, &true).is_ok()
 }
 
-/// One read's bytes and times (CLOCK_MONOTONIC ns).
+/// When a read's bytes came (CLOCK_MONOTONIC ns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Read {
-    /// Bytes read; 0 at the connection's end.
-    pub(crate) n: usize,
+pub(crate) struct Stamps {
     /// When the latest of them reached the socket, by the kernel's stamp (None without
     /// one).
     pub(crate) arrived_ns: Option<u64>,
     /// When the read returned.
     pub(crate) read_ns: u64,
+}
+
+impl Stamps {
+    /// A read returning now, without a kernel stamp.
+    pub(crate) fn now() -> Self {
+        Self {
+            arrived_ns: None,
+            read_ns: mono_ns(),
+        }
+    }
+
+    /// The bytes' arrival: the kernel's stamp, or the read's return without one.
+    pub(crate) fn arrival_ns(&self) -> u64 {
+        self.arrived_ns.unwrap_or(self.read_ns)
+    }
+
+    /// How late the read returned after the arrival (None without a kernel stamp).
+    pub(crate) fn read_lag_ns(&self) -> Option<u64> {
+        self.arrived_ns.map(|a| self.read_ns.saturating_sub(a))
+    }
+}
+
+/// One read: how many bytes, and when they came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Read {
+    /// Bytes read; 0 at the connection's end.
+    pub(crate) n: usize,
+    /// Their stamps.
+    pub(crate) stamps: Stamps,
 }
 
 /// Reads what `sock` has into `into`, waiting until it has something.
@@ -104,17 +131,11 @@ fn read_now(sock: &TcpStream, into: &mut [u8]) -> io::Result<Read> {
     }
     Ok(Read {
         n: msg.bytes,
-        arrived_ns,
-        read_ns,
+        stamps: Stamps {
+            arrived_ns,
+            read_ns,
+        },
     })
-}
-
-/// CLOCK_REALTIME now, in nanoseconds since the epoch.
-fn realtime_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
-    (t.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(t.tv_nsec as u64)
 }
 
 /// A realtime `stamp`, seen at `real_now` (realtime) = `mono_now` (monotonic), on the
@@ -159,20 +180,23 @@ mod tests {
             std::thread::sleep(Duration::from_millis(30));
             let r = read(&reader, &mut buf).await.unwrap();
             assert_eq!(r.n, 5);
-            let arrived = r.arrived_ns.expect("a kernel stamp");
+            let arrived = r.stamps.arrived_ns.expect("a kernel stamp");
             assert!(
                 arrived >= before.saturating_sub(1_000) && arrived <= written + 10_000_000,
                 "arrival {} ns after the write began",
                 arrived as i64 - before as i64
             );
-            assert!(r.read_ns - arrived >= 30_000_000, "{r:?}");
+            assert!(r.stamps.read_lag_ns() >= Some(30_000_000), "{r:?}");
         }
         // Without the option, no stamp.
         let (client, server) = tokio::join!(TcpStream::connect(addr), listener.accept());
         let (reader, (mut writer, _)) = (client.unwrap(), server.unwrap());
         writer.write_all(b"x").await.unwrap();
         let r = read(&reader, &mut buf).await.unwrap();
-        assert_eq!((r.n, r.arrived_ns), (1, None));
+        assert_eq!(
+            (r.n, r.stamps.arrived_ns, r.stamps.read_lag_ns()),
+            (1, None, None)
+        );
         drop(writer);
         assert_eq!(read(&reader, &mut buf).await.unwrap().n, 0);
     }

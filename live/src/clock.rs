@@ -16,8 +16,21 @@ use crate::timer::PreciseTimer;
 /// CLOCK_MONOTONIC now, nanoseconds since an arbitrary host-wide origin (boot).
 #[inline]
 pub fn mono_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    // Monotonic time is non-negative and far below 2^63 ns (292 years of uptime).
+    read_ns(rustix::time::ClockId::Monotonic)
+}
+
+/// CLOCK_REALTIME now, nanoseconds since the Unix epoch: only to place the kernel's own
+/// realtime stamps (of packet arrivals) on the monotonic clock.
+#[inline]
+pub(crate) fn realtime_ns() -> u64 {
+    read_ns(rustix::time::ClockId::Realtime)
+}
+
+/// `clock` now, in nanoseconds.
+#[inline]
+fn read_ns(clock: rustix::time::ClockId) -> u64 {
+    let t = rustix::time::clock_gettime(clock);
+    // Both clocks are non-negative here and far below 2^63 ns (292 years).
     (t.tv_sec as u64)
         .wrapping_mul(1_000_000_000)
         .wrapping_add(t.tv_nsec as u64)

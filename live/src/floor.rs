@@ -237,7 +237,7 @@ fn stream(rate: f64, seconds: f64) -> io::Result<Samples> {
             if read.n == 0 {
                 break;
             }
-            let arrived = read.arrived_ns.unwrap_or(read.read_ns);
+            let arrived = read.stamps.arrival_ns();
             filled += read.n;
             let whole = filled / MESSAGE * MESSAGE;
             for m in buf[..whole].chunks_exact(MESSAGE) {
@@ -247,7 +247,9 @@ fn stream(rate: f64, seconds: f64) -> io::Result<Samples> {
                 let first = *start.get_or_insert(sent);
                 if sent.saturating_sub(first) >= WARMUP_NS {
                     rec.delay.record(arrived.saturating_sub(sent));
-                    rec.read_lag.record(read.read_ns - arrived);
+                    if let Some(lag) = read.stamps.read_lag_ns() {
+                        rec.read_lag.record(lag);
+                    }
                 }
             }
             buf.copy_within(whole..filled, 0);

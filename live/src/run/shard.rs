@@ -23,6 +23,7 @@ use super::config::{ApiKind, RunConfig};
 use super::result::{Outcome, Row, ShardResult};
 use super::stop::{GRACE, StopSignal};
 use super::wire::{Piece, Wire, WireError};
+use crate::arrival::Stamps;
 use crate::clock::mono_ns;
 use crate::sse::{SseEvent, SseParser};
 use crate::stream::{
@@ -518,12 +519,11 @@ impl Reply<'_> {
         match self {
             Self::Pooled(r, last) => match r.chunk().await {
                 Ok(Some(b)) => {
-                    let read_ns = mono_ns();
+                    let stamps = Stamps::now();
                     *last = b;
                     Ok(Some(Piece {
                         bytes: &last[..],
-                        arrived_ns: None,
-                        read_ns,
+                        stamps,
                     }))
                 }
                 Ok(None) => Ok(None),
@@ -534,16 +534,16 @@ impl Reply<'_> {
     }
 
     /// The whole body, at most `limit` bytes of it kept, and the stamps of its last piece
-    /// (its arrival, when the kernel stamped it, and its read).
-    async fn bytes(&mut self, limit: usize) -> Result<(Vec<u8>, Option<u64>, u64), Outcome> {
+    /// (of its end, for an empty body).
+    async fn bytes(&mut self, limit: usize) -> Result<(Vec<u8>, Stamps), Outcome> {
         let mut all = Vec::new();
-        let (mut arrived, mut read) = (None, 0);
+        let mut last = None;
         while let Some(piece) = self.chunk().await? {
             let room = limit.saturating_sub(all.len());
             all.extend_from_slice(&piece.bytes[..piece.bytes.len().min(room)]);
-            (arrived, read) = (piece.arrived_ns, piece.read_ns);
+            last = Some(piece.stamps);
         }
-        Ok((all, arrived, read))
+        Ok((all, last.unwrap_or_else(Stamps::now)))
     }
 }
 
@@ -593,7 +593,11 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
     let status = resp.status();
     if !(200..300).contains(&status) {
         // Read the error body (so the connection can be reused) for the server's message.
-        let body = resp.bytes(MAX_ERROR_BODY).await.unwrap_or_default().0;
+        let body = resp
+            .bytes(MAX_ERROR_BODY)
+            .await
+            .map(|(b, _)| b)
+            .unwrap_or_default();
         let message = error_text(&body);
         let hint = super::http::explain_status(status);
         let said = if message.is_empty() {
@@ -613,11 +617,11 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
         return Outcome::HttpStatus(status);
     }
     if !ctx.cfg.stream {
-        let (bytes, arrived, read) = match resp.bytes(usize::MAX).await {
+        let (bytes, stamps) = match resp.bytes(usize::MAX).await {
             Ok(b) => b,
             Err(o) => return o,
         };
-        let arrival = arrived.unwrap_or(read);
+        let arrival = stamps.arrival_ns();
         let body = interpret(SseEvent {
             event: b"",
             data: &bytes,
@@ -636,18 +640,14 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
         seen.stream.tokens = chunk
             .usage
             .map_or(1, |u| u32::try_from(u).unwrap_or(u32::MAX));
-        if arrived.is_some() {
-            ctx.result
-                .borrow_mut()
-                .recorders
-                .read_lag
-                .record(read - arrival);
+        if let Some(lag) = stamps.read_lag_ns() {
+            ctx.result.borrow_mut().recorders.read_lag.record(lag);
         }
         seen.first_arrival = Some(arrival);
         seen.first_processed = Some(mono_ns());
         seen.last_arrival = arrival;
         seen.end = Some(arrival);
-        seen.end_read = Some(read);
+        seen.end_read = Some(stamps.read_ns);
         return Outcome::Completed;
     }
     let mut parser = SseParser::new();
@@ -655,15 +655,10 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
     loop {
         match resp.chunk().await {
             Ok(Some(piece)) => {
-                // The kernel's stamp of the bytes' arrival, or the read's return without one.
-                let stamps = Stamps {
-                    arrival: piece.arrived_ns.unwrap_or(piece.read_ns),
-                    read: piece.read_ns,
-                    kernel: piece.arrived_ns.is_some(),
-                };
-                if ctx.send_due(stamps.read) {
+                let stamps = piece.stamps;
+                if ctx.send_due(stamps.read_ns) {
                     // The chunk keeps its stamps; its handling waits one turn of the loop.
-                    ctx.wake_schedule_if_due(stamps.read);
+                    ctx.wake_schedule_if_due(stamps.read_ns);
                     tokio::task::yield_now().await;
                 }
                 let mut r = ctx.result.borrow_mut();
@@ -698,29 +693,17 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
     }
 }
 
-/// When the read that brought an event's bytes returned, and when they arrived (CLOCK_MONOTONIC
-/// ns).
-#[derive(Clone, Copy)]
-struct Stamps {
-    /// The bytes' arrival: the kernel's stamp, or the read's return when `!kernel`.
-    arrival: u64,
-    /// The read's return.
-    read: u64,
-    /// Whether `arrival` is the kernel's.
-    kernel: bool,
-}
-
-/// Handles one SSE event.
+/// Handles one SSE event, stamped as the read that brought its bytes.
 fn on_event(ev: SseEvent<'_>, stamps: Stamps, cost_ns: u64, seen: &mut Seen, r: &mut ShardResult) {
-    let arrival = stamps.arrival;
+    let arrival = stamps.arrival_ns();
     r.events += 1;
-    if stamps.kernel {
-        r.recorders.read_lag.record(stamps.read - arrival);
+    if let Some(lag) = stamps.read_lag_ns() {
+        r.recorders.read_lag.record(lag);
     }
     let Some(chunk) = seen.stream.apply(interpret_after(ev, &mut seen.head)) else {
         if seen.stream.done {
             seen.end = Some(arrival);
-            seen.end_read = Some(stamps.read);
+            seen.end_read = Some(stamps.read_ns);
         }
         return;
     };
@@ -737,7 +720,9 @@ fn on_event(ev: SseEvent<'_>, stamps: Stamps, cost_ns: u64, seen: &mut Seen, r: 
         }
     }
     let processed = mono_ns();
-    r.recorders.processing.record(processed - stamps.read);
+    r.recorders
+        .processing
+        .record(processed.saturating_sub(stamps.read_ns));
     if chunk.token {
         if seen.first_arrival.is_none() {
             seen.first_arrival = Some(arrival);

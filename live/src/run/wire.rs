@@ -251,7 +251,7 @@ struct Inbox {
     store: Vec<u8>,
     start: usize,
     end: usize,
-    last: Option<arrival::Read>,
+    last: Option<arrival::Stamps>,
 }
 
 impl Inbox {
@@ -289,8 +289,9 @@ impl Inbox {
             // put it a few nanoseconds before the previous one; bytes in order arrive in
             // order.
             let before = self.last.and_then(|l| l.arrived_ns);
-            r.arrived_ns = r.arrived_ns.map(|a| before.map_or(a, |b| a.max(b)));
-            self.last = Some(r);
+            let s = &mut r.stamps;
+            s.arrived_ns = s.arrived_ns.map(|a| before.map_or(a, |b| a.max(b)));
+            self.last = Some(r.stamps);
         }
         Ok(r.n)
     }
@@ -327,11 +328,9 @@ enum Chunk {
 pub(crate) struct Piece<'a> {
     /// The bytes.
     pub(crate) bytes: &'a [u8],
-    /// When the latest of them reached the socket, by the kernel's stamp (None when the
-    /// kernel gave none).
-    pub(crate) arrived_ns: Option<u64>,
-    /// When the read that brought them returned.
-    pub(crate) read_ns: u64,
+    /// When the read that brought them returned, and when the latest of them reached the
+    /// socket.
+    pub(crate) stamps: arrival::Stamps,
 }
 
 /// A response being read.
@@ -379,15 +378,10 @@ impl<'w> Response<'w> {
             self.decode()?;
             if !self.out.is_empty() {
                 // Body bytes only come from reads, so there was a last read.
-                let last = self.buf.last.unwrap_or(arrival::Read {
-                    n: 0,
-                    arrived_ns: None,
-                    read_ns: 0,
-                });
+                let stamps = self.buf.last.unwrap_or_else(arrival::Stamps::now);
                 return Ok(Some(Piece {
                     bytes: &self.out,
-                    arrived_ns: last.arrived_ns,
-                    read_ns: last.read_ns,
+                    stamps,
                 }));
             }
             if self.done {
@@ -577,7 +571,8 @@ mod tests {
         let mut r = w.post(b"{}").await?;
         let mut all = Vec::new();
         while let Some(piece) = r.chunk().await? {
-            assert!(piece.arrived_ns.is_none_or(|a| a > 0 && a <= piece.read_ns));
+            let s = piece.stamps;
+            assert!(s.arrived_ns.is_none_or(|a| a > 0 && a <= s.read_ns));
             all.extend_from_slice(piece.bytes);
         }
         Ok((r.status, all))
