@@ -4,8 +4,8 @@
 //! or rate is refused before anything runs.
 
 use clap::{Args, Parser, Subcommand};
+use heisenbench_live::generator::cli::{K8sArgs, RunArgs};
 use heisenbench_live::mock::config::MockConfig;
-use heisenbench_live::run::cli::{K8sArgs, RunArgs};
 
 /// Honest performance measurement of LLM serving: predict, simulate and measure the
 /// benchmark client's own delay.
@@ -44,7 +44,7 @@ pub enum Command {
     /// Redraw the figures from a figure-data.json file.
     Figures(FiguresArgs),
     /// Measure this machine's per-event cost of the generator, for `plan` and `run`.
-    Calibrate(heisenbench_live::calibrate::CalibrateFlags),
+    Calibrate(heisenbench_live::generator::calibrate::CalibrateFlags),
     /// A shard worker process (started by `run`; reads its task on stdin).
     #[command(name = "__shard", hide = true)]
     Shard,

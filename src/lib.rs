@@ -1,7 +1,7 @@
 //! The heisenbench command line as a library: `main` parses nothing itself and calls
 //! [`run`], which tests call in process.
 //!
-//! Exit status (the README's table): 0 on success; 1 for anything that went wrong while
+//! Exit status (the table in docs/run.md): 0 on success; 1 for anything that went wrong while
 //! running; 2 for bad input (a malformed flag, an impossible or unstable configuration);
 //! 3 when a run or merge finished but its accounting shows requests lost or unbalanced;
 //! 130 when interrupted (Ctrl-C, SIGTERM), after writing what was measured.

@@ -71,8 +71,8 @@ fn a_killed_shard_is_reported_and_its_requests_lost() {
     use heisenbench_live::mock::MockServer;
     use heisenbench_live::mock::config::MockConfig;
 
-    use heisenbench_live::run::config::{RunConfig, ShardMode};
-    use heisenbench_live::run::{RunOptions, run};
+    use heisenbench_live::generator::config::{RunConfig, ShardMode};
+    use heisenbench_live::generator::{RunOptions, run};
     use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
 
     let mock = MockServer::start(MockConfig {

@@ -7,8 +7,8 @@
 
 use std::time::Instant;
 
-use heisenbench_live::sse::SseParser;
-use heisenbench_live::stream::{Head, StreamState, interpret, interpret_after};
+use heisenbench_live::openai::sse::SseParser;
+use heisenbench_live::openai::stream::{Head, StreamState, interpret, interpret_after};
 
 fn main() {
     let escaped = std::env::args().nth(1).is_some();

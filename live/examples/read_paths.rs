@@ -15,10 +15,10 @@
 
 use std::time::Duration;
 
-use heisenbench_live::clock::mono_ns;
 use heisenbench_live::mock::MockServer;
+use heisenbench_live::mock::api::sent_stamps;
 use heisenbench_live::mock::config::MockConfig;
-use heisenbench_live::mock::openai::sent_stamps;
+use heisenbench_live::time::mono_ns;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The stamps of every whole SSE event in `carry` (events end with a blank line); what

@@ -12,9 +12,9 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use heisenbench_live::mock::MockServer;
+use heisenbench_live::mock::api::sent_stamps;
 use heisenbench_live::mock::config::MockConfig;
-use heisenbench_live::mock::openai::sent_stamps;
-use heisenbench_live::timer::PreciseTimer;
+use heisenbench_live::time::timer::PreciseTimer;
 
 fn quantiles(label: &str, mut v: Vec<f64>) {
     v.sort_by(f64::total_cmp);

@@ -1,28 +1,33 @@
-//! heisenbench-live: the live side of heisenbench.
+//! heisenbench-live: the live side of heisenbench, one room per product.
 //!
+//! Products:
 //! * [`mock`]: the embedded OpenAI-compatible mock LLM server (`heisenbench mock`), with
 //!   llm-d-inference-sim's behaviour and flags and a monotonic send stamp on every chunk.
-//! * [`clock`]: the one place live code reads time (CLOCK_MONOTONIC).
-//! * [`timer`]: a microsecond-resolution timer for the async runtime.
+//! * [`generator`]: the sharded live load generator (`heisenbench run`): one seeded
+//!   schedule striped over shards (threads or processes), each measuring from the intended
+//!   send time; exact merge of their results, Kubernetes manifests, stopping without loss,
+//!   its own cost calibration and the default shard count.
+//! * [`audit`]: another benchmark client run against the mock, whose truth is known.
+//! * [`measure`]: this machine's loopback floor and the generator's stored cost curve.
 //!
-//! * [`run`]: the sharded live load generator (`heisenbench run`): one seeded schedule,
-//!   striped over shards (threads or processes), each stamping every read as it
-//!   returns and measuring from the intended send time; exact merge of their results.
-//! * [`sse`]: the sans-IO server-sent-events parser.
-//! * [`stream`]: what each event of an OpenAI-compatible stream says, and how a stream ended.
-//!   [`run::stop`] stops a run without losing what it measured; [`run::http`] builds the
-//!   client (TLS trust) and asks a server which model it serves.
-//! * [`prompt`]: prompts of an exact token count (a Hugging Face tokenizer file) or of words.
+//! What they share:
+//! * [`openai`]: the wire format without I/O: server-sent events, what a stream's events
+//!   say, prompts of an exact token count.
+//! * [`net`]: the shard's HTTP/1.1 client, the reqwest client, the kernel's receive stamps.
+//! * [`time`]: the one place time is read, and the timers.
 //! * [`files`]: the one atomic file writer.
-//! * [`floor`]: this machine's loopback floor, the least observer overhead it allows.
-//! * [`calibrate`]: the generator's measured per-event cost on this machine.
+//!
+//! Arrows point one way: `time` and `openai` use nothing here; `net` uses them; `measure`
+//! uses `net` and `time`; the mock uses `net` and `time`; the generator uses all of them
+//! (the mock only to calibrate against it and for its model name); the audit uses the mock. The mock never
+//! knows the generator, the generator never knows the audit.
 //!
 //! Reading a server's stream: the bytes as they come (split anywhere), each event's meaning,
 //! and how the stream ended.
 //!
 //! ```
-//! use heisenbench_live::sse::SseParser;
-//! use heisenbench_live::stream::{Ending, StreamState, interpret};
+//! use heisenbench_live::openai::sse::SseParser;
+//! use heisenbench_live::openai::stream::{Ending, StreamState, interpret};
 //!
 //! let bytes = b"data: {\"choices\":[{\"text\":\"Hi\"}]}\r\n\r\n: keep-alive\n\n\
 //!               data: {\"choices\":[{\"text\":\"!\",\"finish_reason\":\"stop\"}],\
@@ -37,19 +42,14 @@
 //! assert_eq!(state.ending(parser.incomplete()), Ending::Completed);
 //! ```
 
-mod arrival;
 pub mod audit;
-pub mod calibrate;
-pub mod clock;
 pub mod files;
-pub mod floor;
-mod handoff;
+pub mod generator;
+pub mod measure;
 pub mod mock;
-pub mod prompt;
-pub mod run;
-pub mod sse;
-pub mod stream;
-pub mod timer;
+pub mod net;
+pub mod openai;
+pub mod time;
 
 /// What a set of flags gives when none of them is passed: each field at its flag's default.
 /// The `Default` of a config whose fields are its flags, so the two cannot drift apart.

@@ -370,8 +370,8 @@ mod on_virtual_time {
     use super::*;
     use std::sync::Arc;
 
-    use heisenbench_live::clock::Clock;
     use heisenbench_live::mock::{Journal, serve_with};
+    use heisenbench_live::time::clock::Clock;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::sync::watch;
 

@@ -5,11 +5,11 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
+use heisenbench_live::generator::config::{ApiKind, RunConfig};
+use heisenbench_live::generator::result::RunReport;
+use heisenbench_live::generator::{RunOptions, run};
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::{FailureType, MockConfig};
-use heisenbench_live::run::config::{ApiKind, RunConfig};
-use heisenbench_live::run::result::RunReport;
-use heisenbench_live::run::{RunOptions, run};
 use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
 
 fn cfg(url: &str, workers: u32, requests: u64) -> RunConfig {
@@ -457,7 +457,7 @@ fn https_is_verified_and_a_private_ca_or_insecure_gets_through() {
 /// none or several is the user's to settle, and each says so.
 #[test]
 fn the_served_model_is_the_only_one_listed() {
-    use heisenbench_live::run::http::{ModelChoiceError, served_model};
+    use heisenbench_live::net::client::{ModelChoiceError, served_model};
     let list = |body: &str| -> &'static [u8] {
         Box::leak(
             format!(
@@ -470,12 +470,12 @@ fn the_served_model_is_the_only_one_listed() {
     };
     let m = mock();
     assert_eq!(
-        served_model(&cfg(&m.url(), 1, 1)).unwrap(),
+        served_model(cfg(&m.url(), 1, 1).server()).unwrap(),
         MockConfig::default().model
     );
     let none = broken_server(list(r#"{"object":"list","data":[]}"#), false);
     assert!(matches!(
-        served_model(&cfg(&none, 1, 1)),
+        served_model(cfg(&none, 1, 1).server()),
         Err(ModelChoiceError::NoModel)
     ));
     let two = broken_server(
@@ -484,7 +484,7 @@ fn the_served_model_is_the_only_one_listed() {
         ),
         false,
     );
-    let e = served_model(&cfg(&two, 1, 1)).unwrap_err();
+    let e = served_model(cfg(&two, 1, 1).server()).unwrap_err();
     assert_eq!(
         e.to_string(),
         "the server serves 2 models; choose one with --model: a, b"
@@ -493,6 +493,6 @@ fn the_served_model_is_the_only_one_listed() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let e = served_model(&cfg(&format!("http://{gone}"), 1, 1)).unwrap_err();
+    let e = served_model(cfg(&format!("http://{gone}"), 1, 1).server()).unwrap_err();
     assert!(matches!(e, ModelChoiceError::Unreachable(_)), "{e}");
 }

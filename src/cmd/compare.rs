@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use heisenbench_live::run::result::loop_observation;
+use heisenbench_live::generator::result::loop_observation;
 use heisenbench_model::compare::{Comparison, Foreign, compare};
 use serde::Serialize;
 use serde_json::Value;

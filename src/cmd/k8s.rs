@@ -1,10 +1,10 @@
 //! `heisenbench k8s`: the manifests of a sharded run on Kubernetes
-//! ([`heisenbench_live::run::k8s`]).
+//! ([`heisenbench_live::generator::k8s`]).
 
 use std::io::Write;
 
-use heisenbench_live::run::cli::K8sArgs;
-use heisenbench_live::run::k8s::manifests;
+use heisenbench_live::generator::cli::K8sArgs;
+use heisenbench_live::generator::k8s::manifests;
 
 use super::run::config as run_config;
 use crate::Failure;

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use heisenbench_live::run::distributed::{MergeError, merge, parse_results};
+use heisenbench_live::generator::distributed::{MergeError, merge, parse_results};
 
 use super::{write_atomic, write_json};
 use crate::Failure;

@@ -48,7 +48,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<(), Failure> {
             writeln!(out, "drew {} files into {}", files.len(), f.out.display())?;
             Ok(())
         }
-        Command::Shard => heisenbench_live::run::shard_process_main()
+        Command::Shard => heisenbench_live::generator::shard_process_main()
             .map_err(|e| Failure::Runtime(anyhow::anyhow!(e))),
         Command::Reproduce(r) => reproduce::run(r, out),
         Command::Audit(a) => audit::run(*a, out),
@@ -84,7 +84,7 @@ pub(crate) fn check_out_file(path: &std::path::Path) -> Result<(), Failure> {
     files::check_file(path).map_err(|e| Failure::Usage(format!("--out {e}")))
 }
 
-/// Send times from a trace file ([`heisenbench_live::run::cli::read_trace`]).
+/// Send times from a trace file ([`heisenbench_live::generator::cli::read_trace`]).
 pub(crate) fn read_trace(path: &std::path::Path) -> Result<Vec<f64>, Failure> {
-    heisenbench_live::run::cli::read_trace(path).map_err(|e| Failure::Usage(e.to_string()))
+    heisenbench_live::generator::cli::read_trace(path).map_err(|e| Failure::Usage(e.to_string()))
 }

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use heisenbench_live::calibrate::{default_path, load};
+use heisenbench_live::measure::calibration::{default_path, load};
 use heisenbench_model::cli::PlanFlags;
 use heisenbench_model::plan::{max_qps, plan_workers};
 use heisenbench_model::units::format_seconds;

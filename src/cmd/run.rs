@@ -3,14 +3,16 @@
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
-use heisenbench_live::calibrate::{CalibrationError, default_path, default_run_shards, load};
+use heisenbench_live::generator::calibrate::CalibrateError;
+use heisenbench_live::generator::cli::RunArgs;
+use heisenbench_live::generator::config::RunConfig;
+use heisenbench_live::generator::result::RunReport;
+use heisenbench_live::generator::shards::default_run_shards;
+use heisenbench_live::generator::stop::{StopSignal, listen_for_signals};
+use heisenbench_live::generator::{RunOptions, run as run_live};
+use heisenbench_live::measure::calibration::{default_path, load};
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
-use heisenbench_live::run::cli::RunArgs;
-use heisenbench_live::run::config::RunConfig;
-use heisenbench_live::run::result::RunReport;
-use heisenbench_live::run::stop::{StopSignal, listen_for_signals};
-use heisenbench_live::run::{RunOptions, run as run_live};
 use heisenbench_model::scenario::Stop;
 
 use super::{write_atomic, write_json};
@@ -30,8 +32,9 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
         let start = a.start_at;
         let stop = StopSignal::new();
         listen_for_signals(stop.clone(), true)?;
-        let report = heisenbench_live::run::distributed::run_one_shard(&cfg, shard, start, &stop)
-            .map_err(|e| Failure::Runtime(e.into()))?;
+        let report =
+            heisenbench_live::generator::distributed::run_one_shard(&cfg, shard, start, &stop)
+                .map_err(|e| Failure::Runtime(e.into()))?;
         let json = serde_json::to_vec(&report).map_err(|e| Failure::Runtime(e.into()))?;
         match &a.out {
             Some(dir) => {
@@ -39,7 +42,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 write_atomic(&dir.join(format!("shard-{shard}.json")), &json)?;
             }
             None => {
-                use heisenbench_live::run::distributed::{RESULT_BEGIN, RESULT_END};
+                use heisenbench_live::generator::distributed::{RESULT_BEGIN, RESULT_END};
                 writeln!(out, "{RESULT_BEGIN}")?;
                 out.write_all(&json)?;
                 writeln!(out, "\n{RESULT_END}")?;
@@ -65,9 +68,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
             &mut tell,
         )
         .map_err(|e| match e {
-            CalibrationError::Io { .. }
-            | CalibrationError::Format { .. }
-            | CalibrationError::Model(_) => Failure::Usage(e.to_string()),
+            CalibrateError::Stored(_) | CalibrateError::Model(_) => Failure::Usage(e.to_string()),
             e => Failure::Runtime(e.into()),
         })?;
         cfg.workers = k;
@@ -112,7 +113,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
         )
     })
     .map_err(|e| match e {
-        heisenbench_live::run::RunError::Config(c) => Failure::Usage(c.to_string()),
+        heisenbench_live::generator::RunError::Config(c) => Failure::Usage(c.to_string()),
         other => Failure::Runtime(other.into()),
     })?;
     drop(mock);
@@ -123,7 +124,10 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
             writeln!(out, "measuring this machine's loopback floor (4 s)...")?;
             out.flush()?;
         }
-        Some(heisenbench_live::floor::measure(rate).map_err(|e| Failure::Runtime(e.into()))?)
+        Some(
+            heisenbench_live::measure::floor::measure(rate)
+                .map_err(|e| Failure::Runtime(e.into()))?,
+        )
     } else {
         a.calibration
             .clone()
@@ -202,10 +206,10 @@ pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
     })
 }
 
-/// The one model the server at `cfg.url` serves ([`heisenbench_live::run::http::served_model`]).
+/// The one model the server at `cfg.url` serves ([`heisenbench_live::net::client::served_model`]).
 pub(crate) fn served_model(cfg: &RunConfig) -> Result<String, Failure> {
-    use heisenbench_live::run::http::{ModelChoiceError, served_model};
-    served_model(cfg).map_err(|e| match e {
+    use heisenbench_live::net::client::{ModelChoiceError, served_model};
+    served_model(cfg.server()).map_err(|e| match e {
         ModelChoiceError::Unreachable(_) => Failure::Runtime(e.into()),
         _ => Failure::Usage(e.to_string()),
     })

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use heisenbench_live::run::config::RunConfig;
-use heisenbench_live::run::{RunOptions, run as run_live};
+use heisenbench_live::generator::config::RunConfig;
+use heisenbench_live::generator::{RunOptions, run as run_live};
 use heisenbench_model::cli::SweepFlags;
 use heisenbench_model::profile::sweep;
 use heisenbench_model::scenario::{Arrivals, Stop};
@@ -37,8 +37,8 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
     // Resolved at the first live stage when not given.
     let mut model = a.model.clone().unwrap_or_default();
     // Ctrl-C ends the sweep after the stages done; the one running is dropped.
-    let stop = heisenbench_live::run::stop::StopSignal::new();
-    heisenbench_live::run::stop::listen_for_signals(stop.clone(), true)?;
+    let stop = heisenbench_live::generator::stop::StopSignal::new();
+    heisenbench_live::generator::stop::listen_for_signals(stop.clone(), true)?;
     let stages = plan.len();
     let profile = sweep(&plan, criterion, !a.no_early_stop, |i, q| {
         if stop.is_stopped() {
@@ -70,7 +70,9 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
                     ..RunOptions::default()
                 };
                 let r = run_live(&cfg, &opts).map_err(|e| match e {
-                    heisenbench_live::run::RunError::Config(c) => Failure::Usage(c.to_string()),
+                    heisenbench_live::generator::RunError::Config(c) => {
+                        Failure::Usage(c.to_string())
+                    }
                     other => Failure::Runtime(other.into()),
                 })?;
                 if r.interrupted {

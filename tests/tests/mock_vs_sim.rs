@@ -11,10 +11,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use heisenbench_live::clock::Clock;
+use heisenbench_live::mock::api::sent_stamps;
 use heisenbench_live::mock::config::MockConfig;
-use heisenbench_live::mock::openai::sent_stamps;
 use heisenbench_live::mock::{Journal, serve_with};
+use heisenbench_live::time::clock::Clock;
 use heisenbench_model::scenario::{
     Arrivals, ClientModel, EventCosts, Lengths, Policy, Stamp, Stop, Workload,
 };

@@ -137,7 +137,7 @@ impl TreeSampler {
         for s in &all {
             children.entry(s.ppid).or_default().push(s);
         }
-        let now = crate::clock::mono_ns();
+        let now = crate::time::mono_ns();
         let mut live = HashSet::new();
         let mut stack = vec![self.own_pid];
         let (mut processes, mut threads) = (0usize, 0u64);

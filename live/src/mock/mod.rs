@@ -5,18 +5,18 @@
 //! [`config::MockConfig`]): batch slots with a bounded waiting line (429 beyond it),
 //! TTFT or prefill time, inter-token latency with jitter, slow-down under load, failure
 //! injection, a context-length limit, echo or random text. Unlike it, sub-millisecond
-//! latencies are kept exact ([`crate::timer::PreciseTimer`], behind [`crate::clock::Clock`],
+//! latencies are kept exact ([`crate::time::timer::PreciseTimer`], behind [`crate::time::clock::Clock`],
 //! which tests swap for tokio's paused clock), and every streamed chunk
-//! carries [`openai::SENT_FIELD`], the CLOCK_MONOTONIC nanoseconds when it was handed to
+//! carries [`api::SENT_FIELD`], the CLOCK_MONOTONIC nanoseconds when it was handed to
 //! the connection, so a client on the same host can measure each chunk's delay.
 //!
 //! With every latency at zero a response is formatted and written in one piece, which is
 //! what lets one core serve thousands of 200-token streams per second; its chunks are then
-//! stamped once, when the last of them is formatted ([`openai::LateStamps`]).
+//! stamped once, when the last of them is formatted ([`api::LateStamps`]).
 
+pub mod api;
 pub mod config;
 pub mod metrics;
-pub mod openai;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -36,12 +36,12 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use tokio::sync::{Semaphore, mpsc, watch};
 
-use crate::clock::Clock;
-use crate::handoff::HandOff;
+use crate::net::yielding::HandOff;
+use crate::time::clock::Clock;
+use api::{Api, ChunkWriter, GenRequest, LateStamps, Words};
 use config::{MockConfig, Mode};
 use heisenbench_model::sample::{self, SimRng};
 use metrics::Metrics;
-use openai::{Api, ChunkWriter, GenRequest, LateStamps, Words};
 
 /// Largest request body accepted.
 const MAX_BODY_BYTES: usize = 16 << 20;
@@ -151,7 +151,7 @@ impl Drop for MockBody {
 
 /// One generation request as the server saw it: the server-side truth an audit holds a
 /// client's own report against. Times are CLOCK_MONOTONIC nanoseconds
-/// ([`crate::clock::mono_ns`]), or the scale of the [`Clock`] the mock was given.
+/// ([`crate::time::mono_ns`]), or the scale of the [`Clock`] the mock was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Served {
     /// When the request's head had been read.
@@ -270,7 +270,7 @@ fn error(status: StatusCode, message: &str, kind: &str, code: &str) -> Response<
     response(
         status,
         "application/json",
-        openai::error_body(message, kind, code),
+        api::error_body(message, kind, code),
     )
 }
 
@@ -368,10 +368,10 @@ async fn generate(api: Api, body: &[u8], state: Arc<State>) -> Response<MockBody
             drop(rng);
             state.metrics.injected.fetch_add(1, Relaxed);
             let status = StatusCode::from_u16(f.status()).expect("known statuses");
-            return response(status, "application/json", openai::failure_body(f));
+            return response(status, "application/json", api::failure_body(f));
         }
     }
-    let g = match openai::parse(api, body) {
+    let g = match api::parse(api, body) {
         Ok(g) => g,
         Err(m) => {
             return error(
@@ -673,8 +673,8 @@ impl Job {
             self.state.clock.sleep_until(self.start + total).await;
         }
         let text = self.tokens.concat();
-        let body = openai::full_response(
-            &openai::Head {
+        let body = api::full_response(
+            &api::Head {
                 api: self.g.api,
                 id: self.id,
                 model: &self.state.cfg.model,

@@ -2,12 +2,12 @@
 
 use heisenbench_figures::paper::{self, series, sim};
 use heisenbench_figures::{FigureData, PredictedObserved, Series};
+use heisenbench_live::generator::config::RunConfig;
+use heisenbench_live::generator::result::RunReport;
+use heisenbench_live::generator::stop::StopSignal;
+use heisenbench_live::generator::{RunOptions, run as run_live};
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
-use heisenbench_live::run::config::RunConfig;
-use heisenbench_live::run::result::RunReport;
-use heisenbench_live::run::stop::StopSignal;
-use heisenbench_live::run::{RunOptions, run as run_live};
 use heisenbench_model::batch::BatchMg1;
 use heisenbench_model::profile::Stage;
 use heisenbench_model::queue::WaitModel;
@@ -62,7 +62,7 @@ pub struct Story {
     pub read_lag_p99_s: f64,
     /// This machine's loopback floor at that run's chunk rate (not measured at the smoke
     /// scale).
-    pub floor: Option<heisenbench_live::floor::Floor>,
+    pub floor: Option<heisenbench_live::measure::floor::Floor>,
     /// Predicted vs observed relative errors of the runs where the model's assumptions hold.
     pub agreement: Vec<(String, f64)>,
 }
@@ -107,7 +107,7 @@ pub fn gather(
     let floor = match heis {
         Some(r) if scale.name != "smoke" && r.duration_s > 0.0 => {
             progress("measuring this machine's loopback floor");
-            heisenbench_live::floor::measure(r.events as f64 / r.duration_s).ok()
+            heisenbench_live::measure::floor::measure(r.events as f64 / r.duration_s).ok()
         }
         _ => None,
     };

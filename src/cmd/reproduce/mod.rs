@@ -69,8 +69,8 @@ pub fn run(a: ReproduceArgs, out: &mut dyn Write) -> Result<(), Failure> {
         }
     };
     // Ctrl-C stops the live runs; nothing is written then (the outputs are all or none).
-    let stop = heisenbench_live::run::stop::StopSignal::new();
-    heisenbench_live::run::stop::listen_for_signals(stop.clone(), true)?;
+    let stop = heisenbench_live::generator::stop::StopSignal::new();
+    heisenbench_live::generator::stop::listen_for_signals(stop.clone(), true)?;
     let story = data::gather(scale, &stop, &mut progress)?;
     if stop.is_stopped() {
         return Err(Failure::Interrupted);

@@ -22,14 +22,14 @@ use tokio::sync::{Notify, Semaphore};
 use super::config::{ApiKind, RunConfig};
 use super::result::{Outcome, Row, ShardResult};
 use super::stop::{GRACE, StopSignal};
-use super::wire::{Piece, Wire, WireError};
-use crate::arrival::Stamps;
-use crate::clock::mono_ns;
-use crate::sse::{SseEvent, SseParser};
-use crate::stream::{
+use crate::net::http1::{Piece, Wire, WireError};
+use crate::net::receive_stamps::Stamps;
+use crate::openai::sse::{SseEvent, SseParser};
+use crate::openai::stream::{
     Ending, Head, StreamEvent, StreamState, error_text, interpret, interpret_after,
 };
-use crate::timer::LoopTimer;
+use crate::time::mono_ns;
+use crate::time::timer::LoopTimer;
 
 /// What a shard is told: the run, its index, and the common start (CLOCK_MONOTONIC ns).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -168,13 +168,13 @@ impl Ctx {
 }
 
 async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardResult> {
-    let client = super::http::client(&task.config).map_err(std::io::Error::other)?;
-    let auth = super::http::authorization(&task.config);
+    let client = crate::net::client::client(task.config.server()).map_err(std::io::Error::other)?;
+    let auth = crate::net::client::authorization(task.config.server());
     let wire = Wire::for_url(&task.config.endpoint(), auth.as_deref());
     // The shard's own reader takes the kernel's arrival stamps: on from the first packet.
     let _stamping = wire
         .as_ref()
-        .and_then(|_| crate::arrival::Stamping::start());
+        .and_then(|_| crate::net::receive_stamps::Stamping::start());
     let ctx = Rc::new(Ctx {
         endpoint: task.config.endpoint(),
         shard: task.shard,
@@ -487,7 +487,7 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// A response being read: through reqwest, or by the shard's own reader.
 enum Reply<'w> {
     Pooled(reqwest::Response, bytes::Bytes),
-    Own(super::wire::Response<'w>),
+    Own(crate::net::http1::Response<'w>),
 }
 
 /// A failed exchange of the shard's own reader, as an outcome.
@@ -566,7 +566,7 @@ async fn send<'c>(ctx: &'c Ctx, payload: Vec<u8>) -> Result<Reply<'c>, (Outcome,
     }
     match req.send().await {
         Ok(r) => Ok(Reply::Pooled(r, bytes::Bytes::new())),
-        Err(e) => Err((classify(&e), super::http::error_chain(&e))),
+        Err(e) => Err((classify(&e), crate::net::client::error_chain(&e))),
     }
 }
 
@@ -599,7 +599,7 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
             .map(|(b, _)| b)
             .unwrap_or_default();
         let message = error_text(&body);
-        let hint = super::http::explain_status(status);
+        let hint = crate::net::client::explain_status(status);
         let said = if message.is_empty() {
             reqwest::StatusCode::from_u16(status)
                 .ok()

@@ -1,40 +1,12 @@
-//! The one place live code reads time.
-//!
-//! `mono_ns` is CLOCK_MONOTONIC in nanoseconds: the same clock for every process on a
-//! host, so a chunk stamped by the mock when it is sent and by the generator when it
-//! arrives gives the chunk's delay exactly, without clock synchronisation.
-//!
-//! [`Clock`] is the seam the mock reads and waits through: the host's clock with the
+//! [`Clock`]: the seam the mock reads and waits through: the host's clock with the
 //! microsecond timer in production, or tokio's clock, which a test can pause
 //! (`tokio::time::pause`, `#[tokio::test(start_paused = true)]`) so that every latency is
 //! exact virtual time and no assertion depends on how busy the machine is.
 
 use std::time::Instant;
 
-use crate::timer::PreciseTimer;
-
-/// CLOCK_MONOTONIC now, nanoseconds since an arbitrary host-wide origin (boot).
-#[inline]
-pub fn mono_ns() -> u64 {
-    read_ns(rustix::time::ClockId::Monotonic)
-}
-
-/// CLOCK_REALTIME now, nanoseconds since the Unix epoch: only to place the kernel's own
-/// realtime stamps (of packet arrivals) on the monotonic clock.
-#[inline]
-pub(crate) fn realtime_ns() -> u64 {
-    read_ns(rustix::time::ClockId::Realtime)
-}
-
-/// `clock` now, in nanoseconds.
-#[inline]
-fn read_ns(clock: rustix::time::ClockId) -> u64 {
-    let t = rustix::time::clock_gettime(clock);
-    // Both clocks are non-negative here and far below 2^63 ns (292 years).
-    (t.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(t.tv_nsec as u64)
-}
+use super::mono_ns;
+use super::timer::PreciseTimer;
 
 /// Where time is read and waited for.
 #[derive(Clone, Debug)]

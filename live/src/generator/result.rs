@@ -71,7 +71,7 @@ pub struct Row {
     pub headers_ns: Option<u64>,
     /// First token's arrival.
     pub first_token_ns: Option<u64>,
-    /// The server's own stamp of the first token's chunk ([`crate::mock::openai::SENT_FIELD`],
+    /// The server's own stamp of the first token's chunk ([`crate::mock::api::SENT_FIELD`],
     /// the embedded mock's), relative to the same start: on one host, `first_token_ns`
     /// minus this is the first chunk's observer overhead.
     #[serde(default)]
@@ -222,7 +222,7 @@ pub struct ShardResult {
     /// Completed requests whose stream count differs from the usage count.
     pub token_mismatches: u64,
     /// Prompt tokens of the completed requests, as the prompts count them (see
-    /// [`crate::prompt`]).
+    /// [`crate::openai::prompt`]).
     #[serde(default)]
     pub prompt_tokens_sent: u64,
     /// Completed requests with a prompt count in their usage, by the server's count minus
@@ -515,7 +515,7 @@ pub struct RunReport {
     /// This machine's loopback floor, when measured for the run (`run --floor`) or stored
     /// with the calibration: the least observer overhead the machine allows.
     #[serde(default)]
-    pub floor: Option<crate::floor::Floor>,
+    pub floor: Option<crate::measure::floor::Floor>,
     /// The merged raw result (histograms included), so reports can be merged again.
     pub merged: ShardResult,
 }

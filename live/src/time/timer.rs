@@ -132,13 +132,13 @@ impl LoopTimer {
         Ok(Self { fd })
     }
 
-    /// Completes at `deadline_ns` (CLOCK_MONOTONIC, [`crate::clock::mono_ns`]) and returns
+    /// Completes at `deadline_ns` (CLOCK_MONOTONIC, [`crate::time::mono_ns`]) and returns
     /// when it was first seen passed; None, at once, when it had passed already. Never
     /// early: the wait ends only once the clock reads the deadline. Dropping the future leaves
     /// the timer armed, and the next call re-arms it.
     pub async fn until(&self, deadline_ns: u64) -> std::io::Result<Option<u64>> {
         use rustix::time::{Itimerspec, TimerfdTimerFlags, Timespec, timerfd_settime};
-        if deadline_ns <= crate::clock::mono_ns() {
+        if deadline_ns <= crate::time::mono_ns() {
             return Ok(None);
         }
         let wake_ns = deadline_ns.saturating_sub(Self::LEAD_NS);
@@ -167,7 +167,7 @@ impl LoopTimer {
                     // The last stretch: yield to the loop (which keeps reading) and look
                     // again, until the deadline passes.
                     std::future::poll_fn(|cx| {
-                        if crate::clock::mono_ns() >= deadline_ns {
+                        if crate::time::mono_ns() >= deadline_ns {
                             std::task::Poll::Ready(())
                         } else {
                             cx.waker().wake_by_ref();
@@ -175,7 +175,7 @@ impl LoopTimer {
                         }
                     })
                     .await;
-                    return Ok(Some(crate::clock::mono_ns()));
+                    return Ok(Some(crate::time::mono_ns()));
                 }
                 Err(rustix::io::Errno::AGAIN) => ready.clear_ready(),
                 Err(e) => return Err(e.into()),
@@ -192,7 +192,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn the_loop_timer_never_fires_early_and_rearms() {
         let timer = LoopTimer::new().unwrap();
-        let now = crate::clock::mono_ns();
+        let now = crate::time::mono_ns();
         assert_eq!(timer.until(now).await.unwrap(), None, "a passed deadline");
         // A wait dropped before its deadline leaves nothing behind for the next one.
         // (Its deadline is far enough away that no stall of a loaded machine reaches it.)
@@ -202,7 +202,7 @@ mod tests {
         // An expiry nobody read (its wait armed, then dropped after the deadline) is not
         // taken for the next deadline's.
         {
-            let stale = timer.until(crate::clock::mono_ns() + 100_000);
+            let stale = timer.until(crate::time::mono_ns() + 100_000);
             tokio::pin!(stale);
             // One poll arms it; then its deadline passes with nobody reading.
             let armed = std::future::poll_fn(|cx| {
@@ -211,16 +211,16 @@ mod tests {
             assert!(armed.await);
             std::thread::sleep(Duration::from_millis(2));
         }
-        let deadline = crate::clock::mono_ns() + 5_000_000;
+        let deadline = crate::time::mono_ns() + 5_000_000;
         timer.until(deadline).await.unwrap();
         assert!(
-            crate::clock::mono_ns() >= deadline,
+            crate::time::mono_ns() >= deadline,
             "a stale expiry woke it early"
         );
         for us in [300u64, 50, 1_000, 0, 700] {
-            let deadline = crate::clock::mono_ns() + us * 1_000 + 1;
+            let deadline = crate::time::mono_ns() + us * 1_000 + 1;
             let seen = timer.until(deadline).await.unwrap();
-            let after = crate::clock::mono_ns();
+            let after = crate::time::mono_ns();
             assert!(
                 after >= deadline,
                 "{us} us: woke {} ns early",

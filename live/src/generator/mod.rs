@@ -7,16 +7,16 @@
 //! (counters and HDR histograms); a shard that fails or never reports is named in the
 //! report and its requests are counted as lost, so the accounting always balances.
 
+pub mod calibrate;
 pub mod cli;
 pub mod config;
 pub mod distributed;
-pub mod http;
 pub mod k8s;
 pub mod result;
 pub mod shard;
+pub mod shards;
 pub mod stop;
 mod summary;
-mod wire;
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -32,7 +32,7 @@ use result::{Accounting, Origins, Outcome, RunReport, ShardResult, ShardStatus};
 use shard::{ShardTask, run_shard, slice_len};
 use stop::{GRACE, StopSignal, listen_for_signals};
 
-use crate::clock::mono_ns;
+use crate::time::mono_ns;
 use config::{RunConfig, ShardMode};
 
 /// Report format version.
@@ -47,7 +47,7 @@ pub enum RunError {
     Config(#[from] heisenbench_model::ModelError),
     /// The HTTP client cannot be built (a bad `--ca-cert`, say).
     #[error(transparent)]
-    Http(#[from] http::HttpError),
+    Http(#[from] crate::net::client::HttpError),
     /// The worker binary could not be found.
     #[error("cannot find the heisenbench binary to start shard processes: {0}")]
     Exe(std::io::Error),
@@ -125,7 +125,7 @@ const DEADLINE_SLACK: Duration = Duration::from_secs(5);
 pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
     cfg.validate()?;
     // Fail before any shard starts if the client cannot be built.
-    http::client(cfg)?;
+    crate::net::client::client(cfg.server())?;
     let exe = match (cfg.shard_mode, &opts.exe) {
         (ShardMode::Process, Some(p)) => Some(p.clone()),
         (ShardMode::Process, None) => Some(std::env::current_exe().map_err(RunError::Exe)?),

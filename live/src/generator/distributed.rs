@@ -19,7 +19,7 @@ use super::result::{RunReport, ShardResult};
 use super::shard::{ShardTask, run_shard, slice_len};
 use super::stop::StopSignal;
 use super::{RunOptions, report};
-use crate::clock::mono_ns;
+use crate::time::mono_ns;
 
 /// One shard of an N-shard run: `I/N`, I from 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,14 +1,29 @@
-//! The HTTP client of a run, built in one place: TLS trust, and the questions a run asks a
-//! server before it starts (which model it serves).
+//! The reqwest client, built in one place: TLS trust, the bearer token, and the questions
+//! asked of a server before a run starts (which model it serves). `https://` targets and
+//! URLs with credentials go through it; plain `http://` goes through the shard's own
+//! HTTP/1.1 client (`http1`).
 //!
 //! `https://` targets are verified against this machine's trust store (rustls with the
 //! platform verifier), plus a private CA given with `--ca-cert`. `--insecure` turns
 //! verification off; reports say so.
 
+use std::path::Path;
 use std::time::Duration;
 
-use super::config::{ApiKind, RunConfig};
-use crate::stream::{clip, error_text};
+use crate::openai::stream::{clip, error_text};
+
+/// A server as a client sees it: where it is and how to trust and address it.
+#[derive(Debug, Clone, Copy)]
+pub struct Server<'a> {
+    /// Base URL, e.g. `http://127.0.0.1:8000` (a trailing `/v1` is accepted).
+    pub url: &'a str,
+    /// A PEM file of extra trusted certificates (a private CA).
+    pub ca_cert: Option<&'a Path>,
+    /// Skip TLS certificate verification.
+    pub insecure: bool,
+    /// Environment variable holding the API key (sent as a bearer token).
+    pub api_key_env: Option<&'a str>,
+}
 
 /// Why a client or a question to the server failed.
 #[derive(Debug, thiserror::Error)]
@@ -70,14 +85,14 @@ pub fn error_chain(e: &reqwest::Error) -> String {
     clip(&parts.join(": "))
 }
 
-/// The client every shard of `cfg` uses.
-pub fn client(cfg: &RunConfig) -> Result<reqwest::Client, HttpError> {
+/// A client for `server` (its TLS trust; one per shard).
+pub fn client(server: Server<'_>) -> Result<reqwest::Client, HttpError> {
     // rustls needs one process-wide crypto provider; a second install is a no-op.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut b = reqwest::Client::builder()
         .tcp_nodelay(true)
         .pool_idle_timeout(Duration::from_secs(90));
-    if let Some(path) = &cfg.ca_cert {
+    if let Some(path) = server.ca_cert {
         let bad = |reason: String| HttpError::CaCert {
             path: path.display().to_string(),
             reason,
@@ -89,16 +104,16 @@ pub fn client(cfg: &RunConfig) -> Result<reqwest::Client, HttpError> {
         }
         b = b.tls_certs_merge(certs);
     }
-    if cfg.insecure {
+    if server.insecure {
         b = b.danger_accept_invalid_certs(true);
     }
     b.build().map_err(HttpError::Build)
 }
 
-/// The bearer token of `cfg`, read from its environment variable.
-pub fn authorization(cfg: &RunConfig) -> Option<String> {
-    cfg.api_key_env
-        .as_ref()
+/// The bearer token for `server`, read from its environment variable.
+pub fn authorization(server: Server<'_>) -> Option<String> {
+    server
+        .api_key_env
         .and_then(|var| std::env::var(var).ok())
         .map(|key| format!("Bearer {key}"))
 }
@@ -130,9 +145,9 @@ pub enum ModelChoiceError {
     Several(Vec<String>),
 }
 
-/// The one model the server at `cfg.url` serves, from its `/v1/models`.
-pub fn served_model(cfg: &RunConfig) -> Result<String, ModelChoiceError> {
-    let mut models = served_models(cfg).map_err(ModelChoiceError::Unreachable)?;
+/// The one model `server` serves, from its `/v1/models`.
+pub fn served_model(server: Server<'_>) -> Result<String, ModelChoiceError> {
+    let mut models = served_models(server).map_err(ModelChoiceError::Unreachable)?;
     match models.len() {
         1 => Ok(models.remove(0)),
         0 => Err(ModelChoiceError::NoModel),
@@ -141,12 +156,12 @@ pub fn served_model(cfg: &RunConfig) -> Result<String, ModelChoiceError> {
 }
 
 /// The ids of the models `/v1/models` lists (10 s timeout).
-pub fn served_models(cfg: &RunConfig) -> Result<Vec<String>, HttpError> {
-    let base = cfg.url.trim_end_matches('/');
+pub fn served_models(server: Server<'_>) -> Result<Vec<String>, HttpError> {
+    let base = server.url.trim_end_matches('/');
     let base = base.strip_suffix("/v1").unwrap_or(base);
     let url = format!("{base}/v1/models");
-    let shown = super::config::redact_url(&url);
-    let client = client(cfg)?;
+    let shown = redact_url(&url);
+    let client = client(server)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -160,7 +175,7 @@ pub fn served_models(cfg: &RunConfig) -> Result<Vec<String>, HttpError> {
     };
     let (status, body) = rt.block_on(async {
         let mut req = client.get(&url).timeout(Duration::from_secs(10));
-        if let Some(a) = authorization(cfg) {
+        if let Some(a) = authorization(server) {
             req = req.header("authorization", a);
         }
         let resp = req.send().await.map_err(request)?;
@@ -196,10 +211,15 @@ pub fn served_models(cfg: &RunConfig) -> Result<Vec<String>, HttpError> {
     Ok(list.data.into_iter().map(|e| e.id).collect())
 }
 
-/// The endpoint path of `api`.
-pub fn path(api: ApiKind) -> &'static str {
-    match api {
-        ApiKind::Completions => "/v1/completions",
-        ApiKind::Chat => "/v1/chat/completions",
+/// `url` with any `user:password@` replaced by `***@`, for reports and logs.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_string();
+    };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}***{}", &url[..scheme_end], &rest[at..]),
+        None => url.to_string(),
     }
 }

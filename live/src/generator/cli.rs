@@ -11,9 +11,9 @@ use heisenbench_model::units::Seconds;
 
 use super::config::{ResolveError, RunConfig, RunFlags, ShardMode};
 use super::distributed::{ShardSpec, parse_utc, utc_now_s};
-use super::http::{ModelChoiceError, served_model};
 use super::k8s::{Deployment, SecretKey};
-use crate::prompt::{PromptError, Prompts};
+use crate::net::client::{ModelChoiceError, served_model};
+use crate::openai::prompt::{PromptError, Prompts};
 
 /// `heisenbench run`.
 #[derive(Debug, clap::Args)]
@@ -145,7 +145,7 @@ impl RunArgs {
             cfg.prompts = Prompts::from_tokenizer(path, longest)?;
         }
         if self.flags.model.is_none() && self.flags.url.is_some() {
-            cfg.model = served_model(&cfg)?;
+            cfg.model = served_model(cfg.server())?;
         }
         cfg.validate()?;
         Ok((cfg, workers_given))

@@ -1,4 +1,4 @@
-//! The fast path of [`super::interpret`]: one pass over the bytes of a chunk, no allocation.
+//! The chunk scanner, the fast path of [`super::stream::interpret`]: one pass over the bytes of a chunk, no allocation.
 //!
 //! It reads the same JSON grammar serde_json does (any spacing and key order, nested values
 //! skipped) and answers only when it is sure to give what the serde path gives; on anything
@@ -9,7 +9,7 @@
 //! `"error"`, and nesting deeper than 64. A property test holds the two paths equal on
 //! random chunks.
 
-use super::Chunk;
+use super::stream::Chunk;
 
 /// The chunk `data` describes, or `None` to let the serde path decide.
 pub(super) fn chunk(data: &[u8]) -> Option<Chunk> {
@@ -440,9 +440,9 @@ impl<'a> Scan<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{StreamEvent, interpret_after, parse};
+    use super::super::stream::{StreamEvent, interpret_after, parse};
     use super::{Head, chunk, chunk_after};
-    use crate::sse::SseEvent;
+    use crate::openai::sse::SseEvent;
     use proptest::prelude::*;
 
     /// JSON values a server might put anywhere, awkward ones included.

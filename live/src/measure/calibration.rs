@@ -1,31 +1,21 @@
-//! Measuring the generator's own per-event cost on this machine.
-//!
-//! One thread shard streams 200-token responses from the embedded mock (on its own
-//! thread); the shard thread's CPU time divided by the events it handled is the mean cost
-//! of an event on this machine, everything included (HTTP, framing, stamping,
-//! bookkeeping). Its variability comes from the per-event processing times.
+//! The generator's per-event cost on this machine, as a curve over load, and where it is
+//! stored.
 //!
 //! The cost falls as the load rises (more events per wake-up and per read), so it is
 //! measured at several loads ([`LOADS_QPS`]) and a plan reads it at the rate one shard will
 //! carry ([`Calibration::cost_at`], [`Calibration::plan`]): a cost measured at a light load
-//! would ask for shards a heavy one does not need. `plan` and `run` use the stored curve
-//! instead of a guess; `run` measures one by itself the first time it needs it. The
-//! machine's loopback floor ([`crate::floor`]) is measured and stored with it.
+//! would ask for shards a heavy one does not need. The measurement itself runs the generator
+//! (`crate::generator::calibrate`); the default shard count reads the curve
+//! (`crate::generator::shards`). The machine's loopback floor ([`super::floor`]) is stored
+//! with it.
 
 use std::path::{Path, PathBuf};
 
 use heisenbench_model::error::ModelError;
 use heisenbench_model::plan::{Budget, Hardware, Load, WorkerPlan, plan_workers};
-use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
 use heisenbench_model::service::Service;
 use heisenbench_model::stats::Dist;
 use serde::{Deserialize, Serialize};
-
-use crate::mock::config::MockConfig;
-use crate::mock::{MockError, MockServer};
-
-use crate::run::config::RunConfig;
-use crate::run::{RunOptions, run};
 
 /// The loads a calibration measures by default, requests per second of 200-token streams
 /// (about 20,000, 100,000 and 400,000 events per second).
@@ -98,31 +88,13 @@ pub struct Calibration {
     pub cores: usize,
     /// This machine's loopback floor, idle and at the measurement's chunk rate.
     #[serde(default)]
-    pub floor: Option<crate::floor::Floor>,
+    pub floor: Option<crate::measure::floor::Floor>,
     /// The cost at each load measured, by rising rate (the fields above are the first).
     #[serde(default)]
     pub points: Vec<CostPoint>,
     /// The build that measured it ([`BUILD`]; empty in files from before it was kept).
     #[serde(default)]
     pub build: String,
-}
-
-/// `heisenbench calibrate`.
-#[derive(Debug, clap::Args)]
-pub struct CalibrateFlags {
-    /// How long to measure each load.
-    #[arg(long, default_value = "2s", value_parser = heisenbench_model::units::Seconds::parse_positive)]
-    pub duration: heisenbench_model::units::Seconds,
-    /// The loads to measure, requests per second of 200-token streams from the embedded
-    /// mock (the cost per event falls as the load rises).
-    #[arg(long, value_delimiter = ',', default_values = ["100", "500", "2000"])]
-    pub qps: Vec<heisenbench_model::units::Rate>,
-    /// Where to store the result (default: $HEISENBENCH_CALIBRATION or ~/.cache/heisenbench/calibration.json).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Print one JSON object.
-    #[arg(long)]
-    pub json: bool,
 }
 
 impl Calibration {
@@ -336,22 +308,10 @@ impl Calibration {
     }
 }
 
-/// Why calibration failed.
+/// Why a stored calibration could not be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CalibrationError {
-    /// The embedded mock did not start.
-    #[error(transparent)]
-    Mock(#[from] MockError),
-    /// The run could not be made.
-    #[error(transparent)]
-    Run(#[from] crate::run::RunError),
-    /// Nothing was measured.
-    #[error("no events were received; is the loopback interface up?")]
-    Empty,
-    /// The loopback floor could not be measured.
-    #[error("measuring the loopback floor: {0}")]
-    Floor(std::io::Error),
     /// The file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -360,9 +320,6 @@ pub enum CalibrationError {
         /// Why.
         source: std::io::Error,
     },
-    /// The plan could not be made.
-    #[error(transparent)]
-    Model(#[from] ModelError),
     /// The file is not a calibration.
     #[error("{path}: not a calibration file: {reason}")]
     Format {
@@ -371,79 +328,6 @@ pub enum CalibrationError {
         /// Why.
         reason: String,
     },
-}
-
-/// Seconds per load of the calibration a run makes by itself when there is none.
-pub const AUTO_CALIBRATION_S: f64 = 1.0;
-/// A run's default shard count keeps the p99 wait of an event for its shard's loop under
-/// this.
-pub const SHARD_BUDGET_S: f64 = 100e-6;
-
-/// The default shard count of a run of `workload` on a machine of `cores` cores, with the
-/// reasons, one a line (`whole_responses`: the server sends each response at once, as the
-/// embedded zero-latency mock does). Open loop: the shard count [`Calibration::default_shards`] gives
-/// with the calibration at `path` (else [`default_path`]); without one (or with one from
-/// another build) one is measured now (`before_measuring` is told first) and stored. A
-/// closed loop gets one shard per user, up to the cores.
-pub fn default_run_shards(
-    workload: &heisenbench_model::scenario::Workload,
-    whole_responses: bool,
-    path: Option<&Path>,
-    cores: u32,
-    before_measuring: &mut dyn FnMut(&str),
-) -> Result<(u32, Vec<String>), CalibrationError> {
-    use heisenbench_model::scenario::Arrivals;
-    let mut why = Vec::new();
-    let Some(qps) = workload.arrivals.rate_per_s() else {
-        let users = match workload.arrivals {
-            Arrivals::Closed { users, .. } => users,
-            _ => 1,
-        };
-        let k = users.min(cores).max(1);
-        why.push(format!(
-            "closed loop of {users} users: one shard per user up to the {cores} cores here: {k}"
-        ));
-        return Ok((k, why));
-    };
-    let path = path.map(Path::to_path_buf).or_else(default_path);
-    let stored = match &path {
-        Some(p) => load(p)?.filter(Calibration::fits_this_build),
-        None => None,
-    };
-    let (cal, source) = match stored {
-        Some(c) => {
-            let shown = path
-                .as_ref()
-                .map_or(String::new(), |p| p.display().to_string());
-            (c, format!("measured by `heisenbench calibrate` ({shown})"))
-        }
-        None => {
-            before_measuring(&format!(
-                "this machine has no calibration yet; measuring the generator's cost per event at {} loads (about {} s)...",
-                LOADS_QPS.len(),
-                LOADS_QPS.len() * AUTO_CALIBRATION_S as usize
-            ));
-            let c = measure(AUTO_CALIBRATION_S, &LOADS_QPS, false)?;
-            let kept = match &path {
-                Some(p) => match store(p, &c) {
-                    Ok(()) => format!("stored in {}", p.display()),
-                    Err(e) => format!("not stored: {e}"),
-                },
-                None => "not stored: no cache directory".into(),
-            };
-            (c, format!("measured just now, automatically ({kept})"))
-        }
-    };
-    let (k, reasons) = cal.default_shards(
-        qps,
-        workload.output_tokens.mean(),
-        whole_responses,
-        cores,
-        SHARD_BUDGET_S,
-        &source,
-    )?;
-    why.extend(reasons);
-    Ok((k, why))
 }
 
 /// `$HEISENBENCH_CALIBRATION`, else `$XDG_CACHE_HOME/heisenbench/calibration.json`, else
@@ -487,89 +371,6 @@ pub fn store(path: &Path, c: &Calibration) -> Result<(), CalibrationError> {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
     crate::files::write_atomic(path, &serde_json::to_vec_pretty(c).unwrap_or_default()).map_err(io)
-}
-
-/// Measures the per-event cost for `duration_s` at each of `loads_qps` requests per second
-/// (200-token streams), and, with `floor`, this machine's loopback floor.
-pub fn measure(
-    duration_s: f64,
-    loads_qps: &[f64],
-    floor: bool,
-) -> Result<Calibration, CalibrationError> {
-    let mut loads: Vec<f64> = loads_qps.to_vec();
-    loads.sort_by(f64::total_cmp);
-    loads.dedup();
-    let mut points = Vec::new();
-    let mut first = None;
-    for qps in &loads {
-        let (point, events, cpu_s) = measure_one(duration_s, *qps)?;
-        first.get_or_insert((point, events, cpu_s, *qps));
-        points.push(point);
-    }
-    let Some((p, events, cpu_s, qps)) = first else {
-        return Err(CalibrationError::Empty);
-    };
-    let floor = if floor {
-        let top = points.last().map_or(20_000.0, |p| p.events_per_s);
-        Some(crate::floor::measure(top).map_err(CalibrationError::Floor)?)
-    } else {
-        None
-    };
-    Ok(Calibration {
-        event_cost_mean_s: p.cost_mean_s,
-        event_cost_scv: p.cost_scv,
-        events,
-        cpu_s,
-        qps,
-        duration_s,
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        floor,
-        points,
-        build: BUILD.to_string(),
-    })
-}
-
-/// One load: the cost point, the events handled and the shard's CPU seconds.
-fn measure_one(duration_s: f64, qps: f64) -> Result<(CostPoint, u64, f64), CalibrationError> {
-    let mock = MockServer::start(MockConfig::embedded())?;
-    let cfg = RunConfig {
-        timeout_s: Some(30.0),
-        ..RunConfig::streaming(
-            "calibration",
-            Workload {
-                arrivals: Arrivals::Poisson { rate_per_s: qps },
-                stop: Stop::Duration {
-                    seconds: duration_s,
-                },
-                input_tokens: Lengths::Fixed { tokens: 32 },
-                output_tokens: Lengths::Fixed { tokens: 200 },
-            },
-            &mock.url(),
-            &MockConfig::default().model,
-        )
-    };
-    let report = run(&cfg, &RunOptions::default())?;
-    mock.shutdown();
-    let r = &report.merged;
-    if r.events == 0 || r.wall_ns == 0 {
-        return Err(CalibrationError::Empty);
-    }
-    let proc = &r.recorders.processing;
-    let scv = if proc.mean_s() > 0.0 {
-        (proc.sd_s() / proc.mean_s()).powi(2)
-    } else {
-        1.0
-    };
-    let cpu_s = r.cpu_ns as f64 * 1e-9;
-    Ok((
-        CostPoint {
-            events_per_s: r.events as f64 / (r.wall_ns as f64 * 1e-9),
-            cost_mean_s: cpu_s / r.events as f64,
-            cost_scv: scv,
-        },
-        r.events,
-        cpu_s,
-    ))
 }
 
 #[cfg(test)]

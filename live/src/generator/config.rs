@@ -7,6 +7,8 @@ use heisenbench_model::limits::duration_problem;
 use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
 use serde::{Deserialize, Serialize};
 
+use crate::net::client::{Server, redact_url};
+
 /// Which OpenAI endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -59,6 +61,16 @@ impl std::str::FromStr for ShardMode {
     }
 }
 
+impl ApiKind {
+    /// The endpoint's path.
+    pub fn path(self) -> &'static str {
+        match self {
+            Self::Completions => "/v1/completions",
+            Self::Chat => "/v1/chat/completions",
+        }
+    }
+}
+
 /// The per-request timeout when none is given: long enough for any sane generation, short
 /// enough that a server which accepts and never answers cannot hold a run forever.
 pub const DEFAULT_TIMEOUT_S: f64 = 300.0;
@@ -104,7 +116,7 @@ pub struct RunConfig {
     pub insecure: bool,
     /// How prompts are built and what their token counts mean.
     #[serde(default)]
-    pub prompts: crate::prompt::Prompts,
+    pub prompts: crate::openai::prompt::Prompts,
 }
 
 /// What a command line says about a run: the flags of `heisenbench run` that set a
@@ -267,7 +279,7 @@ impl RunConfig {
             csv: flags.csv,
             ca_cert: flags.ca_cert.clone(),
             insecure: flags.insecure,
-            prompts: crate::prompt::Prompts::words(),
+            prompts: crate::openai::prompt::Prompts::words(),
         };
         cfg.validate()?;
         Ok((cfg, workers.is_some()))
@@ -297,7 +309,7 @@ impl RunConfig {
             csv: false,
             ca_cert: None,
             insecure: false,
-            prompts: crate::prompt::Prompts::words(),
+            prompts: crate::openai::prompt::Prompts::words(),
         }
     }
 
@@ -384,10 +396,20 @@ impl RunConfig {
         self.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S)
     }
 
+    /// The server as its HTTP clients see it.
+    pub fn server(&self) -> Server<'_> {
+        Server {
+            url: &self.url,
+            ca_cert: self.ca_cert.as_deref(),
+            insecure: self.insecure,
+            api_key_env: self.api_key_env.as_deref(),
+        }
+    }
+
     /// The endpoint URL.
     pub fn endpoint(&self) -> String {
         let base = self.url.trim_end_matches('/');
-        let path = super::http::path(self.api);
+        let path = self.api.path();
         // A base given with its /v1 is accepted too.
         let base = base.strip_suffix("/v1").unwrap_or(base);
         format!("{base}{path}")
@@ -401,19 +423,6 @@ impl RunConfig {
         let mut h = Fnv64::default();
         h.write(text.as_bytes());
         format!("{:016x}", h.finish())
-    }
-}
-
-/// `url` with any `user:password@` replaced by `***@`, for reports and logs.
-pub fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
-        return url.to_string();
-    };
-    let rest = &url[scheme_end..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{}***{}", &url[..scheme_end], &rest[at..]),
-        None => url.to_string(),
     }
 }
 

@@ -25,9 +25,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use crate::sse::SseEvent;
-
-mod fast;
+use crate::openai::sse::SseEvent;
 
 /// One event's meaning.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,7 +117,7 @@ enum RawError<'a> {
 /// The longest server message kept, in characters.
 pub const MESSAGE_CHARS: usize = 200;
 
-pub use fast::Head;
+pub use super::scan::Head;
 
 /// Reads one event.
 pub fn interpret(ev: SseEvent<'_>) -> StreamEvent {
@@ -144,8 +142,8 @@ fn read_event(ev: SseEvent<'_>, head: Option<&mut Head>) -> StreamEvent {
     }
     // The common case in one pass; anything unusual goes to serde (the same answer).
     let fast = match head {
-        Some(head) => fast::chunk_after(ev.data, head),
-        None => fast::chunk(ev.data),
+        Some(head) => super::scan::chunk_after(ev.data, head),
+        None => super::scan::chunk(ev.data),
     };
     if let Some(c) = fast {
         return StreamEvent::Chunk(c);
@@ -154,7 +152,7 @@ fn read_event(ev: SseEvent<'_>, head: Option<&mut Head>) -> StreamEvent {
 }
 
 /// The serde path of [`interpret`] for a data line that is neither `[DONE]` nor typed.
-fn parse(data: &[u8]) -> StreamEvent {
+pub(super) fn parse(data: &[u8]) -> StreamEvent {
     let ev = SseEvent { event: b"", data };
     // serde would also read a struct from a JSON array: only an object is an event.
     if ev.data.trim_ascii_start().first() != Some(&b'{') {
@@ -226,7 +224,7 @@ pub fn clip(text: &str) -> String {
 }
 
 /// How a stream ended, from what it carried; the failure classes are
-/// [`crate::run::result::Outcome`]'s.
+/// the generator's `Outcome`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StreamState {
     /// Token events.
@@ -426,7 +424,7 @@ mod tests {
 
     /// Streams every dialect the fixtures hold, split at `cuts`: (tokens, usage, ending).
     fn read_stream(stream: &[u8], cuts: &[usize]) -> (u32, Option<u64>, Ending) {
-        let mut parser = crate::sse::SseParser::new();
+        let mut parser = crate::openai::sse::SseParser::new();
         let mut state = StreamState::default();
         let mut last = 0;
         for &c in cuts.iter().chain(std::iter::once(&stream.len())) {
@@ -443,7 +441,7 @@ mod tests {
         ($name:literal) => {
             (
                 $name,
-                &include_bytes!(concat!("../tests/fixtures/sse/", $name, ".sse"))[..],
+                &include_bytes!(concat!("../../tests/fixtures/sse/", $name, ".sse"))[..],
             )
         };
     }

@@ -13,7 +13,7 @@
 //! * two threads, each running a current-thread tokio runtime (as the mock and a shard do),
 //!   one TCP connection between them on 127.0.0.1 with `TCP_NODELAY`;
 //! * the sender's side of it yields the thread after each write, as the mock's connections
-//!   do (the `handoff` module), so a run's overhead and the floor are held to the same writer;
+//!   do (the `net::yielding` module), so a run's overhead and the floor are held to the same writer;
 //! * the sender wakes every millisecond and writes its messages for that millisecond, each
 //!   with its own `write` call, each 16 bytes holding the CLOCK_MONOTONIC time of its write;
 //! * the reader reads into a 16 KiB buffer, with the kernel stamping arrivals, and gives every
@@ -29,9 +29,9 @@ use heisenbench_model::stats::{Dist, Recorder};
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
 
-use crate::arrival;
-use crate::clock::mono_ns;
-use crate::handoff::HandOff;
+use crate::net::receive_stamps;
+use crate::net::yielding::HandOff;
+use crate::time::mono_ns;
 
 /// Length of the idle measurement, seconds.
 pub const IDLE_S: f64 = 2.0;
@@ -214,14 +214,14 @@ fn stream(rate: f64, seconds: f64) -> io::Result<Samples> {
                 sock.shutdown().await
             })
         })?;
-    let stamping = arrival::Stamping::start();
+    let stamping = receive_stamps::Stamping::start();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let rec = rt.block_on(async move {
         let sock = tokio::net::TcpStream::connect(addr).await?;
         sock.set_nodelay(true)?;
-        if !arrival::stamp_arrivals(&sock) {
+        if !receive_stamps::stamp_arrivals(&sock) {
             return Err(io::Error::other(
                 "this kernel does not stamp TCP arrivals (SO_TIMESTAMPNS)",
             ));
@@ -233,7 +233,7 @@ fn stream(rate: f64, seconds: f64) -> io::Result<Samples> {
         let mut buf = vec![0u8; 16 * 1024];
         let (mut filled, mut start) = (0usize, None::<u64>);
         loop {
-            let read = arrival::read(&sock, &mut buf[filled..]).await?;
+            let read = receive_stamps::read(&sock, &mut buf[filled..]).await?;
             if read.n == 0 {
                 break;
             }

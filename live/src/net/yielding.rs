@@ -1,7 +1,7 @@
 //! A connection that gives up the core after each write, so the reader it woke runs first.
 //!
 //! The mock's connections are these, and so is the writer of the loopback floor
-//! ([`crate::floor`]), which must be measured as the mock writes. When the mock and a
+//! (`measure::floor`), which must be measured as the mock writes. When the mock and a
 //! client share a machine, a write on loopback wakes the client's thread, and Linux usually
 //! queues that thread on the writer's own core (the wake-up is marked synchronous: the
 //! writer is expected to sleep soon). The mock often does not: at any load another request

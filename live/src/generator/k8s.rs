@@ -17,7 +17,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
-use super::config::{RunConfig, ShardMode, redact_url};
+use super::config::{RunConfig, ShardMode};
+use crate::net::client::redact_url;
 
 /// The manifests: apply with `kubectl apply -f`.
 #[derive(Debug, Serialize)]

@@ -3,7 +3,7 @@
 //! Through reqwest, a response's bytes are read by hyper's connection task, decoded, and
 //! handed through a channel to the request's task, which stamps them a task switch later.
 //! Here the request's task reads the socket itself, and each read carries the kernel's
-//! stamp of when its bytes arrived ([`crate::arrival`]) as well as the time it returned,
+//! stamp of when its bytes arrived ([`crate::net::receive_stamps`]) as well as the time it returned,
 //! so nothing in this process stands between the network and a chunk's stamp. It serves plain
 //! `http://` URLs without credentials in them (the embedded mock, and a server on a private
 //! network); anything else (TLS, a user in the URL) goes through reqwest.
@@ -20,7 +20,7 @@ use std::io;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use crate::arrival;
+use crate::net::receive_stamps;
 
 /// Largest response head read.
 const MAX_HEAD: usize = 64 * 1024;
@@ -98,7 +98,7 @@ impl Wire {
                         .await
                         .map_err(WireError::Connect)?;
                     s.set_nodelay(true).map_err(WireError::Connect)?;
-                    arrival::stamp_arrivals(&s);
+                    receive_stamps::stamp_arrivals(&s);
                     s
                 }
             };
@@ -251,7 +251,7 @@ struct Inbox {
     store: Vec<u8>,
     start: usize,
     end: usize,
-    last: Option<arrival::Stamps>,
+    last: Option<receive_stamps::Stamps>,
 }
 
 impl Inbox {
@@ -282,7 +282,7 @@ impl Inbox {
                 self.store.resize(self.end + READ_SIZE, 0);
             }
         }
-        let mut r = arrival::read(sock, &mut self.store[self.end..]).await?;
+        let mut r = receive_stamps::read(sock, &mut self.store[self.end..]).await?;
         self.end += r.n;
         if r.n > 0 {
             // Each read's stamp is converted to the monotonic clock on its own, which can
@@ -330,7 +330,7 @@ pub(crate) struct Piece<'a> {
     pub(crate) bytes: &'a [u8],
     /// When the read that brought them returned, and when the latest of them reached the
     /// socket.
-    pub(crate) stamps: arrival::Stamps,
+    pub(crate) stamps: receive_stamps::Stamps,
 }
 
 /// A response being read.
@@ -378,7 +378,7 @@ impl<'w> Response<'w> {
             self.decode()?;
             if !self.out.is_empty() {
                 // Body bytes only come from reads, so there was a last read.
-                let stamps = self.buf.last.unwrap_or_else(arrival::Stamps::now);
+                let stamps = self.buf.last.unwrap_or_else(receive_stamps::Stamps::now);
                 return Ok(Some(Piece {
                     bytes: &self.out,
                     stamps,

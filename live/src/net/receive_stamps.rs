@@ -28,7 +28,7 @@ use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, setsockopt, socko
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
-use crate::clock::{mono_ns, realtime_ns};
+use crate::time::{mono_ns, realtime_ns};
 
 /// Keeps the kernel's stamping of arrivals on while it lives: a socket that asks for it
 /// and is never read.
