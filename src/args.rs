@@ -3,9 +3,9 @@
 //! `live::run::cli`, ...) and every value is parsed by its type, so a malformed duration
 //! or rate is refused before anything runs.
 
+use crate::flags::mock::MockFlags;
+use crate::flags::run::{K8sArgs, RunArgs};
 use clap::{Args, Parser, Subcommand};
-use heisenbench_live::generator::cli::{K8sArgs, RunArgs};
-use heisenbench_live::mock::config::MockConfig;
 
 /// Honest performance measurement of LLM serving: predict, simulate and measure the
 /// benchmark client's own delay.
@@ -22,15 +22,15 @@ pub struct Cli {
 pub enum Command {
     /// Evaluate one queue: mean, quantiles and counts of the wait.
     #[command(subcommand)]
-    Model(heisenbench_model::cli::QueueCmd),
+    Model(crate::flags::model::QueueCmd),
     /// How many client loops a load needs under a wait budget (or, with --max-qps, how
     /// much load k loops carry).
-    Plan(heisenbench_model::cli::PlanFlags),
+    Plan(crate::flags::model::PlanFlags),
     /// Simulate a benchmark client and server (a scenario file or a preset), or one
     /// textbook queue (`sim queue`).
     Sim(Box<SimArgs>),
     /// Serve the embedded OpenAI-compatible mock LLM server (llm-d-inference-sim's flags).
-    Mock(Box<MockConfig>),
+    Mock(Box<MockFlags>),
     /// Run the live sharded load generator against a server (or the embedded mock).
     Run(Box<RunArgs>),
     /// Merge shard results (files or pod logs) of one plan into one report.
@@ -40,11 +40,11 @@ pub enum Command {
     /// Hold a report (sim, live, or a foreign client's measurements) against the model.
     Compare(CompareArgs),
     /// A latency profile: stages of rising rate until saturation, and the knee.
-    Sweep(Box<heisenbench_model::cli::SweepFlags>),
+    Sweep(Box<crate::flags::model::SweepFlags>),
     /// Redraw the figures from a figure-data.json file.
     Figures(FiguresArgs),
     /// Measure this machine's per-event cost of the generator, for `plan` and `run`.
-    Calibrate(heisenbench_live::generator::calibrate::CalibrateFlags),
+    Calibrate(crate::flags::calibrate::CalibrateFlags),
     /// A shard worker process (started by `run`; reads its task on stdin).
     #[command(name = "__shard", hide = true)]
     Shard,
@@ -53,7 +53,7 @@ pub enum Command {
     Reproduce(ReproduceArgs),
     /// Audit another benchmark client: run it against the embedded mock, whose truth is
     /// known, and measure how much of what it reports is its own delay.
-    Audit(Box<heisenbench_live::audit::flags::AuditFlags>),
+    Audit(Box<crate::flags::audit::AuditFlags>),
     /// Serve the interactive page that teaches the client-queue effect (loopback only).
     Explore(ExploreArgs),
 }
@@ -78,14 +78,14 @@ pub struct SimArgs {
     pub textbook: Option<SimSub>,
     /// The scenario and its overrides.
     #[command(flatten)]
-    pub flags: heisenbench_sim::cli::SimFlags,
+    pub flags: crate::flags::sim::SimFlags,
 }
 
 /// Subcommands of `sim`.
 #[derive(Debug, Subcommand)]
 pub enum SimSub {
     /// One FIFO queue by the Lindley recursion and the event engine, against the model.
-    Queue(heisenbench_sim::cli::QueueFlags),
+    Queue(crate::flags::sim::QueueFlags),
 }
 
 /// `heisenbench reproduce`.

@@ -28,6 +28,7 @@ use std::io::Write;
 
 mod args;
 mod cmd;
+mod flags;
 
 pub use args::Cli;
 

@@ -50,9 +50,3 @@ pub mod mock;
 pub mod net;
 pub mod openai;
 pub mod time;
-
-/// What a set of flags gives when none of them is passed: each field at its flag's default.
-/// The `Default` of a config whose fields are its flags, so the two cannot drift apart.
-pub(crate) fn flag_defaults<T: clap::Args + clap::FromArgMatches>() -> T {
-    heisenbench_model::cli::parse_flags(&[]).expect("every flag has a default that parses")
-}

@@ -46,8 +46,6 @@
 
 pub mod batch;
 mod burst;
-#[cfg(feature = "cli")]
-pub mod cli;
 pub mod compare;
 pub mod error;
 mod fft;

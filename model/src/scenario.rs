@@ -375,6 +375,15 @@ impl Lengths {
     }
 }
 
+/// The root seed when none is given, by a flag or a file, in every command and view:
+/// "same seed, same plan" holds across `plan`, `sim` and `run` only if they agree on it.
+pub const DEFAULT_SEED: u64 = 1;
+
+/// [`DEFAULT_SEED`], for a file's omitted `seed`.
+pub fn default_seed() -> u64 {
+    DEFAULT_SEED
+}
+
 /// What is sent and when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

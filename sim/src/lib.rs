@@ -32,8 +32,6 @@
 //!   byte-identical report.
 //! * Statistics stream into HDR histograms: memory does not grow with events.
 
-#[cfg(feature = "cli")]
-pub mod cli;
 pub mod engine;
 pub mod events;
 pub mod plancheck;

@@ -19,8 +19,10 @@ pub struct SimScenario {
     /// A label for reports.
     #[serde(default)]
     pub name: String,
-    /// The root seed of every random stream.
-    #[serde(default)]
+    /// The root seed of every random stream ([`DEFAULT_SEED`] when the file omits it).
+    ///
+    /// [`DEFAULT_SEED`]: heisenbench_model::scenario::DEFAULT_SEED
+    #[serde(default = "heisenbench_model::scenario::default_seed")]
     pub seed: u64,
     /// What is sent and when.
     pub workload: Workload,

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
+use crate::flags::audit::AuditFlags;
 use heisenbench_figures::{AuditPoint, AuditedClient};
-use heisenbench_live::audit::flags::AuditFlags;
 use heisenbench_live::audit::predict;
 use heisenbench_live::audit::report::{AuditReport, AuditSeries};
 use heisenbench_live::audit::{self, AuditConfig, AuditError};
@@ -28,7 +28,9 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
         None => AuditConfig::fresh_work_dir(),
     };
     let series = a.is_series();
-    let bursts = a.mock.law().streams_in_bursts();
+    let bursts = heisenbench_live::mock::config::MockConfig::from(a.mock.clone())
+        .law()
+        .streams_in_bursts();
     let server = format!(
         "embedded mock: TTFT {}, ITL {}",
         format_seconds(a.mock.time_to_first_token.as_secs_f64()),

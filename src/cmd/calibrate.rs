@@ -2,7 +2,8 @@
 
 use std::io::Write;
 
-use heisenbench_live::generator::calibrate::{CalibrateFlags, measure};
+use crate::flags::calibrate::CalibrateFlags;
+use heisenbench_live::generator::calibrate::measure;
 use heisenbench_live::measure::calibration::{default_path, store};
 
 use super::write_json;

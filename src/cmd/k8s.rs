@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use heisenbench_live::generator::cli::K8sArgs;
+use crate::flags::run::K8sArgs;
 use heisenbench_live::generator::k8s::manifests;
 
 use super::run::config as run_config;

@@ -27,7 +27,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<(), Failure> {
         Command::Model(q) => model::run(q, out),
         Command::Plan(p) => plan::run(p, out),
         Command::Sim(s) => sim::run(*s, out),
-        Command::Mock(m) => mock::run(*m, out),
+        Command::Mock(m) => mock::run((*m).into(), out),
         Command::Run(r) => run::run(*r, out),
         Command::Calibrate(c) => calibrate::run(c, out),
         Command::Compare(c) => compare::run(c, out),
@@ -84,7 +84,7 @@ pub(crate) fn check_out_file(path: &std::path::Path) -> Result<(), Failure> {
     files::check_file(path).map_err(|e| Failure::Usage(format!("--out {e}")))
 }
 
-/// Send times from a trace file ([`heisenbench_live::generator::cli::read_trace`]).
+/// Send times from a trace file ([`crate::flags::run::read_trace`]).
 pub(crate) fn read_trace(path: &std::path::Path) -> Result<Vec<f64>, Failure> {
-    heisenbench_live::generator::cli::read_trace(path).map_err(|e| Failure::Usage(e.to_string()))
+    crate::flags::run::read_trace(path).map_err(|e| Failure::Usage(e.to_string()))
 }

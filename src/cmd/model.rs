@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use heisenbench_model::cli::QueueCmd;
+use crate::flags::model::QueueCmd;
 use heisenbench_model::queue::TailMethod;
 use heisenbench_sim::plancheck::PoolCheck;
 

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
+use crate::flags::model::PlanFlags;
 use heisenbench_live::measure::calibration::{default_path, load};
-use heisenbench_model::cli::PlanFlags;
 use heisenbench_model::plan::{max_qps, plan_workers};
 use heisenbench_model::units::format_seconds;
 use heisenbench_sim::plancheck::check_plan;

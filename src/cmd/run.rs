@@ -3,8 +3,8 @@
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
+use crate::flags::run::RunArgs;
 use heisenbench_live::generator::calibrate::CalibrateError;
-use heisenbench_live::generator::cli::RunArgs;
 use heisenbench_live::generator::config::RunConfig;
 use heisenbench_live::generator::result::RunReport;
 use heisenbench_live::generator::shards::default_run_shards;

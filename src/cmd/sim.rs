@@ -3,8 +3,8 @@
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
+use crate::flags::sim::{QueueFlags, SimFlags};
 use anyhow::Context;
-use heisenbench_sim::cli::{QueueFlags, SimFlags};
 use heisenbench_sim::engine::Simulation;
 use heisenbench_sim::report::SimReport;
 use heisenbench_sim::scenario::SimScenario;

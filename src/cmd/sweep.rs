@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
+use crate::flags::model::SweepFlags;
 use heisenbench_live::generator::config::RunConfig;
 use heisenbench_live::generator::{RunOptions, run as run_live};
-use heisenbench_model::cli::SweepFlags;
 use heisenbench_model::profile::sweep;
 use heisenbench_model::scenario::{Arrivals, Stop};
 use heisenbench_model::units::format_seconds;

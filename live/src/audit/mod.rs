@@ -9,7 +9,6 @@
 //! model of the client's loop.
 
 pub mod adapters;
-pub mod flags;
 pub mod predict;
 pub mod report;
 pub mod tree;

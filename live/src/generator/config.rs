@@ -4,7 +4,7 @@ use std::hash::Hasher;
 
 use heisenbench_model::ModelError;
 use heisenbench_model::limits::duration_problem;
-use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
+use heisenbench_model::scenario::{Arrivals, DEFAULT_SEED, Lengths, Stop, Workload};
 use serde::{Deserialize, Serialize};
 
 use crate::net::client::{Server, redact_url};
@@ -119,83 +119,70 @@ pub struct RunConfig {
     pub prompts: crate::openai::prompt::Prompts,
 }
 
-/// What a command line says about a run: the flags of `heisenbench run` that set a
-/// [`RunConfig`] field (the workload's are the model's [`WorkloadFlags`], filled by the
-/// command). Each `None` leaves the scenario file's value and, past it, the default
-/// ([`RunConfig::resolve`]); the rest are the flags' own values. `Default` is what the
-/// flags give when none is passed.
+/// What a command line says about a run, over a scenario file: one field for each flag of
+/// `heisenbench run` that sets a [`RunConfig`] field, and the workload's
+/// ([`WorkloadFlags`]). Each `None` leaves the scenario file's value and, past it, the
+/// default ([`RunConfig::resolve`]); the rest are given. `Default` is a command line with
+/// no flag.
 ///
 /// [`WorkloadFlags`]: heisenbench_model::scenario::WorkloadFlags
-#[derive(Debug, Clone, clap::Args)]
-pub struct RunFlags {
+#[derive(Debug, Clone)]
+pub struct RunOverrides {
     /// Base URL of the server; without it, the embedded mock is started in this process.
-    #[arg(long)]
     pub url: Option<String>,
     /// completions or chat.
-    #[arg(long, default_value = "completions", value_parser = parse_flag::<ApiKind>)]
     pub api: ApiKind,
     /// Ask for whole responses instead of streams.
-    #[arg(long = "no-stream", action = clap::ArgAction::SetFalse)]
     pub stream: bool,
     /// The model field of each request (default: the one model the server's /v1/models
     /// lists; the embedded mock's name without --url).
-    #[arg(long)]
     pub model: Option<String>,
     /// Extra trusted certificates (PEM, e.g. a private CA) for an https:// --url.
-    #[arg(long)]
     pub ca_cert: Option<std::path::PathBuf>,
     /// Do not verify the server's TLS certificate (the report says so).
-    #[arg(long)]
     pub insecure: bool,
     /// Environment variable holding the API key (never printed or written).
-    #[arg(long)]
     pub api_key_env: Option<String>,
     /// Per-request timeout from the actual send.
-    #[arg(long = "timeout", value_name = "TIMEOUT", value_parser = positive_seconds, allow_hyphen_values = true)]
     pub timeout_s: Option<f64>,
     /// Requests one shard keeps in flight at most.
-    #[arg(long = "max-in-flight", value_name = "MAX_IN_FLIGHT", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_in_flight_per_shard: Option<u32>,
     /// Shards (default: what `plan` says this load needs, capped at this machine's cores).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub workers: Option<u32>,
     /// process or thread.
-    #[arg(long, default_value = "process", value_parser = parse_flag::<ShardMode>)]
     pub shard_mode: ShardMode,
     /// Emulated client cost per received event (busy work on the shard's loop), e.g. 12us.
-    #[arg(long = "client-cost", value_name = "CLIENT_COST", default_value = "0s", hide_default_value = true, value_parser = seconds, allow_hyphen_values = true)]
     pub client_cost_s: f64,
     /// Root seed of the schedule.
-    #[arg(long)]
     pub seed: Option<u64>,
-    /// Keep a row per request (`run --csv`, declared with the `--out` it needs).
-    #[arg(skip)]
+    /// Keep a row per request (`run --csv`).
     pub csv: bool,
-    /// The workload's flags (declared by the command: their types are the model's).
-    #[arg(skip)]
+    /// The workload's overrides.
     pub workload: heisenbench_model::scenario::WorkloadFlags,
 }
 
-impl Default for RunFlags {
-    /// The flags' defaults: what `heisenbench run` is given with no flag.
+impl Default for RunOverrides {
+    /// No flag: the endpoint's completions, streamed, from shard processes, with no
+    /// emulated cost; the rest from the file or the defaults.
     fn default() -> Self {
-        crate::flag_defaults()
+        Self {
+            url: None,
+            api: ApiKind::Completions,
+            stream: true,
+            model: None,
+            ca_cert: None,
+            insecure: false,
+            api_key_env: None,
+            timeout_s: None,
+            max_in_flight_per_shard: None,
+            workers: None,
+            shard_mode: ShardMode::Process,
+            client_cost_s: 0.0,
+            seed: None,
+            csv: false,
+            workload: heisenbench_model::scenario::WorkloadFlags::default(),
+        }
     }
-}
-
-/// A value whose grammar lives in its type's `FromStr`.
-fn parse_flag<T: std::str::FromStr<Err = ModelError>>(s: &str) -> Result<T, ModelError> {
-    s.parse()
-}
-
-/// A duration such as 12us or 1.5s, in seconds (zero allowed).
-fn seconds(s: &str) -> Result<f64, ModelError> {
-    heisenbench_model::units::Seconds::parse(s).map(|d| d.get())
-}
-
-/// A duration greater than zero, in seconds.
-fn positive_seconds(s: &str) -> Result<f64, ModelError> {
-    heisenbench_model::units::Seconds::parse_positive(s).map(|d| d.get())
 }
 
 /// The parts of a scenario file a live run reads (the server part is the simulator's).
@@ -207,8 +194,7 @@ struct RunScenario {
     /// The simulator's server model: not a live run's business, but part of the file.
     #[serde(default, rename = "server")]
     _server: Option<serde::de::IgnoredAny>,
-    #[serde(default)]
-    seed: u64,
+    seed: Option<u64>,
     workload: Workload,
     client: Option<heisenbench_model::scenario::ClientModel>,
 }
@@ -232,7 +218,7 @@ impl RunConfig {
     /// client), since a caller may size it itself otherwise.
     pub fn resolve(
         scenario_json: Option<&str>,
-        flags: &RunFlags,
+        flags: &RunOverrides,
     ) -> Result<(Self, bool), ResolveError> {
         use heisenbench_model::scenario::{Arrivals, Lengths, Stop};
         let file: Option<RunScenario> = scenario_json.map(serde_json::from_str).transpose()?;
@@ -254,7 +240,10 @@ impl RunConfig {
                 .map(|f| f.name.clone())
                 .filter(|n| !n.is_empty())
                 .unwrap_or_else(|| "live".into()),
-            seed: flags.seed.or(file.as_ref().map(|f| f.seed)).unwrap_or(1),
+            seed: flags
+                .seed
+                .or(file.as_ref().and_then(|f| f.seed))
+                .unwrap_or(DEFAULT_SEED),
             workload,
             url: flags
                 .url
@@ -294,7 +283,7 @@ impl RunConfig {
     pub fn streaming(name: &str, workload: Workload, url: &str, model: &str) -> Self {
         Self {
             name: name.into(),
-            seed: 1,
+            seed: DEFAULT_SEED,
             workload,
             url: url.into(),
             api: ApiKind::Completions,
@@ -454,7 +443,7 @@ mod tests {
     /// No flag: a streamed completions run by process shards, nothing else set.
     #[test]
     fn the_flags_defaults() {
-        let f = RunFlags::default();
+        let f = RunOverrides::default();
         assert!(f.stream && !f.csv && !f.insecure);
         assert_eq!(
             (f.api, f.shard_mode),
@@ -469,7 +458,7 @@ mod tests {
     #[test]
     fn flags_over_file_over_defaults() {
         use heisenbench_model::scenario::{Arrivals, Lengths, Stop};
-        let (cfg, given) = RunConfig::resolve(None, &RunFlags::default()).unwrap();
+        let (cfg, given) = RunConfig::resolve(None, &RunOverrides::default()).unwrap();
         assert_eq!(
             cfg.workload.arrivals,
             Arrivals::Poisson { rate_per_s: 100.0 }
@@ -484,18 +473,18 @@ mod tests {
                 "input_tokens": {"kind": "fixed", "tokens": 4},
                 "output_tokens": {"kind": "fixed", "tokens": 5}},
             "client": {"workers": 3, "costs": {"chunk": {"kind": "deterministic", "mean_s": 0.0}}}}"#;
-        let (cfg, given) = RunConfig::resolve(Some(file), &RunFlags::default()).unwrap();
+        let (cfg, given) = RunConfig::resolve(Some(file), &RunOverrides::default()).unwrap();
         assert_eq!((cfg.seed, cfg.workers, cfg.name.as_str()), (7, 3, "f"));
         assert_eq!(cfg.workload.stop, Stop::Count { requests: 9 });
         assert!(given);
-        let flags = RunFlags {
+        let flags = RunOverrides {
             seed: Some(2),
             workers: Some(5),
             workload: heisenbench_model::scenario::WorkloadFlags {
                 qps: Some(80.0),
                 ..Default::default()
             },
-            ..RunFlags::default()
+            ..RunOverrides::default()
         };
         let (cfg, _) = RunConfig::resolve(Some(file), &flags).unwrap();
         assert_eq!((cfg.seed, cfg.workers), (2, 5));
@@ -504,7 +493,7 @@ mod tests {
             Arrivals::Poisson { rate_per_s: 80.0 }
         );
         assert!(matches!(
-            RunConfig::resolve(Some("{}"), &RunFlags::default()),
+            RunConfig::resolve(Some("{}"), &RunOverrides::default()),
             Err(ResolveError::Scenario(_))
         ));
     }

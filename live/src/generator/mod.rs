@@ -8,7 +8,6 @@
 //! report and its requests are counted as lost, so the accounting always balances.
 
 pub mod calibrate;
-pub mod cli;
 pub mod config;
 pub mod distributed;
 pub mod k8s;

@@ -132,78 +132,52 @@ impl FromStr for FailureType {
     }
 }
 
-/// Everything the mock needs, declared once: its fields are `heisenbench mock`'s flags
-/// (and `audit`'s), whose names and defaults follow llm-d-inference-sim, and
-/// [`MockConfig::default`] is what those flags give when none is passed. Latencies take a
-/// bare integer as milliseconds (as older llm-d-inference-sim versions did) or a duration
-/// with a unit (250us, 2ms, 1s); unlike llm-d-inference-sim, sub-millisecond latencies are
-/// kept exact instead of being truncated to whole milliseconds. Every streamed chunk carries
-/// "heisenbench_sent_ns": CLOCK_MONOTONIC nanoseconds when it was sent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clap::Args)]
+/// Everything the mock needs. Its names and defaults follow llm-d-inference-sim's flags
+/// (`heisenbench mock` has one flag a field); [`MockConfig::default`] is what the mock
+/// serves with no flag. Sub-millisecond latencies are kept exact, unlike
+/// llm-d-inference-sim's whole milliseconds ([`parse_latency`] reads them). Every streamed
+/// chunk carries "heisenbench_sent_ns": CLOCK_MONOTONIC nanoseconds when it was sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MockConfig {
     /// Address to bind.
-    #[arg(long, default_value = "127.0.0.1")]
     pub host: IpAddr,
     /// Port to listen on (0: any free port).
-    #[arg(long, default_value_t = 8000)]
     pub port: u16,
     /// The served model name.
-    #[arg(long, default_value = "heisenbench-mock")]
     pub model: String,
     /// Time to first token.
-    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
     pub time_to_first_token: Duration,
     /// Standard deviation of the time to first token (normal jitter, clamped at zero).
-    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
     pub time_to_first_token_std_dev: Duration,
     /// Time between consecutive tokens.
-    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
     pub inter_token_latency: Duration,
     /// Standard deviation of the inter-token latency.
-    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
     pub inter_token_latency_std_dev: Duration,
     /// Fixed prefill time; with --prefill-time-per-token it replaces the TTFT when set.
-    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
     pub prefill_overhead: Duration,
     /// Prefill time per prompt token.
-    #[arg(long, default_value = "0", value_parser = parse_latency, allow_hyphen_values = true)]
     pub prefill_time_per_token: Duration,
     /// Concurrent sequences (batch slots).
-    #[arg(long, default_value_t = 5)]
     pub max_num_seqs: u32,
     /// Requests that may wait for a slot; beyond, 429.
-    #[arg(long, default_value_t = 1000)]
     pub max_waiting_queue_length: u32,
     /// Slow-down factor F at full load: latencies scale by 1 + (F-1)(running-1)/(max_num_seqs-1).
-    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     pub time_factor_under_load: f64,
     /// Largest prompt + max_tokens; beyond, 400.
-    #[arg(long, default_value_t = 1024)]
     pub max_model_len: u32,
     /// Response text: echo (the prompt) or random.
-    #[arg(long, default_value = "random")]
     pub mode: Mode,
     /// Seed of the jitter, the random text and the failure draws.
-    #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Percentage (0-100) of requests answered with an injected failure.
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     pub failure_injection_rate: f64,
     /// Failures to inject, comma-separated, drawn uniformly: rate_limit, invalid_api_key,
     /// context_length, server_error, invalid_request, model_not_found (default: all).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        hide_default_value = true,
-        default_value = "rate_limit,invalid_api_key,context_length,server_error,invalid_request,model_not_found"
-    )]
     pub failure_types: Vec<FailureType>,
     /// Runtime threads (1: the mock stays on one core).
-    #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Close a connection that sends no whole request head for this long after it opened
     /// or after its previous response (idle keep-alive included).
-    #[arg(long, default_value = "60s", value_parser = parse_latency)]
     pub header_timeout: Duration,
 }
 
@@ -214,9 +188,31 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(60);
 pub const MAX_THREADS: usize = 256;
 
 impl Default for MockConfig {
-    /// The flags' defaults: what `heisenbench mock` serves with no flag.
+    /// What `heisenbench mock` serves with no flag: llm-d-inference-sim's defaults (zero
+    /// latency, 5 slots, 1,000 waiting, 1,024 tokens of context, random text), on
+    /// 127.0.0.1:8000.
     fn default() -> Self {
-        crate::flag_defaults()
+        Self {
+            host: IpAddr::from([127, 0, 0, 1]),
+            port: 8000,
+            model: "heisenbench-mock".into(),
+            time_to_first_token: Duration::ZERO,
+            time_to_first_token_std_dev: Duration::ZERO,
+            inter_token_latency: Duration::ZERO,
+            inter_token_latency_std_dev: Duration::ZERO,
+            prefill_overhead: Duration::ZERO,
+            prefill_time_per_token: Duration::ZERO,
+            max_num_seqs: 5,
+            max_waiting_queue_length: 1000,
+            time_factor_under_load: 1.0,
+            max_model_len: 1024,
+            mode: Mode::Random,
+            seed: 0,
+            failure_injection_rate: 0.0,
+            failure_types: FailureType::ALL.to_vec(),
+            threads: 1,
+            header_timeout: HEADER_TIMEOUT,
+        }
     }
 }
 

@@ -5,15 +5,17 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::flags::model::WorkloadArgs;
 use heisenbench_model::ModelError;
-use heisenbench_model::cli::WorkloadArgs;
 use heisenbench_model::units::Seconds;
 
-use super::config::{ResolveError, RunConfig, RunFlags, ShardMode};
-use super::distributed::{ShardSpec, parse_utc, utc_now_s};
-use super::k8s::{Deployment, SecretKey};
-use crate::net::client::{ModelChoiceError, served_model};
-use crate::openai::prompt::{PromptError, Prompts};
+use heisenbench_live::generator::config::{
+    ApiKind, ResolveError, RunConfig, RunOverrides, ShardMode,
+};
+use heisenbench_live::generator::distributed::{ShardSpec, parse_utc, utc_now_s};
+use heisenbench_live::generator::k8s::{Deployment, SecretKey};
+use heisenbench_live::net::client::{ModelChoiceError, served_model};
+use heisenbench_live::openai::prompt::{PromptError, Prompts};
 
 /// `heisenbench run`.
 #[derive(Debug, clap::Args)]
@@ -126,10 +128,10 @@ impl RunArgs {
             Some(p) => Some(read_trace(p)?),
             None => None,
         };
-        let flags = RunFlags {
+        let flags = RunOverrides {
             workload: self.workload.flags(trace),
             csv: self.csv,
-            ..self.flags.clone()
+            ..self.flags.clone().into()
         };
         let (mut cfg, workers_given) =
             RunConfig::resolve(text.as_deref(), &flags).map_err(|e| match e {
@@ -150,6 +152,95 @@ impl RunArgs {
         cfg.validate()?;
         Ok((cfg, workers_given))
     }
+}
+
+/// The flags of `heisenbench run` that set a [`RunConfig`] field ([`RunOverrides`], one
+/// flag a field; the workload's are [`WorkloadArgs`], declared beside these).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunFlags {
+    /// Base URL of the server; without it, the embedded mock is started in this process.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// completions or chat.
+    #[arg(long, default_value = "completions", value_parser = parse_flag::<ApiKind>)]
+    pub api: ApiKind,
+    /// Ask for whole responses instead of streams.
+    #[arg(long = "no-stream", action = clap::ArgAction::SetFalse)]
+    pub stream: bool,
+    /// The model field of each request (default: the one model the server's /v1/models
+    /// lists; the embedded mock's name without --url).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Extra trusted certificates (PEM, e.g. a private CA) for an https:// --url.
+    #[arg(long)]
+    pub ca_cert: Option<std::path::PathBuf>,
+    /// Do not verify the server's TLS certificate (the report says so).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Environment variable holding the API key (never printed or written).
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// Per-request timeout from the actual send.
+    #[arg(long = "timeout", value_name = "TIMEOUT", value_parser = positive_seconds, allow_hyphen_values = true)]
+    pub timeout_s: Option<f64>,
+    /// Requests one shard keeps in flight at most.
+    #[arg(long = "max-in-flight", value_name = "MAX_IN_FLIGHT", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_in_flight_per_shard: Option<u32>,
+    /// Shards (default: what `plan` says this load needs, capped at this machine's cores).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub workers: Option<u32>,
+    /// process or thread.
+    #[arg(long, default_value = "process", value_parser = parse_flag::<ShardMode>)]
+    pub shard_mode: ShardMode,
+    /// Emulated client cost per received event (busy work on the shard's loop), e.g. 12us.
+    #[arg(long = "client-cost", value_name = "CLIENT_COST", default_value = "0s", hide_default_value = true, value_parser = seconds, allow_hyphen_values = true)]
+    pub client_cost_s: f64,
+    /// Root seed of the schedule.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Keep a row per request (`run --csv`, declared with the `--out` it needs).
+    #[arg(skip)]
+    pub csv: bool,
+    /// The workload's flags (declared by the command: their types are the model's).
+    #[arg(skip)]
+    pub workload: heisenbench_model::scenario::WorkloadFlags,
+}
+
+impl From<RunFlags> for RunOverrides {
+    fn from(f: RunFlags) -> Self {
+        Self {
+            url: f.url,
+            api: f.api,
+            stream: f.stream,
+            model: f.model,
+            ca_cert: f.ca_cert,
+            insecure: f.insecure,
+            api_key_env: f.api_key_env,
+            timeout_s: f.timeout_s,
+            max_in_flight_per_shard: f.max_in_flight_per_shard,
+            workers: f.workers,
+            shard_mode: f.shard_mode,
+            client_cost_s: f.client_cost_s,
+            seed: f.seed,
+            csv: f.csv,
+            workload: f.workload,
+        }
+    }
+}
+
+/// A value whose grammar lives in its type's `FromStr`.
+fn parse_flag<T: std::str::FromStr<Err = ModelError>>(s: &str) -> Result<T, ModelError> {
+    s.parse()
+}
+
+/// A duration such as 12us or 1.5s, in seconds (zero allowed).
+fn seconds(s: &str) -> Result<f64, ModelError> {
+    heisenbench_model::units::Seconds::parse(s).map(|d| d.get())
+}
+
+/// A duration greater than zero, in seconds.
+fn positive_seconds(s: &str) -> Result<f64, ModelError> {
+    heisenbench_model::units::Seconds::parse_positive(s).map(|d| d.get())
 }
 
 /// `heisenbench k8s`.
@@ -244,8 +335,26 @@ pub fn read_trace(path: &Path) -> Result<Vec<f64>, RunArgsError> {
 mod tests {
     use super::*;
 
+    /// `run` with no flag overrides nothing: the flags' defaults are the overrides'.
+    #[test]
+    fn no_flag_is_no_override() {
+        let none: RunFlags = crate::flags::parse_flags(&[]).unwrap();
+        assert_eq!(
+            format!("{:?}", RunOverrides::from(none)),
+            format!("{:?}", RunOverrides::default())
+        );
+        let some: RunFlags =
+            crate::flags::parse_flags(&["--api", "chat", "--no-stream", "--shard-mode", "thread"])
+                .unwrap();
+        let o = RunOverrides::from(some);
+        assert_eq!(
+            (o.api, o.stream, o.shard_mode),
+            (ApiKind::Chat, false, ShardMode::Thread)
+        );
+    }
+
     fn parse<T: clap::Args + clap::FromArgMatches>(args: &[&str]) -> T {
-        heisenbench_model::cli::parse_flags(args).unwrap()
+        crate::flags::parse_flags(args).unwrap()
     }
 
     #[test]

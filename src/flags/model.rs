@@ -1,22 +1,21 @@
-//! The command line's words for the model (feature `cli`): the queues `heisenbench model`
-//! evaluates and the flags of `heisenbench plan`, declared beside the types they build, so a
-//! flag's meaning and its rule live in one place. Every value is parsed by its type's
+//! The flags of `heisenbench model` (one queue), `heisenbench plan`, `heisenbench sweep` and
+//! the workload flags `sim` and `run` share. Every value is parsed by its type's
 //! `FromStr` (or [`Seconds::parse_positive`]), so the grammar is the type's own.
 
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::batch::BatchMg1;
-use crate::error::Result;
-use crate::gig1::Gig1;
-use crate::mg1::Mg1;
-use crate::mmc::Mgc;
-use crate::plan::{Assignment, Budget, Hardware, Load};
-use crate::queue::WaitModel;
-use crate::scenario::{Gaps, Lengths, WorkloadFlags};
-use crate::service::{Service, ServiceKind};
-use crate::units::{Rate, Seconds};
+use heisenbench_model::batch::BatchMg1;
+use heisenbench_model::error::Result;
+use heisenbench_model::gig1::Gig1;
+use heisenbench_model::mg1::Mg1;
+use heisenbench_model::mmc::Mgc;
+use heisenbench_model::plan::{Assignment, Budget, Hardware, Load};
+use heisenbench_model::queue::WaitModel;
+use heisenbench_model::scenario::{Gaps, Lengths, WorkloadFlags};
+use heisenbench_model::service::{Service, ServiceKind};
+use heisenbench_model::units::{Rate, Seconds};
 
 /// The queues `heisenbench model` knows.
 #[derive(Debug, Subcommand)]
@@ -278,7 +277,7 @@ impl PlanFlags {
 }
 
 /// The workload flags of `heisenbench run` (and `k8s`): each replaces the scenario's
-/// value ([`crate::scenario::Workload::apply`] holds the rules of their meeting).
+/// value ([`heisenbench_model::scenario::Workload::apply`] holds the rules of their meeting).
 #[derive(Debug, Clone, Args)]
 pub struct WorkloadArgs {
     /// Requests per second.
@@ -378,29 +377,19 @@ pub struct SweepFlags {
 
 impl SweepFlags {
     /// The stopping rule the flags set.
-    pub fn criterion(&self) -> Result<crate::profile::Criterion> {
-        crate::profile::Criterion::new(self.min_achieved, self.max_p99.get())
+    pub fn criterion(&self) -> Result<heisenbench_model::profile::Criterion> {
+        heisenbench_model::profile::Criterion::new(self.min_achieved, self.max_p99.get())
     }
 
     /// The stages' rates, lowest first.
     pub fn rates(&self) -> Vec<f64> {
-        crate::profile::rates(
+        heisenbench_model::profile::rates(
             self.from.get(),
             self.to.get(),
             self.steps as usize,
             self.geometric,
         )
     }
-}
-
-/// `T`'s flags read from `args` (no program name first) as a command made of them alone
-/// reads them: what a group of flags gives, for its `Default` and for tests.
-pub fn parse_flags<T: Args + clap::FromArgMatches>(
-    args: &[&str],
-) -> std::result::Result<T, clap::Error> {
-    let cmd = T::augment_args(clap::Command::new("flags"));
-    let m = cmd.try_get_matches_from(std::iter::once("flags").chain(args.iter().copied()))?;
-    T::from_arg_matches(&m)
 }
 
 #[cfg(test)]
@@ -454,7 +443,7 @@ mod tests {
     }
 
     fn sweep(args: &[&str]) -> SweepFlags {
-        parse_flags(args).unwrap()
+        crate::flags::parse_flags(args).unwrap()
     }
 
     #[test]

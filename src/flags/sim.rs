@@ -1,5 +1,4 @@
-//! The command line's words for the simulator (feature `cli`): the flags of
-//! `heisenbench sim` and `sim queue`, declared beside the experiments they describe.
+//! The flags of `heisenbench sim` and `sim queue`.
 
 use std::path::PathBuf;
 
@@ -8,8 +7,8 @@ use heisenbench_model::scenario::WorkloadFlags;
 use heisenbench_model::service::Service;
 use heisenbench_model::units::{Rate, Seconds};
 
-use crate::scenario::{PRESET_SECONDS, ScenarioError, SimScenario, preset};
-use crate::textbook::{Engines, Gaps, QueueSpec};
+use heisenbench_sim::scenario::{PRESET_SECONDS, ScenarioError, SimScenario, preset};
+use heisenbench_sim::textbook::{Engines, Gaps, QueueSpec};
 
 /// `heisenbench sim`: a scenario file or a preset, with overrides.
 #[derive(Debug, Args)]
@@ -58,7 +57,12 @@ impl SimFlags {
         let mut list = match (&self.preset, file_text) {
             (Some(name), _) => {
                 let seconds = self.duration.map_or(PRESET_SECONDS, Seconds::get);
-                preset(name, seconds, self.seed.unwrap_or(1))?
+                preset(
+                    name,
+                    seconds,
+                    self.seed
+                        .unwrap_or(heisenbench_model::scenario::DEFAULT_SEED),
+                )?
             }
             (None, Some(text)) => vec![SimScenario::from_json(text)?],
             (None, None) => return Err(ScenarioError::Missing),
@@ -136,7 +140,7 @@ impl QueueFlags {
 mod tests {
     use super::*;
 
-    use heisenbench_model::cli::parse_flags as parse;
+    use crate::flags::parse_flags as parse;
 
     fn sim(args: &[&str]) -> SimFlags {
         parse(args).unwrap()

@@ -7,9 +7,9 @@ use heisenbench_model::ModelError;
 use heisenbench_model::plan;
 use heisenbench_model::units::{Rate, Seconds};
 
-use super::AuditConfig;
-use super::predict::Budget;
-use crate::mock::config::MockConfig;
+use crate::flags::mock::MockFlags;
+use heisenbench_live::audit::AuditConfig;
+use heisenbench_live::audit::predict::Budget;
 
 /// `heisenbench audit [options] -- COMMAND ARGS...`.
 ///
@@ -71,7 +71,7 @@ pub struct AuditFlags {
     pub json: bool,
     /// The server: any flag of `heisenbench mock` (zero latency by default).
     #[command(flatten)]
-    pub mock: MockConfig,
+    pub mock: MockFlags,
     /// The client command and its arguments, after `--`.
     #[arg(last = true, required = true, num_args = 1..)]
     pub command: Vec<String>,
@@ -131,7 +131,7 @@ impl AuditFlags {
                 },
                 timeout,
                 sample_every: Duration::from_millis(100),
-                mock: self.mock.clone(),
+                mock: self.mock.clone().into(),
             })
             .collect()
     }
@@ -142,7 +142,7 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Result<AuditFlags, clap::Error> {
-        heisenbench_model::cli::parse_flags(args)
+        crate::flags::parse_flags(args)
     }
 
     #[test]
