@@ -62,7 +62,12 @@ fn scenarios(a: &SimFlags) -> Result<Vec<SimScenario>, Failure> {
         })?),
         _ => None,
     };
-    let trace = a.trace.as_deref().map(super::read_trace).transpose()?;
+    let trace = a
+        .workload
+        .trace
+        .as_deref()
+        .map(super::read_trace)
+        .transpose()?;
     a.scenarios(text.as_deref(), trace)
         .map_err(|e| match (&a.scenario, &text) {
             (Some(path), Some(_)) => Failure::Usage(format!("{}: {e}", path.display())),

@@ -292,7 +292,7 @@ pub struct WorkloadArgs {
     /// Send times from a file, one per line, seconds from the start.
     #[arg(long)]
     pub trace: Option<PathBuf>,
-    /// Schedule length (default 10s).
+    /// Schedule length (default: the scenario file's, else 10s).
     #[arg(long, value_parser = Seconds::parse_positive, allow_hyphen_values = true)]
     pub duration: Option<Seconds>,
     /// Request count instead of a duration.

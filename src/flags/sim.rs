@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::flags::model::WorkloadArgs;
 use clap::Args;
-use heisenbench_model::scenario::WorkloadFlags;
 use heisenbench_model::service::Service;
 use heisenbench_model::units::{Rate, Seconds};
 
@@ -21,21 +21,12 @@ pub struct SimFlags {
     /// Root seed (overrides the file's).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Schedule length in seconds (overrides the file's stop; presets default to 10).
-    #[arg(long, value_parser = Seconds::parse_positive, allow_hyphen_values = true)]
-    pub duration: Option<Seconds>,
-    /// Request count instead of a duration.
-    #[arg(long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
-    pub requests: Option<u64>,
-    /// Offered requests per second (overrides the arrival rate).
-    #[arg(long, allow_hyphen_values = true)]
-    pub qps: Option<Rate>,
     /// Client loops (overrides the file's).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub workers: Option<u32>,
-    /// Send times from a file, one per line, seconds from the start (replaces the arrivals).
-    #[arg(long)]
-    pub trace: Option<PathBuf>,
+    /// The workload's flags, the same as `run`'s (each overrides the file's or the preset's).
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
     /// Print the full report as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -56,7 +47,7 @@ impl SimFlags {
     ) -> Result<Vec<SimScenario>, ScenarioError> {
         let mut list = match (&self.preset, file_text) {
             (Some(name), _) => {
-                let seconds = self.duration.map_or(PRESET_SECONDS, Seconds::get);
+                let seconds = self.workload.duration.map_or(PRESET_SECONDS, Seconds::get);
                 preset(
                     name,
                     seconds,
@@ -67,13 +58,7 @@ impl SimFlags {
             (None, Some(text)) => vec![SimScenario::from_json(text)?],
             (None, None) => return Err(ScenarioError::Missing),
         };
-        let flags = WorkloadFlags {
-            qps: self.qps.map(Rate::get),
-            trace,
-            duration_s: self.duration.map(Seconds::get),
-            requests: self.requests,
-            ..WorkloadFlags::default()
-        };
+        let flags = self.workload.flags(trace);
         for sc in &mut list {
             if let Some(seed) = self.seed {
                 sc.seed = seed;
@@ -178,6 +163,34 @@ mod tests {
             Err(ScenarioError::Missing)
         ));
         assert!(sim(&["--preset", "nope"]).scenarios(None, None).is_err());
+    }
+
+    /// `sim` reads the workload flags `run` reads, into the same workload: one scenario,
+    /// two views, one set of words.
+    #[test]
+    fn sim_and_run_read_the_workload_flags_alike() {
+        use heisenbench_model::scenario::{Arrivals, Lengths};
+        let words = [
+            "--users",
+            "3",
+            "--prompt-tokens",
+            "7",
+            "--output-tokens",
+            "uniform:2,4",
+            "--requests",
+            "30",
+        ];
+        let sc = &sim(&[&["--preset", "paper-1000"][..], &words].concat())
+            .scenarios(None, None)
+            .unwrap()[0];
+        let run: crate::flags::run::RunArgs = parse(&words).unwrap();
+        let (cfg, _) = run.config().unwrap();
+        assert_eq!(sc.workload, cfg.workload);
+        assert!(matches!(
+            sc.workload.arrivals,
+            Arrivals::Closed { users: 3, .. }
+        ));
+        assert_eq!(sc.workload.input_tokens, Lengths::Fixed { tokens: 7 });
     }
 
     #[test]
