@@ -9,6 +9,7 @@
 //!   its own cost calibration and the default shard count.
 //! * [`audit`]: another benchmark client run against the mock, whose truth is known.
 //! * [`measure`]: this machine's loopback floor and the generator's stored cost curve.
+//! * [`pages`]: the page server `heisenbench explore` serves its page with.
 //!
 //! What they share:
 //! * [`openai`]: the wire format without I/O: server-sent events, what a stream's events
@@ -49,4 +50,5 @@ pub mod measure;
 pub mod mock;
 pub mod net;
 pub mod openai;
+pub mod pages;
 pub mod time;

@@ -2,23 +2,20 @@
 
 use std::io::Write;
 
-use heisenbench_live::mock::{MockError, MockServer, Page};
+use heisenbench_live::net::server::ServeError;
+use heisenbench_live::pages::PageServer;
 
 use crate::Failure;
 use crate::args::ExploreArgs;
 
 pub fn run(a: ExploreArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], a.port));
-    let server = MockServer::serve_pages(addr, |path, query| {
+    let server = PageServer::start(addr, |path, query| {
         let r = heisenbench_figures::explore::handle(path, query);
-        Page {
-            status: r.status,
-            content_type: r.content_type,
-            body: r.body,
-        }
+        (r.status, r.content_type, r.body)
     })
     .map_err(|e| match e {
-        MockError::Bind { .. } => Failure::Usage(e.to_string()),
+        ServeError::Bind { .. } => Failure::Usage(e.to_string()),
         other => Failure::Runtime(other.into()),
     })?;
     let url = format!("{}/", server.url());

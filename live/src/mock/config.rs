@@ -181,8 +181,7 @@ pub struct MockConfig {
     pub header_timeout: Duration,
 }
 
-/// How long the page server waits for a request head (the mock's default
-/// [`MockConfig::header_timeout`]).
+/// The mock's default [`MockConfig::header_timeout`].
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(60);
 /// Most runtime threads the mock starts.
 pub const MAX_THREADS: usize = 256;

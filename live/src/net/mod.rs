@@ -14,4 +14,5 @@
 pub mod client;
 pub(crate) mod http1;
 pub(crate) mod receive_stamps;
+pub mod server;
 pub(crate) mod yielding;

@@ -1,0 +1,377 @@
+//! Answering one request: the server's state (slots, the latency law, its metrics), routing,
+//! admission and the dispatch of a generation.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use rand::{RngExt, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use tokio::sync::{Semaphore, mpsc, watch};
+
+use super::api::{self, Api, GenRequest, Words};
+use super::body::{Kind, MockBody, Track};
+use super::config::{MockConfig, Mode};
+use super::job::Job;
+use super::journal::{Journal, Served};
+use super::metrics::Metrics;
+use super::{MAX_BODY_BYTES, VOCABULARY};
+use crate::time::clock::Clock;
+use heisenbench_model::sample::{self, SimRng};
+
+pub(super) struct State {
+    pub(super) cfg: MockConfig,
+    /// The latency law of `cfg`.
+    pub(super) law: heisenbench_model::server::ServerModel,
+    pub(super) slots: Arc<Semaphore>,
+    pub(super) metrics: Metrics,
+    /// Failure injection and random text.
+    pub(super) rng: Mutex<Pcg64Mcg>,
+    /// The latency law's jitter: the stream the simulator's server draws from under the
+    /// same seed, so a seed means the same latencies in both.
+    pub(super) jitter: Mutex<SimRng>,
+    pub(super) next_id: AtomicU64,
+    /// Where the mock reads and waits for time.
+    pub(super) clock: Clock,
+    /// Where served requests are recorded (audits only).
+    pub(super) journal: Option<Arc<Journal>>,
+}
+
+impl State {
+    pub(super) fn new(cfg: MockConfig, clock: Clock, journal: Option<Arc<Journal>>) -> Arc<Self> {
+        Arc::new(State {
+            slots: Arc::new(Semaphore::new(cfg.max_num_seqs as usize)),
+            metrics: Metrics::default(),
+            rng: Mutex::new(Pcg64Mcg::seed_from_u64(cfg.seed)),
+            jitter: Mutex::new(sample::stream(cfg.seed, sample::purpose::SERVER)),
+            next_id: AtomicU64::new(0),
+            clock,
+            law: cfg.law(),
+            cfg,
+            journal,
+        })
+    }
+
+    /// Serves on `listener` until `shutdown` turns true, then lets open responses finish.
+    pub(super) async fn serve(
+        self: Arc<Self>,
+        listener: std::net::TcpListener,
+        shutdown: watch::Receiver<bool>,
+    ) {
+        let header_timeout = self.cfg.header_timeout;
+        let handler = move |req| handle(req, self.clone());
+        crate::net::server::serve(listener, header_timeout, handler, shutdown).await;
+    }
+
+    /// A standard normal draw for the latency law's jitter.
+    pub(super) fn normal(&self) -> f64 {
+        sample::standard_normal(&mut *self.jitter.lock().expect("jitter lock"))
+    }
+
+    pub(super) fn running(&self) -> u32 {
+        u32::try_from(self.metrics.running.load(Relaxed)).unwrap_or(u32::MAX)
+    }
+
+    /// The law's first-token latency for a request of `prompt_tokens`, at the batch now.
+    pub(super) fn ttft(&self, prompt_tokens: u32) -> Duration {
+        Duration::from_secs_f64(
+            self.law
+                .ttft_s(prompt_tokens, self.running(), || self.normal()),
+        )
+    }
+
+    /// The law's inter-token latency, at the batch now.
+    pub(super) fn itl(&self) -> Duration {
+        Duration::from_secs_f64(self.law.itl_s(self.running(), || self.normal()))
+    }
+}
+
+pub(super) fn response(
+    status: StatusCode,
+    content_type: &str,
+    body: impl Into<Bytes>,
+) -> Response<MockBody> {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .body(MockBody::full(body))
+        .expect("static response parts are valid")
+}
+
+pub(super) fn error(
+    status: StatusCode,
+    message: &str,
+    kind: &str,
+    code: &str,
+) -> Response<MockBody> {
+    response(
+        status,
+        "application/json",
+        api::error_body(message, kind, code),
+    )
+}
+
+pub(super) async fn handle(
+    req: Request<Incoming>,
+    state: Arc<State>,
+) -> Result<Response<MockBody>, Infallible> {
+    let arrival_ns = state.clock.stamp_ns();
+    let generation = req.method() == Method::POST
+        && matches!(req.uri().path(), "/v1/completions" | "/v1/chat/completions");
+    let mut r = route(req, &state).await;
+    if let Some(journal) = &state.journal
+        && generation
+    {
+        let status = r.status().as_u16();
+        r.body_mut().track = Some(Track {
+            journal: journal.clone(),
+            clock: state.clock.clone(),
+            served: Served {
+                arrival_ns,
+                status,
+                first_token_ns: None,
+                last_token_ns: None,
+                tokens: 0,
+                prompt_tokens: 0,
+                bytes: 0,
+                complete: false,
+            },
+            frames: 0,
+        });
+    }
+    Ok(r)
+}
+
+pub(super) async fn route(req: Request<Incoming>, state: &Arc<State>) -> Response<MockBody> {
+    let api = match (req.method(), req.uri().path()) {
+        (&Method::GET, "/health") => return response(StatusCode::OK, "text/plain", "OK"),
+        (&Method::GET, "/metrics") => {
+            return response(
+                StatusCode::OK,
+                "text/plain; version=0.0.4",
+                state.metrics.render(&state.cfg.model),
+            );
+        }
+        (&Method::GET, "/v1/models") => {
+            let body = serde_json::json!({
+                "object": "list",
+                "data": [{ "id": state.cfg.model, "object": "model", "created": 0, "owned_by": "heisenbench" }],
+            });
+            return response(StatusCode::OK, "application/json", body.to_string());
+        }
+        (&Method::POST, "/v1/completions") => Api::Completions,
+        (&Method::POST, "/v1/chat/completions") => Api::Chat,
+        (_, "/v1/completions" | "/v1/chat/completions" | "/v1/models" | "/health" | "/metrics") => {
+            return error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method not allowed",
+                "invalid_request_error",
+                "method_not_allowed",
+            );
+        }
+        _ => {
+            return error(
+                StatusCode::NOT_FOUND,
+                "no such endpoint",
+                "invalid_request_error",
+                "not_found",
+            );
+        }
+    };
+    let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("cannot read body: {e}"),
+                "invalid_request_error",
+                "invalid_request_error",
+            );
+        }
+    };
+    generate(api, &body, state.clone()).await
+}
+
+pub(super) async fn generate(api: Api, body: &[u8], state: Arc<State>) -> Response<MockBody> {
+    let cfg = &state.cfg;
+    // Injected failures come first, as if the server had failed before doing any work.
+    if cfg.failure_injection_rate > 0.0 {
+        let mut rng = state.rng.lock().expect("rng lock");
+        if rng.random::<f64>() * 100.0 < cfg.failure_injection_rate {
+            let f = cfg.failure_types[rng.random_range(0..cfg.failure_types.len())];
+            drop(rng);
+            state.metrics.injected.fetch_add(1, Relaxed);
+            let status = StatusCode::from_u16(f.status()).expect("known statuses");
+            return response(status, "application/json", api::failure_body(f));
+        }
+    }
+    let g = match api::parse(api, body) {
+        Ok(g) => g,
+        Err(m) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &m,
+                "invalid_request_error",
+                "invalid_request_error",
+            );
+        }
+    };
+    if let Some(m) = &g.model
+        && m != &cfg.model
+    {
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("The model '{m}' does not exist"),
+            "invalid_request_error",
+            "model_not_found",
+        );
+    }
+    let prompt_tokens = u32::try_from(g.prompt_words.len()).unwrap_or(u32::MAX);
+    if u64::from(prompt_tokens) + u64::from(g.max_tokens) > u64::from(cfg.max_model_len) {
+        let m = format!(
+            "This model's maximum context length is {} tokens; the request asks for {} ({} in the prompt, {} to generate)",
+            cfg.max_model_len,
+            u64::from(prompt_tokens) + u64::from(g.max_tokens),
+            prompt_tokens,
+            g.max_tokens
+        );
+        return error(
+            StatusCode::BAD_REQUEST,
+            &m,
+            "invalid_request_error",
+            "context_length_exceeded",
+        );
+    }
+    // Admission: a free slot, else a place in the waiting line, else 429.
+    let arrived = state.clock.now();
+    let permit = match state.slots.clone().try_acquire_owned() {
+        Ok(p) => p,
+        Err(_) => {
+            let waiting = state.metrics.waiting.fetch_add(1, Relaxed);
+            if waiting >= u64::from(cfg.max_waiting_queue_length) {
+                state.metrics.waiting.fetch_sub(1, Relaxed);
+                state.metrics.rejected.fetch_add(1, Relaxed);
+                return error(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "the waiting queue is full",
+                    "rate_limit_exceeded",
+                    "rate_limit_exceeded",
+                );
+            }
+            let p = state
+                .slots
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("the semaphore is never closed");
+            state.metrics.waiting.fetch_sub(1, Relaxed);
+            p
+        }
+    };
+    let start = state.clock.now();
+    state
+        .metrics
+        .queue
+        .observe_ns((start - arrived).as_nanos() as u64);
+    state.metrics.running.fetch_add(1, Relaxed);
+    state
+        .metrics
+        .prompt_tokens
+        .fetch_add(u64::from(prompt_tokens), Relaxed);
+    let (tokens, finish) = text(&g, &state);
+    let id = state.next_id.fetch_add(1, Relaxed);
+    let created = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let job = Job {
+        state: state.clone(),
+        g,
+        tokens,
+        finish,
+        prompt_tokens,
+        id,
+        created,
+        start,
+        _permit: permit,
+    };
+    let n = u32::try_from(job.tokens.len()).unwrap_or(u32::MAX);
+    if !job.g.stream {
+        let mut r = job.whole().await;
+        r.body_mut().tokens = n;
+        r.body_mut().prompt_tokens = prompt_tokens;
+        return r;
+    }
+    if cfg.is_instant() {
+        let mut body = MockBody::of(Kind::Instant(Some(job)));
+        body.tokens = n;
+        body.prompt_tokens = prompt_tokens;
+        return sse(body);
+    }
+    let (tx, rx) = mpsc::channel(64);
+    tokio::spawn(job.timed_stream(tx));
+    let mut body = MockBody::of(Kind::Stream(rx));
+    body.lead = u32::from(api == Api::Chat);
+    body.prompt_tokens = prompt_tokens;
+    sse(body)
+}
+
+pub(super) fn sse(body: MockBody) -> Response<MockBody> {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(body)
+        .expect("static response parts are valid")
+}
+
+/// The tokens of the response (each with its trailing space) and the finish reason.
+pub(super) fn text(g: &GenRequest, state: &State) -> (Words, &'static str) {
+    let n_max = g.max_tokens as usize;
+    let mut tokens = Words::default();
+    match state.cfg.mode {
+        Mode::Echo => {
+            // An empty prompt echoes one empty word.
+            let words = g.prompt_words.len().max(1);
+            let n = if g.ignore_eos {
+                n_max
+            } else {
+                n_max.min(words)
+            };
+            let finish = if g.ignore_eos || words > n_max {
+                "length"
+            } else {
+                "stop"
+            };
+            for i in 0..n {
+                tokens.push_spaced(if g.prompt_words.is_empty() {
+                    ""
+                } else {
+                    g.prompt_words.get(i % words)
+                });
+            }
+            (tokens, finish)
+        }
+        Mode::Random => {
+            let mut rng = state.rng.lock().expect("rng lock");
+            let n = if g.ignore_eos {
+                n_max
+            } else {
+                rng.random_range(1..=n_max)
+            };
+            let finish = if n == n_max { "length" } else { "stop" };
+            for _ in 0..n {
+                tokens.push_spaced(VOCABULARY[rng.random_range(0..VOCABULARY.len())]);
+            }
+            (tokens, finish)
+        }
+    }
+}

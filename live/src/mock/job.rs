@@ -1,0 +1,173 @@
+//! One admitted generation, from its slot to its last token: written at once, streamed on
+//! its latency law's times, or answered whole.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hyper::{Response, StatusCode};
+use tokio::sync::mpsc;
+
+use super::api::{self, ChunkWriter, GenRequest, LateStamps, Words};
+use super::body::MockBody;
+use super::handler::{State, response};
+
+/// One admitted request; holds its slot until dropped.
+pub(super) struct Job {
+    pub(super) state: Arc<State>,
+    pub(super) g: GenRequest,
+    pub(super) tokens: Words,
+    pub(super) finish: &'static str,
+    pub(super) prompt_tokens: u32,
+    pub(super) id: u64,
+    pub(super) created: u64,
+    pub(super) start: Instant,
+    pub(super) _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        self.state.metrics.running.fetch_sub(1, Relaxed);
+    }
+}
+
+impl Job {
+    pub(super) fn finished(&self, emitted: usize, end: Instant) {
+        let m = &self.state.metrics;
+        m.generation_tokens.fetch_add(emitted as u64, Relaxed);
+        m.e2e.observe_ns((end - self.start).as_nanos() as u64);
+        if emitted == self.tokens.len() {
+            let counter = if self.finish == "stop" {
+                &m.success_stop
+            } else {
+                &m.success_length
+            };
+            counter.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The whole SSE body at once (every latency zero).
+    pub(super) fn instant_stream(self) -> Bytes {
+        let w = ChunkWriter::new(self.g.api, self.id, &self.state.cfg.model, self.created);
+        let mut out = Vec::with_capacity(256 * (self.tokens.len() + 2));
+        let clock = &self.state.clock;
+        let mut late = LateStamps::default();
+        let pending = LateStamps::PENDING;
+        let mut before = out.len();
+        w.role_chunk(&mut out, pending);
+        late.note(&out, before);
+        let n = self.tokens.len();
+        for (i, t) in self.tokens.iter().enumerate() {
+            let finish = (i + 1 == n).then_some(self.finish);
+            before = out.len();
+            w.token_chunk(&mut out, t, finish, pending);
+            late.note(&out, before);
+        }
+        if self.g.include_usage {
+            before = out.len();
+            w.usage_chunk(&mut out, self.prompt_tokens, n as u32, pending);
+            late.note(&out, before);
+        }
+        ChunkWriter::done(&mut out);
+        late.fill(&mut out, clock.stamp_ns());
+        let now = clock.now();
+        self.state
+            .metrics
+            .ttft
+            .observe_ns((now - self.start).as_nanos() as u64);
+        for _ in 1..n {
+            self.state.metrics.itl.observe_ns(0);
+        }
+        self.finished(n, now);
+        Bytes::from(out)
+    }
+
+    /// Streams with the configured delays; stops when the client goes away.
+    pub(super) async fn timed_stream(self, tx: mpsc::Sender<Bytes>) {
+        let w = ChunkWriter::new(self.g.api, self.id, &self.state.cfg.model, self.created);
+        let clock = &self.state.clock;
+        let mut buf = Vec::with_capacity(512);
+        w.role_chunk(&mut buf, clock.stamp_ns());
+        if !buf.is_empty()
+            && tx
+                .send(Bytes::from(std::mem::take(&mut buf)))
+                .await
+                .is_err()
+        {
+            return;
+        }
+        let n = self.tokens.len();
+        let mut deadline = self.start + self.state.ttft(self.prompt_tokens);
+        let mut last = self.start;
+        for i in 0..n {
+            if i > 0 {
+                deadline += self.state.itl();
+            }
+            clock.sleep_until(deadline).await;
+            let now = clock.now();
+            if i == 0 {
+                self.state
+                    .metrics
+                    .ttft
+                    .observe_ns((now - self.start).as_nanos() as u64);
+            } else {
+                self.state
+                    .metrics
+                    .itl
+                    .observe_ns((now - last).as_nanos() as u64);
+            }
+            last = now;
+            let finish = (i + 1 == n).then_some(self.finish);
+            w.token_chunk(&mut buf, self.tokens.get(i), finish, clock.stamp_ns());
+            if i + 1 == n {
+                if self.g.include_usage {
+                    w.usage_chunk(&mut buf, self.prompt_tokens, n as u32, clock.stamp_ns());
+                }
+                ChunkWriter::done(&mut buf);
+            }
+            if tx
+                .send(Bytes::from(std::mem::take(&mut buf)))
+                .await
+                .is_err()
+            {
+                self.finished(i + 1, now);
+                return;
+            }
+        }
+        self.finished(n, last);
+    }
+
+    /// The non-streaming answer, after the whole generation time.
+    pub(super) async fn whole(self) -> Response<MockBody> {
+        let n = self.tokens.len();
+        let mut ttft = Duration::ZERO;
+        if !self.state.cfg.is_instant() {
+            ttft = self.state.ttft(self.prompt_tokens);
+            let mut total = ttft;
+            for _ in 1..n {
+                let itl = self.state.itl();
+                self.state.metrics.itl.observe_ns(itl.as_nanos() as u64);
+                total += itl;
+            }
+            self.state.clock.sleep_until(self.start + total).await;
+        }
+        let text = self.tokens.concat();
+        let body = api::full_response(
+            &api::Head {
+                api: self.g.api,
+                id: self.id,
+                model: &self.state.cfg.model,
+                created: self.created,
+            },
+            text,
+            self.finish,
+            self.prompt_tokens,
+            n as u32,
+        );
+        // Nothing is sent before the end: the TTFT recorded is the generation's own.
+        self.state.metrics.ttft.observe_ns(ttft.as_nanos() as u64);
+        self.finished(n, self.state.clock.now());
+        response(StatusCode::OK, "application/json", body)
+    }
+}

@@ -1,0 +1,154 @@
+//! The HTTP/1.1 server loop the mock and the page server share: accept, serve each
+//! connection on its own task through a connection that yields after each write, close
+//! connections that send no request head in time, and drain on shutdown.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use hyper::body::{Body, Incoming};
+use hyper::{Request, Response};
+use tokio::sync::watch;
+
+use super::yielding::HandOff;
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The runtime could not start.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// A non-blocking listener on `addr` (port 0: any free port), and the address it got.
+pub(crate) fn bind(addr: SocketAddr) -> Result<(std::net::TcpListener, SocketAddr), ServeError> {
+    let fail = |source| ServeError::Bind { addr, source };
+    let listener = std::net::TcpListener::bind(addr).map_err(fail)?;
+    listener.set_nonblocking(true).map_err(fail)?;
+    let bound = listener.local_addr().map_err(fail)?;
+    Ok((listener, bound))
+}
+
+/// How long open connections get to finish after a shutdown request.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// Serves `handler` on `listener` until `shutdown` turns true, then lets open connections
+/// finish for up to [`DRAIN`].
+pub(crate) async fn serve<H, F, B>(
+    listener: std::net::TcpListener,
+    header_timeout: Duration,
+    handler: H,
+    mut shutdown: watch::Receiver<bool>,
+) where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: std::future::Future<Output = Result<Response<B>, Infallible>> + Send + 'static,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(_) => return,
+    };
+    let open = Arc::new(AtomicU64::new(0));
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let handler = handler.clone();
+                let mut stop = shutdown.clone();
+                let open = open.clone();
+                open.fetch_add(1, Relaxed);
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(handler);
+                    // The header timer also runs while a kept-alive connection waits for its
+                    // next request, so it closes idle and half-sent connections alike.
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(header_timeout)
+                        .serve_connection(hyper_util::rt::TokioIo::new(HandOff::new(stream)), svc);
+                    tokio::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        _ = stop.changed() => {
+                            conn.as_mut().graceful_shutdown();
+                            let _ = conn.await;
+                        }
+                    }
+                    open.fetch_sub(1, Relaxed);
+                });
+            }
+            _ = shutdown.changed() => break,
+        }
+    }
+    let deadline = tokio::time::Instant::now() + DRAIN;
+    while open.load(Relaxed) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A server running on a thread of its own, with its runtime. Dropping it shuts it down.
+pub(crate) struct ServerThread {
+    addr: SocketAddr,
+    shutdown: Option<watch::Sender<bool>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ServerThread {
+    /// Runs `serve(listener, shutdown)` on `runtime`, on a thread called `name`.
+    pub(crate) fn spawn<S, F>(
+        name: &str,
+        runtime: tokio::runtime::Runtime,
+        listener: std::net::TcpListener,
+        addr: SocketAddr,
+        serve: S,
+    ) -> Result<Self, ServeError>
+    where
+        S: FnOnce(std::net::TcpListener, watch::Receiver<bool>) -> F + Send + 'static,
+        F: std::future::Future<Output = ()>,
+    {
+        let (shutdown, rx) = watch::channel(false);
+        let thread = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || runtime.block_on(serve(listener, rx)))
+            .map_err(ServeError::Runtime)?;
+        Ok(Self {
+            addr,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        })
+    }
+
+    /// The bound address.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, lets open connections finish (up to [`DRAIN`]), and returns.
+    pub(crate) fn stop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(true);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ServerThread {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
