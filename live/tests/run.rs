@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use heisenbench_live::generator::config::{ApiKind, RunConfig};
-use heisenbench_live::generator::result::RunReport;
+use heisenbench_live::generator::result::{Outcome, RunReport};
 use heisenbench_live::generator::{RunOptions, run};
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::{FailureType, MockConfig};
@@ -109,7 +109,7 @@ fn server_not_listening_is_connect_failed() {
         .unwrap()
         .port();
     let r = go(&cfg(&format!("http://127.0.0.1:{port}"), 2, 20));
-    assert_eq!(r.accounting.failed.get("connect_failed"), Some(&20));
+    assert_eq!(r.accounting.failed.get(&Outcome::ConnectFailed), Some(&20));
 }
 
 #[test]
@@ -124,11 +124,12 @@ fn injected_errors_are_classified_by_status() {
     let r = go(&cfg(&m.url(), 2, 60));
     let f = &r.accounting.failed;
     assert_eq!(
-        f.get("http_429").unwrap_or(&0) + f.get("http_503").unwrap_or(&0),
+        f.get(&Outcome::HttpStatus(429)).unwrap_or(&0)
+            + f.get(&Outcome::HttpStatus(503)).unwrap_or(&0),
         60,
         "{f:?}"
     );
-    assert!(f.contains_key("http_429") && f.contains_key("http_503"));
+    assert!(f.contains_key(&Outcome::HttpStatus(429)) && f.contains_key(&Outcome::HttpStatus(503)));
     assert_eq!(r.accounting.completed, 0);
 }
 
@@ -211,7 +212,7 @@ fn broken_streams_are_classified() {
     );
     let r = go(&cfg(&broken_server(cut, false), 1, 5));
     assert_eq!(
-        r.accounting.failed.get("stream_broken"),
+        r.accounting.failed.get(&Outcome::StreamBroken),
         Some(&5),
         "{:?}",
         r.accounting
@@ -226,7 +227,7 @@ fn broken_streams_are_classified() {
     );
     let r = go(&cfg(&broken_server(bad, false), 1, 5));
     assert_eq!(
-        r.accounting.failed.get("malformed"),
+        r.accounting.failed.get(&Outcome::Malformed),
         Some(&5),
         "{:?}",
         r.accounting
@@ -253,7 +254,7 @@ fn broken_streams_are_classified() {
     c.stream = false;
     let r = go(&c);
     assert_eq!(
-        r.accounting.failed.get("malformed"),
+        r.accounting.failed.get(&Outcome::Malformed),
         Some(&3),
         "{:?}",
         r.accounting
@@ -292,7 +293,11 @@ fn real_servers_dialects_are_read_and_classed() {
         let got = if key == "completed" {
             r.accounting.completed
         } else {
-            r.accounting.failed.get(key).copied().unwrap_or(0)
+            r.accounting
+                .failed
+                .get(&Outcome::from_key(key).unwrap())
+                .copied()
+                .unwrap_or(0)
         };
         assert_eq!(got, 4, "{name}: {:?}", r.accounting);
         assert_eq!(r.tokens_stream, 4 * tokens, "{name}");
@@ -318,14 +323,14 @@ fn real_servers_dialects_are_read_and_classed() {
     );
     let r = go(&cfg(&broken_server(dropped, false), 1, 3));
     assert_eq!(
-        r.accounting.failed.get("truncated"),
+        r.accounting.failed.get(&Outcome::Truncated),
         Some(&3),
         "{:?}",
         r.accounting
     );
     // Only [DONE]: nothing was generated and nothing said it finished.
     let r = go(&cfg(&streaming_server(b"data: [DONE]\n\n"), 1, 3));
-    assert_eq!(r.accounting.failed.get("truncated"), Some(&3));
+    assert_eq!(r.accounting.failed.get(&Outcome::Truncated), Some(&3));
     // A finish reason on the first chunk: completed, zero tokens, no TTFT of 0 s.
     let r = go(&cfg(&streaming_server(&fixture("zero-tokens")), 1, 3));
     assert_eq!(r.accounting.completed, 3);

@@ -65,7 +65,7 @@ pub struct Timeline {
 }
 
 /// NTPOT's parts, each already divided by the output tokens (so they add up to NTPOT).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct NtpotParts {
     /// Client send lag per output token, seconds (0 from the actual origin).
     pub queue_s: f64,
@@ -76,12 +76,19 @@ pub struct NtpotParts {
 }
 
 impl NtpotParts {
-    /// The mean parts from their sums over `n` requests (queue, prefill, decode).
-    pub fn mean(sums: [f64; 3], n: f64) -> Self {
+    /// Adds `o`'s parts to these (a sum over requests).
+    pub fn add(&mut self, o: &NtpotParts) {
+        self.queue_s += o.queue_s;
+        self.prefill_s += o.prefill_s;
+        self.decode_s += o.decode_s;
+    }
+
+    /// The mean parts from their sums over `n` requests.
+    pub fn mean(sums: NtpotParts, n: f64) -> Self {
         Self {
-            queue_s: sums[0] / n,
-            prefill_s: sums[1] / n,
-            decode_s: sums[2] / n,
+            queue_s: sums.queue_s / n,
+            prefill_s: sums.prefill_s / n,
+            decode_s: sums.decode_s / n,
         }
     }
 }

@@ -57,7 +57,7 @@ pub(crate) struct Tally {
     pub ntpot_true: Recorder,
     pub ntpot_intended: Recorder,
     pub ntpot_actual: Recorder,
-    pub parts_sum: [f64; 3],
+    pub parts_sum: NtpotParts,
 }
 
 fn rec(r: &mut Recorder, s: f64) {
@@ -79,10 +79,7 @@ impl Tally {
             rec(&mut self.tpot_true, t);
             rec(&mut self.tpot_measured, m);
         }
-        let p = intended.ntpot_parts;
-        self.parts_sum[0] += p.queue_s;
-        self.parts_sum[1] += p.prefill_s;
-        self.parts_sum[2] += p.decode_s;
+        self.parts_sum.add(&intended.ntpot_parts);
     }
 }
 

@@ -6,17 +6,22 @@ use std::io::Write;
 use crate::flags::run::K8sArgs;
 use heisenbench_live::generator::k8s::manifests;
 
-use super::run::config as run_config;
+use super::run::{config as run_config, prepared};
 use crate::Failure;
+use heisenbench_live::generator::prepare::Pending;
 
 pub fn run(a: K8sArgs, out: &mut dyn Write) -> Result<(), Failure> {
     if let Some(why) = a.refused_flag() {
         return Err(Failure::Usage(why));
     }
     let deployment = a.deployment();
-    let (mut cfg, _) = run_config(&a.run)?;
+    let (mut cfg, pending) = run_config(&a.run)?;
     cfg.workers = a.shards;
-    cfg.validate()?;
+    let only_the_model = Pending {
+        shards: false,
+        ..pending
+    };
+    prepared(&mut cfg, only_the_model, None, &mut |_| {})?;
     if deployment.api_key_secret.is_none() && cfg.api_key_env.is_some() {
         eprintln!(
             "heisenbench: warning: --api-key-env without --api-key-secret: the pods get no such variable and send no key"

@@ -4,10 +4,9 @@ use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 use crate::flags::run::RunArgs;
-use heisenbench_live::generator::calibrate::CalibrateError;
 use heisenbench_live::generator::config::RunConfig;
+use heisenbench_live::generator::prepare::{Pending, prepare};
 use heisenbench_live::generator::result::RunReport;
-use heisenbench_live::generator::shards::default_run_shards;
 use heisenbench_live::generator::stop::{StopSignal, listen_for_signals};
 use heisenbench_live::generator::{RunOptions, run as run_live};
 use heisenbench_live::measure::calibration::{default_path, load};
@@ -19,11 +18,15 @@ use super::{write_atomic, write_json};
 use crate::Failure;
 
 pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let (mut cfg, workers_given) = config(&a)?;
+    let (mut cfg, pending) = config(&a)?;
     if let Some(spec) = a.shard {
         let shard = spec.index;
         cfg.workers = spec.of;
-        cfg.validate()?;
+        let only_the_model = Pending {
+            shards: false,
+            ..pending
+        };
+        prepared(&mut cfg, only_the_model, None, &mut |_| {})?;
         if a.flags.url.is_none() && a.config.is_none() {
             return Err(Failure::Usage(
                 "--shard needs the server's --url (or a --config that has it)".into(),
@@ -50,31 +53,12 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
         }
         return Ok(());
     }
-    let mut reasoning = Vec::new();
-    if !workers_given {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-        let mut tell = |line: &str| {
-            if !a.json {
-                let _ = writeln!(out, "workers: {line}").and_then(|()| out.flush());
-            }
-        };
-        // Without --url the run goes to the embedded mock, which answers at once.
-        let whole_responses = a.flags.url.is_none();
-        let (k, why) = default_run_shards(
-            &cfg.workload,
-            whole_responses,
-            a.calibration.as_deref(),
-            cores,
-            &mut tell,
-        )
-        .map_err(|e| match e {
-            CalibrateError::Stored(_) | CalibrateError::Model(_) => Failure::Usage(e.to_string()),
-            e => Failure::Runtime(e.into()),
-        })?;
-        cfg.workers = k;
-        reasoning = why;
-    }
-    cfg.validate()?;
+    let mut tell = |line: &str| {
+        if !a.json {
+            let _ = writeln!(out, "workers: {line}").and_then(|()| out.flush());
+        }
+    };
+    let reasoning = prepared(&mut cfg, pending, a.calibration.as_deref(), &mut tell)?;
     if let Some(dir) = &a.out {
         super::check_out_dir(dir)?;
     }
@@ -197,10 +181,22 @@ fn with_progress<T>(cfg: &RunConfig, f: impl FnOnce() -> T) -> T {
     r
 }
 
-/// The run the flags (and the scenario or config file) describe, and whether the worker
-/// count was given ([`RunArgs::config`]).
-pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, bool), Failure> {
-    a.config().map_err(|e| match e.is_usage() {
+/// The run the flags (and the scenario or config file) describe, and what it leaves open
+/// ([`RunArgs::config`]).
+pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, Pending), Failure> {
+    a.config().map_err(|e| Failure::Usage(e.to_string()))
+}
+
+/// `cfg` with what `pending` leaves open settled ([`prepare`]); the reasons for the shard
+/// count.
+pub(crate) fn prepared(
+    cfg: &mut RunConfig,
+    pending: Pending,
+    calibration: Option<&std::path::Path>,
+    tell: &mut dyn FnMut(&str),
+) -> Result<Vec<String>, Failure> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    prepare(cfg, pending, calibration, cores, tell).map_err(|e| match e.is_usage() {
         true => Failure::Usage(e.to_string()),
         false => Failure::Runtime(e.into()),
     })

@@ -14,7 +14,7 @@ use heisenbench_live::generator::config::{
 };
 use heisenbench_live::generator::distributed::{ShardSpec, parse_utc, utc_now_s};
 use heisenbench_live::generator::k8s::{Deployment, SecretKey};
-use heisenbench_live::net::client::{ModelChoiceError, served_model};
+use heisenbench_live::generator::prepare::Pending;
 use heisenbench_live::openai::prompt::{PromptError, Prompts};
 
 /// `heisenbench run`.
@@ -90,22 +90,14 @@ pub enum RunArgsError {
     /// The tokenizer gives no prompts.
     #[error(transparent)]
     Prompts(#[from] PromptError),
-    /// The model field could not be taken from the server.
-    #[error(transparent)]
-    Model(#[from] ModelChoiceError),
-}
-
-impl RunArgsError {
-    /// Whether the user's input is at fault (rather than a server that could not be asked).
-    pub fn is_usage(&self) -> bool {
-        !matches!(self, Self::Model(ModelChoiceError::Unreachable(_)))
-    }
 }
 
 impl RunArgs {
-    /// The run the flags (and the scenario or config file) describe, and whether the shard
-    /// count was given. Without --model, a server at --url is asked which model it serves.
-    pub fn config(&self) -> Result<(RunConfig, bool), RunArgsError> {
+    /// The run the flags (and the scenario or config file) describe, checked, and what it
+    /// leaves for [`heisenbench_live::generator::prepare::prepare`] to settle: the model
+    /// (without --model, a server at --url is asked) and the shard count (when neither a
+    /// flag nor the file gives it). Reads the files named; asks no server.
+    pub fn config(&self) -> Result<(RunConfig, Pending), RunArgsError> {
         let in_file = |p: &Path, reason: String| RunArgsError::File {
             path: p.to_path_buf(),
             reason,
@@ -117,7 +109,7 @@ impl RunArgs {
                 cfg.url = u.clone();
             }
             cfg.validate()?;
-            return Ok((cfg, true));
+            return Ok((cfg, Pending::default()));
         }
         let text = self
             .scenario
@@ -146,11 +138,13 @@ impl RunArgs {
             let longest = cfg.workload.input_tokens.likely_max();
             cfg.prompts = Prompts::from_tokenizer(path, longest)?;
         }
-        if self.flags.model.is_none() && self.flags.url.is_some() {
-            cfg.model = served_model(cfg.server())?;
-        }
         cfg.validate()?;
-        Ok((cfg, workers_given))
+        let pending = Pending {
+            model: self.flags.model.is_none() && self.flags.url.is_some(),
+            shards: !workers_given,
+            embedded_mock: self.flags.url.is_none(),
+        };
+        Ok((cfg, pending))
     }
 }
 
@@ -359,24 +353,28 @@ mod tests {
 
     #[test]
     fn flags_override_the_defaults_and_a_bad_file_is_the_users_to_fix() {
-        let (cfg, given) =
+        let (cfg, pending) =
             parse::<RunArgs>(&["--qps", "250", "--requests", "40", "--workers", "3"])
                 .config()
                 .unwrap();
-        assert!(given);
+        assert!(!pending.shards && !pending.model && pending.embedded_mock);
         assert_eq!(
             (cfg.workers, cfg.workload.arrivals.rate_per_s()),
             (3, Some(250.0))
         );
-        let (_, given) = parse::<RunArgs>(&[]).config().unwrap();
-        assert!(!given, "the shard count is the caller's to size");
+        let (_, pending) = parse::<RunArgs>(&[]).config().unwrap();
+        assert!(pending.shards, "the shard count is the caller's to size");
+        let (_, pending) = parse::<RunArgs>(&["--url", "http://127.0.0.1:9"])
+            .config()
+            .unwrap();
+        assert!(
+            pending.model && !pending.embedded_mock,
+            "no server is asked yet"
+        );
         let e = parse::<RunArgs>(&["--trace", "/nonexistent/trace"])
             .config()
             .unwrap_err();
-        assert!(
-            e.is_usage() && e.to_string().contains("cannot read trace"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("cannot read trace"), "{e}");
     }
 
     #[test]

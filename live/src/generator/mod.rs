@@ -11,11 +11,13 @@ pub mod calibrate;
 pub mod config;
 pub mod distributed;
 pub mod k8s;
+pub mod prepare;
 pub mod result;
 pub mod shard;
 pub mod shards;
 pub mod stop;
 mod summary;
+mod wake;
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -359,11 +361,11 @@ pub fn report(
     }
     let completed = merged.count(Outcome::Completed);
     let timed_out = merged.count(Outcome::TimedOut);
-    let failed: std::collections::BTreeMap<String, u64> = merged
+    let failed: std::collections::BTreeMap<Outcome, u64> = merged
         .outcomes
         .iter()
-        .filter(|(k, _)| k.as_str() != "completed" && k.as_str() != "timed_out")
-        .map(|(k, v)| (k.clone(), *v))
+        .filter(|(k, _)| k.is_failure())
+        .map(|(k, v)| (*k, *v))
         .collect();
     // Checked sums: counters from files may be anything, and a wrapped sum must not read
     // as balanced.
@@ -427,11 +429,7 @@ pub fn report(
         },
         duration_s,
         send_lag: rec.send_lag.summary(),
-        send_stages: result::SendStages {
-            timer: rec.send_stages[0].summary(),
-            loop_wake: rec.send_stages[1].summary(),
-            start: rec.send_stages[2].summary(),
-        },
+        send_stages: rec.send_stages.summary(),
         ttft: Origins {
             from_intended: rec.ttft_intended.summary(),
             from_actual: rec.ttft_actual.summary(),

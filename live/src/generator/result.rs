@@ -37,7 +37,33 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The key used in reports' failure maps.
+    /// Every outcome but an HTTP status, for reading keys back.
+    const KEYED: [Outcome; 9] = [
+        Self::Completed,
+        Self::ConnectFailed,
+        Self::TimedOut,
+        Self::StreamBroken,
+        Self::Truncated,
+        Self::ServerError,
+        Self::Cancelled,
+        Self::Malformed,
+        Self::OtherError,
+    ];
+
+    /// The outcome a report key names (`completed`, `http_429`, ...).
+    pub fn from_key(key: &str) -> Option<Self> {
+        if let Some(status) = key.strip_prefix("http_") {
+            return status.parse().ok().map(Self::HttpStatus);
+        }
+        Self::KEYED.into_iter().find(|o| o.key() == key)
+    }
+
+    /// Whether the request failed: neither a whole response nor a timeout.
+    pub fn is_failure(self) -> bool {
+        !matches!(self, Self::Completed | Self::TimedOut)
+    }
+
+    /// The key used in reports' outcome and failure maps.
     pub fn key(self) -> String {
         match self {
             Self::Completed => "completed".into(),
@@ -128,10 +154,33 @@ pub struct Recorders {
     /// kernel stamps nothing: through reqwest, TLS).
     #[serde(default)]
     pub read_lag: Recorder,
-    /// The send lag of an open loop in its stages: the due time seen late, the loop's
-    /// delay in resuming the schedule after that, and the send's own start.
+    /// The send lag of an open loop in its stages (they add up to it request by request).
     #[serde(default)]
-    pub send_stages: [Recorder; 3],
+    pub send_stages: StageRecorders,
+}
+
+/// The send lag of an open loop in its stages, recorded (nanoseconds); [`SendStages`]
+/// summarises them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageRecorders {
+    /// The due time seen late: from the intended send until the schedule's timer fired
+    /// or a chunk handler saw the time pass.
+    pub timer: Recorder,
+    /// The shard's loop late to resume the schedule after that.
+    pub loop_wake: Recorder,
+    /// The send's own start: an in-flight cap's wait, the task's start, the body.
+    pub start: Recorder,
+}
+
+impl StageRecorders {
+    /// Their summaries.
+    pub fn summary(&self) -> SendStages {
+        SendStages {
+            timer: self.timer.summary(),
+            loop_wake: self.loop_wake.summary(),
+            start: self.start.summary(),
+        }
+    }
 }
 
 impl Recorders {
@@ -156,14 +205,18 @@ impl Recorders {
             &self.observer_overhead,
             &self.processing,
             &self.read_lag,
-            &self.send_stages[0],
-            &self.send_stages[1],
-            &self.send_stages[2],
+            &self.send_stages.timer,
+            &self.send_stages.loop_wake,
+            &self.send_stages.start,
         ]
     }
 
     fn all_mut(&mut self) -> [&mut Recorder; 16] {
-        let [timer, wake, start] = &mut self.send_stages;
+        let StageRecorders {
+            timer,
+            loop_wake,
+            start,
+        } = &mut self.send_stages;
         [
             &mut self.send_lag,
             &mut self.ttft_intended,
@@ -179,7 +232,7 @@ impl Recorders {
             &mut self.processing,
             &mut self.read_lag,
             timer,
-            wake,
+            loop_wake,
             start,
         ]
     }
@@ -206,8 +259,9 @@ impl Recorders {
 pub struct ShardResult {
     /// Requests in the shard's slice of the schedule (or, closed loop, sent).
     pub scheduled: u64,
-    /// Requests by outcome key (`completed`, `http_429`, ...).
-    pub outcomes: BTreeMap<String, u64>,
+    /// Requests by outcome (written by key: `completed`, `http_429`, ...).
+    #[serde(with = "by_key")]
+    pub outcomes: BTreeMap<Outcome, u64>,
     /// Scheduled but never sent (the run was stopped first).
     pub not_sent: u64,
     /// The shard was stopped before the end of its slice (Ctrl-C, SIGTERM).
@@ -243,8 +297,8 @@ pub struct ShardResult {
     /// most [`MAX_MESSAGES`] distinct ones, the rest under [`OTHER_MESSAGES`].
     #[serde(default)]
     pub server_messages: BTreeMap<String, u64>,
-    /// NTPOT parts summed over completed requests (queue, prefill, decode), seconds.
-    pub ntpot_parts_sum: [f64; 3],
+    /// NTPOT parts summed over completed requests, seconds.
+    pub ntpot_parts_sum: NtpotParts,
     /// Most requests in flight at once (the maximum over shards when merged).
     pub max_in_flight: u32,
     /// CPU time of the shard's thread, nanoseconds.
@@ -328,7 +382,7 @@ impl ShardResult {
         let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
         add(&mut self.scheduled, o.scheduled);
         for (k, v) in &o.outcomes {
-            add(self.outcomes.entry(k.clone()).or_default(), *v);
+            add(self.outcomes.entry(*k).or_default(), *v);
         }
         add(&mut self.not_sent, o.not_sent);
         self.interrupted |= o.interrupted;
@@ -346,9 +400,7 @@ impl ShardResult {
         for (m, n) in &o.server_messages {
             self.note_message(m.clone(), *n);
         }
-        for i in 0..3 {
-            self.ntpot_parts_sum[i] += o.ntpot_parts_sum[i];
-        }
+        self.ntpot_parts_sum.add(&o.ntpot_parts_sum);
         self.max_in_flight = self.max_in_flight.max(o.max_in_flight);
         add(&mut self.cpu_ns, o.cpu_ns);
         self.wall_ns = self.wall_ns.max(o.wall_ns);
@@ -368,7 +420,13 @@ impl ShardResult {
 
     /// Requests by outcome.
     pub fn count(&self, o: Outcome) -> u64 {
-        self.outcomes.get(&o.key()).copied().unwrap_or(0)
+        self.outcomes.get(&o).copied().unwrap_or(0)
+    }
+
+    /// Counts one request that ended as `o`.
+    pub fn record(&mut self, o: Outcome) {
+        let n = self.outcomes.entry(o).or_default();
+        *n = n.saturating_add(1);
     }
 }
 
@@ -412,8 +470,10 @@ pub struct Accounting {
     pub scheduled: u64,
     /// Whole responses.
     pub completed: u64,
-    /// Failures by class (HTTP status, connect, stream broken, malformed, other).
-    pub failed: BTreeMap<String, u64>,
+    /// Failures by class (HTTP status, connect, stream broken, malformed, other), written
+    /// by key.
+    #[serde(with = "by_key")]
+    pub failed: BTreeMap<Outcome, u64>,
     /// Timed out.
     pub timed_out: u64,
     /// Never sent.
@@ -601,4 +661,69 @@ pub fn loop_observation(
     };
     let name = cfg["name"].as_str().unwrap_or("live").to_string();
     Ok(Some((name, obs)))
+}
+
+/// A map by outcome, written as a map by key (`completed`, `http_429`, ...) in key order;
+/// a key no outcome has is refused when read.
+mod by_key {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer, de::Error};
+
+    use super::Outcome;
+
+    pub fn serialize<S: Serializer>(m: &BTreeMap<Outcome, u64>, s: S) -> Result<S::Ok, S::Error> {
+        let keyed: BTreeMap<String, u64> = m.iter().map(|(o, n)| (o.key(), *n)).collect();
+        keyed.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<Outcome, u64>, D::Error> {
+        BTreeMap::<String, u64>::deserialize(d)?
+            .into_iter()
+            .map(|(k, n)| match Outcome::from_key(&k) {
+                Some(o) => Ok((o, n)),
+                None => Err(D::Error::custom(format!("no outcome is called {k:?}"))),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every outcome reads back from its key; maps are written by key, in key order, and a
+    /// key no outcome has is refused rather than counted under a wrong name.
+    #[test]
+    fn outcomes_are_written_and_read_by_key() {
+        let all: Vec<Outcome> = Outcome::KEYED
+            .into_iter()
+            .chain([Outcome::HttpStatus(429), Outcome::HttpStatus(503)])
+            .collect();
+        for o in &all {
+            assert_eq!(Outcome::from_key(&o.key()), Some(*o), "{o:?}");
+        }
+        assert_eq!(Outcome::from_key("http_x"), None);
+        assert_eq!(Outcome::from_key("done"), None);
+        let mut r = ShardResult::default();
+        for o in [
+            Outcome::TimedOut,
+            Outcome::HttpStatus(429),
+            Outcome::Completed,
+        ] {
+            r.record(o);
+        }
+        r.record(Outcome::Completed);
+        let v = serde_json::to_value(&r).unwrap();
+        let keys: Vec<&String> = v["outcomes"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["completed", "http_429", "timed_out"]);
+        assert_eq!(v["outcomes"]["completed"], 2);
+        let back: ShardResult = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(back.count(Outcome::HttpStatus(429)), 1);
+        let mut bad = v;
+        bad["outcomes"]["finished"] = serde_json::json!(1);
+        assert!(serde_json::from_value::<ShardResult>(bad).is_err());
+    }
 }

@@ -11,17 +11,18 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use heisenbench_model::metrics::{Convention, Marks, Origin};
 use heisenbench_model::scenario::{Arrivals, Stop};
 use heisenbench_model::schedule::{Planned, Schedule, user_shapes};
 use serde::{Deserialize, Serialize};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 
 use super::config::{ApiKind, RunConfig};
 use super::result::{Outcome, Row, ShardResult};
 use super::stop::{GRACE, StopSignal};
+use super::wake::ScheduleWake;
 use crate::net::http1::{Piece, Wire, WireError};
 use crate::net::receive_stamps::Stamps;
 use crate::openai::sse::{SseEvent, SseParser};
@@ -29,7 +30,6 @@ use crate::openai::stream::{
     Ending, Head, StreamEvent, StreamState, error_text, interpret, interpret_after,
 };
 use crate::time::mono_ns;
-use crate::time::timer::LoopTimer;
 
 /// What a shard is told: the run, its index, and the common start (CLOCK_MONOTONIC ns).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -78,93 +78,18 @@ struct Ctx {
     cfg: RunConfig,
     shard: u32,
     start_ns: u64,
-    base: (Instant, u64),
     client: reqwest::Client,
     /// The shard's own HTTP/1.1 reader, for a plain http:// endpoint (else reqwest).
     wire: Option<Wire>,
     endpoint: String,
     auth: Option<String>,
-    /// The schedule's wake-up: the kernel wakes this thread at the next send's due time.
-    timer: LoopTimer,
+    /// When the schedule's next send is due, and who wakes it.
+    wake: ScheduleWake,
     result: RefCell<ShardResult>,
     in_flight: Cell<u32>,
-    /// When the schedule's next request is due (CLOCK_MONOTONIC ns; MAX: none waiting).
-    next_due_ns: Cell<u64>,
-    /// Scheduled requests woken but not yet at their send.
-    unstarted: Cell<u32>,
-    /// Wakes the schedule when a chunk handler sees the next send due before the loop
-    /// gets to the timer's wake-up (a busy loop looks at its epoll only between rounds).
-    due_now: Notify,
-    /// When a chunk handler first saw the pending send due (0: not yet).
-    noticed_ns: Cell<u64>,
     timeout: Duration,
     /// Thrown [`GRACE`] after a stop: requests still in flight are cut off.
     cancel: StopSignal,
-}
-
-impl Ctx {
-    /// Whether a send is due at `now` (or woken and waiting for its task to run). The
-    /// shard's loop runs ready tasks in turn, a batch of dozens per round, and a task
-    /// handling a response's chunks takes tens of microseconds; a due send would wait
-    /// behind all of them. So chunk handlers step aside (once per read) while this holds.
-    fn send_due(&self, now: u64) -> bool {
-        self.unstarted.get() > 0 || now >= self.next_due_ns.get()
-    }
-
-    /// Called by a chunk handler about to step aside: if the schedule's next send is due by
-    /// `now`, wake the schedule without waiting for the loop's next look at its timer.
-    fn wake_schedule_if_due(&self, now: u64) {
-        if now >= self.next_due_ns.get() {
-            if self.noticed_ns.get() == 0 {
-                self.noticed_ns.set(now);
-            }
-            self.due_now.notify_one();
-        }
-    }
-
-    /// Completes when the send due at `due_ns` may go: the timer's wake-up was seen, or a
-    /// chunk handler saw it due first. Returns when it was first known due (None: it had
-    /// passed when the schedule got to it).
-    async fn until_due(&self, due_ns: u64) -> Option<u64> {
-        self.noticed_ns.set(0);
-        self.next_due_ns.set(due_ns);
-        let timer = async {
-            match self.timer.until(due_ns).await {
-                Ok(seen) => seen,
-                // The timer could not be armed: tokio's millisecond timer is late, never
-                // early.
-                Err(_) => {
-                    tokio::time::sleep_until(self.instant_of(due_ns).into()).await;
-                    None
-                }
-            }
-        };
-        tokio::pin!(timer);
-        loop {
-            tokio::select! {
-                biased;
-                fired = &mut timer => {
-                    let noticed = self.noticed_ns.get();
-                    return match fired {
-                        Some(f) if noticed != 0 => Some(f.min(noticed)),
-                        other => other,
-                    };
-                }
-                () = self.due_now.notified() => {
-                    // A wake-up left over from an earlier send is no reason to go early.
-                    let noticed = self.noticed_ns.get();
-                    if noticed != 0 && noticed >= due_ns {
-                        return Some(noticed);
-                    }
-                }
-            }
-        }
-    }
-
-    /// The Instant of a CLOCK_MONOTONIC time.
-    fn instant_of(&self, mono: u64) -> Instant {
-        self.base.0 + Duration::from_nanos(mono.saturating_sub(self.base.1))
-    }
 }
 
 async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardResult> {
@@ -179,17 +104,12 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
         endpoint: task.config.endpoint(),
         shard: task.shard,
         start_ns: task.start_mono_ns,
-        base: (Instant::now(), mono_ns()),
         wire,
         client,
         auth,
-        timer: LoopTimer::new()?,
+        wake: ScheduleWake::new()?,
         result: RefCell::new(ShardResult::default()),
         in_flight: Cell::new(0),
-        next_due_ns: Cell::new(u64::MAX),
-        unstarted: Cell::new(0),
-        due_now: Notify::new(),
-        noticed_ns: Cell::new(0),
         timeout: Duration::from_secs_f64(task.config.timeout()),
         cancel: StopSignal::new(),
         cfg: task.config,
@@ -217,7 +137,7 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                     r.first_planned_ns.get_or_insert(p.at_ns);
                 }
                 let ready = async {
-                    let fired = ctx.until_due(ctx.start_ns + p.at_ns).await;
+                    let fired = ctx.wake.until_due(ctx.start_ns + p.at_ns).await;
                     let woken = Woken {
                         fired,
                         resumed: mono_ns(),
@@ -237,12 +157,11 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                         let mut r = ctx.result.borrow_mut();
                         r.scheduled += rest;
                         r.interrupted = true;
-                        ctx.next_due_ns.set(u64::MAX);
+                        ctx.wake.none_due();
                         break;
                     }
                 };
-                ctx.next_due_ns.set(u64::MAX);
-                ctx.unstarted.set(ctx.unstarted.get() + 1);
+                ctx.wake.woken();
                 let c = ctx.clone();
                 let mut send = Box::pin(async move {
                     request(&c, p, Some(woken)).await;
@@ -377,7 +296,7 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>) {
     }
     let actual = mono_ns();
     if woken.is_some() {
-        ctx.unstarted.set(ctx.unstarted.get().saturating_sub(1));
+        ctx.wake.started();
     }
     let mut seen = Seen::default();
     let outcome = tokio::select! {
@@ -388,7 +307,7 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>) {
     };
     ctx.in_flight.set(ctx.in_flight.get() - 1);
     let mut r = ctx.result.borrow_mut();
-    *r.outcomes.entry(outcome.key()).or_default() += 1;
+    r.record(outcome);
     r.recorders.send_lag.record(actual.saturating_sub(intended));
     if let Some(w) = woken {
         // The due time seen late (by the schedule's timer or a chunk handler), then the loop
@@ -396,9 +315,11 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>) {
         // the request's first step, the body): they add up to the send lag.
         let fired = w.fired.unwrap_or(intended).max(intended);
         let stages = &mut r.recorders.send_stages;
-        stages[0].record(fired - intended);
-        stages[1].record(w.resumed.saturating_sub(fired));
-        stages[2].record(actual.saturating_sub(w.resumed.max(intended)));
+        stages.timer.record(fired - intended);
+        stages.loop_wake.record(w.resumed.saturating_sub(fired));
+        stages
+            .start
+            .record(actual.saturating_sub(w.resumed.max(intended)));
     }
     let rel = |t: u64| t.saturating_sub(ctx.start_ns);
     r.first_send_ns = Some(r.first_send_ns.map_or(rel(actual), |f| f.min(rel(actual))));
@@ -434,9 +355,7 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>) {
         r.recorders
             .record_request(&from_intended, &from_actual, processed_ttft);
         let parts = from_intended.ntpot_parts;
-        r.ntpot_parts_sum[0] += parts.queue_s;
-        r.ntpot_parts_sum[1] += parts.prefill_s;
-        r.ntpot_parts_sum[2] += parts.decode_s;
+        r.ntpot_parts_sum.add(&parts);
         r.tokens_stream += u64::from(seen.stream.tokens);
         if let Some(u) = usage {
             r.tokens_usage += u64::from(u);
@@ -656,9 +575,9 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
         match resp.chunk().await {
             Ok(Some(piece)) => {
                 let stamps = piece.stamps;
-                if ctx.send_due(stamps.read_ns) {
+                if ctx.wake.send_due(stamps.read_ns) {
                     // The chunk keeps its stamps; its handling waits one turn of the loop.
-                    ctx.wake_schedule_if_due(stamps.read_ns);
+                    ctx.wake.wake_schedule_if_due(stamps.read_ns);
                     tokio::task::yield_now().await;
                 }
                 let mut r = ctx.result.borrow_mut();

@@ -72,7 +72,11 @@ impl RunReport {
             r.achieved_qps,
             r.duration_s
         )?;
-        let failed: Vec<String> = a.failed.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let failed: Vec<String> = a
+            .failed
+            .iter()
+            .map(|(k, v)| format!("{} {v}", k.key()))
+            .collect();
         writeln!(
             out,
             "  requests: scheduled {}, completed {}, failed {}, timed out {}, not sent {}, lost {} ({})",

@@ -2,10 +2,10 @@
 //!
 //! A read stamped when it returns is late by however long the reading thread was busy,
 //! asleep or queued behind another thread on its core: on one loop that sends as well as
-//! reads, a response that lands during a send waits for the send's system call (10-25 us
-//! on loopback here). The kernel stamps every incoming packet as it enters the receiving
-//! stack (`SO_TIMESTAMPNS`), before any thread of this process is involved, and a TCP read
-//! returns the stamp of the latest packet it copied from. That stamp is a chunk's
+//! reads, a response that lands during a send waits for the send's system call. The
+//! kernel stamps every incoming packet as it enters the receiving stack (`SO_TIMESTAMPNS`),
+//! before any thread of this process is involved, and a TCP read returns the stamp of the
+//! latest packet it copied from. That stamp is a chunk's
 //! arrival; the time the read returned is kept as well, and their difference is the
 //! reader's own lateness (a run's *read lag*).
 //!

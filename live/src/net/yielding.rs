@@ -10,10 +10,9 @@
 //! after a write lets the woken client read its bytes at once; with nothing else runnable
 //! the yield returns straight away.
 //!
-//! Measured (bench/RESULTS.md, "The mock hands the core to its reader; the schedule wakes
-//! early"): at 1,000 req/s x 20 tokens the observer overhead's p99 fell by about a quarter,
-//! and at 5,000 x 200 by about half. A mock serving clients on other machines only pays the
-//! yield's system call.
+//! What it changes is measured in bench/RESULTS.md ("The mock hands the core to its
+//! reader; the schedule wakes early"). A mock serving clients on other machines only pays
+//! the yield's system call.
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;

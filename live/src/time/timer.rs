@@ -3,8 +3,8 @@
 //! tokio's timer wheel ticks in whole milliseconds, so a 250 us inter-token latency would
 //! become 1 ms. This timer keeps deadlines in a heap on one thread that sleeps on a
 //! condition-variable timeout (a futex wait with nanosecond resolution) and wakes the
-//! waiting task through a oneshot channel; it fires typically within 50-100 us of the
-//! deadline on Linux, never early.
+//! waiting task through a oneshot channel; it fires late by a wake-up's time, never early
+//! (bench/RESULTS.md, "The mock's timers in real time").
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -109,11 +109,10 @@ pub struct LoopTimer {
 }
 
 impl LoopTimer {
-    /// How long before a deadline the kernel wakes the waiting thread. Twice this VM's
-    /// typical wake-up of an idle core (about 15 us, `perf sched`); it costs a shard at
-    /// most this much polling per send while its loop has nothing else to do (3 % of a core
-    /// at 1,000 sends a second). Measured in bench/RESULTS.md ("The mock hands the core to its
-    /// reader; the schedule wakes early").
+    /// How long before a deadline the kernel wakes the waiting thread: about twice the
+    /// typical wake-up of an idle core on the machine it was tuned on (bench/RESULTS.md,
+    /// "The mock hands the core to its reader; the schedule wakes early"). It costs a shard
+    /// at most this much polling per send while its loop has nothing else to do.
     pub const LEAD_NS: u64 = 30_000;
 
     /// A disarmed timer on the current tokio runtime (which must have I/O enabled).
