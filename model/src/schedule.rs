@@ -117,13 +117,33 @@ impl Iterator for Schedule {
     }
 }
 
-/// Request shapes for a closed loop, one stream per user so that users striped over
-/// shards draw the same shapes as on one generator.
-pub fn user_shapes(workload: &Workload, seed: u64, user: u32) -> impl Iterator<Item = (u32, u32)> {
-    let mut rng = stream(seed ^ (u64::from(user) << 32), purpose::LENGTHS);
-    let input = LengthSampler::new(&workload.input_tokens);
-    let output = LengthSampler::new(&workload.output_tokens);
-    std::iter::from_fn(move || Some((input.sample(&mut rng), output.sample(&mut rng))))
+/// One closed-loop user's request shapes (prompt and output tokens), endless: one stream
+/// per user, so that a user draws the same shapes whichever shard or simulator runs it and
+/// whatever the other users do. The simulator and the live generator both draw from it.
+pub struct UserShapes {
+    rng: SimRng,
+    input: LengthSampler,
+    output: LengthSampler,
+}
+
+impl Iterator for UserShapes {
+    type Item = (u32, u32);
+
+    fn next(&mut self) -> Option<(u32, u32)> {
+        Some((
+            self.input.sample(&mut self.rng),
+            self.output.sample(&mut self.rng),
+        ))
+    }
+}
+
+/// User `user`'s request shapes in a closed loop of `workload` under `seed`.
+pub fn user_shapes(workload: &Workload, seed: u64, user: u32) -> UserShapes {
+    UserShapes {
+        rng: stream(seed ^ (u64::from(user) << 32), purpose::LENGTHS),
+        input: LengthSampler::new(&workload.input_tokens),
+        output: LengthSampler::new(&workload.output_tokens),
+    }
 }
 
 #[cfg(test)]

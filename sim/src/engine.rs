@@ -12,14 +12,14 @@ use std::collections::VecDeque;
 
 use heisenbench_model::metrics::{Convention, Marks, Origin};
 use heisenbench_model::scenario::{Arrivals, Policy, Stamp, Stop};
-use heisenbench_model::schedule::{Planned, Schedule};
+use heisenbench_model::schedule::{Planned, Schedule, UserShapes, user_shapes};
 use rand::RngExt;
 
 use crate::events::EventQueue;
 use crate::report::{Counts, SimReport, Tally};
 use crate::scenario::SimScenario;
 use crate::time::{SimTime, ns_from_secs};
-use heisenbench_model::sample::{LengthSampler, Sampler, SimRng, purpose, standard_normal, stream};
+use heisenbench_model::sample::{Sampler, SimRng, purpose, standard_normal, stream};
 
 /// A request: its slab slot and its serial number. Slots are reused; serials are not, so
 /// an event for a request that has left (a timeout, a cancelled stream's next token)
@@ -120,7 +120,9 @@ pub struct JobTrace {
 pub struct Simulation {
     sc: SimScenario,
     q: EventQueue<Ev>,
-    rng_lengths: SimRng,
+    /// Each closed-loop user's request shapes (empty for an open loop, whose shapes come
+    /// with its schedule).
+    user_shapes: Vec<UserShapes>,
     rng_server: SimRng,
     rng_client: SimRng,
     rng_policy: SimRng,
@@ -128,8 +130,6 @@ pub struct Simulation {
     send_cost: Option<Sampler>,
     chunk_cost: Option<Sampler>,
     finish_cost: Option<Sampler>,
-    input_len: LengthSampler,
-    output_len: LengthSampler,
     /// The open-loop schedule and its next entry (None for closed loops).
     schedule: Option<Schedule>,
     upcoming: Option<Planned>,
@@ -165,7 +165,12 @@ impl Simulation {
         };
         let mut sim = Self {
             q: EventQueue::new(),
-            rng_lengths: stream(seed, purpose::LENGTHS),
+            user_shapes: match sc.workload.arrivals {
+                Arrivals::Closed { users, .. } => (0..users)
+                    .map(|u| user_shapes(&sc.workload, seed, u))
+                    .collect(),
+                _ => Vec::new(),
+            },
             rng_server: stream(seed, purpose::SERVER),
             rng_client: stream(seed, purpose::CLIENT),
             rng_policy: stream(seed, purpose::POLICY),
@@ -176,8 +181,6 @@ impl Simulation {
                 .map(Sampler::new),
             chunk_cost: costs.chunk.as_ref().map(Sampler::new),
             finish_cost: costs.finish.as_ref().map(Sampler::new),
-            input_len: LengthSampler::new(&sc.workload.input_tokens),
-            output_len: LengthSampler::new(&sc.workload.output_tokens),
             schedule: Schedule::new(&sc.workload, seed),
             upcoming: None,
             stop_ns,
@@ -329,10 +332,9 @@ impl Simulation {
                 self.schedule_next();
                 (p.input_tokens, p.output_tokens)
             }
-            None => (
-                self.input_len.sample(&mut self.rng_lengths),
-                self.output_len.sample(&mut self.rng_lengths),
-            ),
+            None => self.user_shapes[user as usize]
+                .next()
+                .expect("a user's shapes never end"),
         };
         let worker = self.assign();
         self.next_serial += 1;

@@ -253,6 +253,39 @@ fn closed_loop_users_each_have_one_request_in_flight() {
     assert!(r.prediction.is_none());
 }
 
+/// A closed loop's users draw their request shapes from their own streams
+/// (`user_shapes`), as the live generator's users do: with one request per user, the
+/// responses' lengths are each user's first draw, whatever order the users send in.
+#[test]
+fn closed_loop_users_draw_the_live_generators_shapes() {
+    use heisenbench_model::scenario::Lengths;
+    use heisenbench_model::schedule::user_shapes;
+    let mut sc = preset("paper-1000", 1.0, 4).unwrap().remove(0);
+    let users = 4;
+    sc.workload.arrivals = Arrivals::Closed {
+        users,
+        think_s: 0.0,
+    };
+    sc.workload.stop = Stop::Count {
+        requests: u64::from(users),
+    };
+    sc.workload.output_tokens = Lengths::Uniform { min: 5, max: 400 };
+    let mut expected: Vec<u64> = (0..users)
+        .map(|u| u64::from(user_shapes(&sc.workload, sc.seed, u).next().unwrap().1))
+        .collect();
+    let sim = Simulation::new(sc).with_trace(100_000);
+    let mut chunks = std::collections::BTreeMap::<u64, u64>::new();
+    let mut sim = sim;
+    while sim.step() {}
+    for j in sim.trace().iter().filter(|j| j.kind == "chunk") {
+        *chunks.entry(j.request).or_default() += 1;
+    }
+    let mut got: Vec<u64> = chunks.into_values().collect();
+    got.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(got, expected);
+}
+
 #[test]
 fn network_stamping_removes_the_observer_bias() {
     let mut sc = preset("paper-1000", 0.5, 5).unwrap().remove(0);

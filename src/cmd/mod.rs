@@ -49,7 +49,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<(), Failure> {
             Ok(())
         }
         Command::Shard => heisenbench_live::generator::shard_process_main()
-            .map_err(|e| Failure::Runtime(anyhow::anyhow!(e))),
+            .map_err(|e| Failure::Runtime(e.into())),
         Command::Reproduce(r) => reproduce::run(r, out),
         Command::Audit(a) => audit::run(*a, out),
         Command::Explore(e) => explore::run(e, out),

@@ -67,7 +67,7 @@ pub fn handle(path: &str, query: &str) -> Reply {
         | "/chart/loops.svg" | "/chart/ttft.svg" | "/chart/trace.svg" => {
             let state = match State::from_query(query) {
                 Ok(s) => s,
-                Err(e) => return Reply::bad(e),
+                Err(e) => return Reply::bad(e.to_string()),
             };
             match path {
                 "/api/state" => match state.evaluate() {
@@ -150,13 +150,51 @@ const BOUNDS: [(&str, f64, f64); 8] = [
     ("budget_ms", 0.001, 100_000.0),
 ];
 
+/// Why a query names no state of the page; its text is the body of the 400.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// Longer than any the page makes.
+    #[error("query too long")]
+    TooLong,
+    /// `sim` takes 0 or 1.
+    #[error("sim must be 0 or 1, not {0}")]
+    Sim(String),
+    /// The policy is not one of the three.
+    #[error(transparent)]
+    Policy(#[from] ModelError),
+    /// No control has this name.
+    #[error("unknown parameter '{0}'")]
+    Unknown(String),
+    /// A numeric control's value is not a number.
+    #[error("{name}: '{value}' is not a number")]
+    NotANumber {
+        /// The control.
+        name: String,
+        /// What it was given.
+        value: String,
+    },
+    /// A numeric control's value is outside its bounds.
+    #[error("{name} must be between {lo} and {hi}, not {value}")]
+    OutOfBounds {
+        /// The control.
+        name: String,
+        /// Its lowest value.
+        lo: f64,
+        /// Its highest value.
+        hi: f64,
+        /// What it was given.
+        value: String,
+    },
+}
+
 impl State {
     /// Reads `key=value&...`; a missing key keeps its default, an unknown key, a
     /// malformed or out-of-range value is refused with its reason.
-    pub fn from_query(query: &str) -> Result<Self, String> {
+    pub fn from_query(query: &str) -> Result<Self, QueryError> {
         let mut s = Self::default();
         if query.len() > 2048 {
-            return Err("query too long".into());
+            return Err(QueryError::TooLong);
         }
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
@@ -164,25 +202,28 @@ impl State {
                 s.sim = match v {
                     "1" | "true" => true,
                     "0" | "false" => false,
-                    _ => return Err(format!("sim must be 0 or 1, not {v}")),
+                    _ => return Err(QueryError::Sim(v.into())),
                 };
                 continue;
             }
             if k == "policy" {
-                s.policy = v
-                    .replace("%2D", "-")
-                    .parse()
-                    .map_err(|e: ModelError| e.to_string())?;
+                s.policy = v.replace("%2D", "-").parse()?;
                 continue;
             }
             let Some(&(_, lo, hi)) = BOUNDS.iter().find(|(n, _, _)| *n == k) else {
-                return Err(format!("unknown parameter '{k}'"));
+                return Err(QueryError::Unknown(k.into()));
             };
-            let x: f64 = v
-                .parse()
-                .map_err(|_| format!("{k}: '{v}' is not a number"))?;
+            let x: f64 = v.parse().map_err(|_| QueryError::NotANumber {
+                name: k.into(),
+                value: v.into(),
+            })?;
             if !(x.is_finite() && (lo..=hi).contains(&x)) {
-                return Err(format!("{k} must be between {lo} and {hi}, not {v}"));
+                return Err(QueryError::OutOfBounds {
+                    name: k.into(),
+                    lo,
+                    hi,
+                    value: v.into(),
+                });
             }
             match k {
                 "rate" => s.rate = x,

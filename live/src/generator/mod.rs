@@ -268,23 +268,39 @@ fn wait_process(child: std::process::Child) -> Result<ShardResult, ShardError> {
     serde_json::from_slice(&out.stdout).map_err(ShardError::Unreadable)
 }
 
+/// Why a shard worker process could not do its task.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// It could not ask to die with its parent.
+    #[error("cannot follow the parent process")]
+    Parent(#[source] std::io::Error),
+    /// The parent was gone before the shard started.
+    #[error("the parent exited before the shard started")]
+    Orphaned,
+    /// The task could not be read from stdin, or the result written to stdout.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// What stdin held is not a shard task.
+    #[error("bad shard task")]
+    Task(#[source] serde_json::Error),
+}
+
 /// The hidden worker's main: a task on stdin, the result on stdout. The worker dies with
 /// its parent (SIGTERM, so it stops like a Ctrl-C: nothing more is sent) and stops on
 /// SIGINT or SIGTERM with a result.
-pub fn shard_process_main() -> Result<(), String> {
+pub fn shard_process_main() -> Result<(), WorkerError> {
     let parent = getppid();
-    set_parent_process_death_signal(Some(Signal::TERM)).map_err(|e| e.to_string())?;
+    set_parent_process_death_signal(Some(Signal::TERM))
+        .map_err(|e| WorkerError::Parent(e.into()))?;
     if getppid() != parent {
-        return Err("the parent exited before the shard started".into());
+        return Err(WorkerError::Orphaned);
     }
     let stop = StopSignal::new();
-    listen_for_signals(stop.clone(), false).map_err(|e| e.to_string())?;
+    listen_for_signals(stop.clone(), false)?;
     let mut input = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut input)
-        .map_err(|e| e.to_string())?;
-    let task: ShardTask =
-        serde_json::from_slice(&input).map_err(|e| format!("bad shard task: {e}"))?;
+    std::io::stdin().read_to_end(&mut input)?;
+    let task: ShardTask = serde_json::from_slice(&input).map_err(WorkerError::Task)?;
     if task.crash_halfway {
         let wait = slice_duration_ns(&task.config) / 2;
         std::thread::sleep(std::time::Duration::from_nanos(
@@ -292,12 +308,12 @@ pub fn shard_process_main() -> Result<(), String> {
         ));
         std::process::abort();
     }
-    let result = run_shard(&task, &stop).map_err(|e| e.to_string())?;
-    let json = serde_json::to_vec(&result).map_err(|e| e.to_string())?;
+    let result = run_shard(&task, &stop)?;
+    let json = serde_json::to_vec(&result).map_err(std::io::Error::other)?;
     let mut out = std::io::stdout().lock();
-    out.write_all(&json)
-        .and_then(|()| out.flush())
-        .map_err(|e| e.to_string())
+    out.write_all(&json)?;
+    out.flush()?;
+    Ok(())
 }
 
 fn slice_duration_ns(cfg: &RunConfig) -> u64 {

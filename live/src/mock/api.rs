@@ -166,10 +166,30 @@ fn words_of(v: &serde_json::Value, out: &mut Words) {
     }
 }
 
-/// Parses a request body; the error is the message for a 400.
-pub fn parse(api: Api, body: &[u8]) -> Result<GenRequest, String> {
-    let raw: RawRequest =
-        serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+/// Why a request body is not a generation request; its text is the message of the 400.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// Not JSON, or not the request's shape.
+    #[error("invalid JSON body: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A completion without a prompt.
+    #[error("'prompt' is required")]
+    NoPrompt,
+    /// A chat request without messages.
+    #[error("'messages' is required")]
+    NoMessages,
+    /// A chat request with an empty list of messages.
+    #[error("'messages' must not be empty")]
+    EmptyMessages,
+    /// A request for no tokens.
+    #[error("'max_tokens' must be at least 1")]
+    NoTokens,
+}
+
+/// Parses a request body.
+pub fn parse(api: Api, body: &[u8]) -> Result<GenRequest, RequestError> {
+    let raw: RawRequest = serde_json::from_slice(body)?;
     let mut prompt_words = Words::default();
     match api {
         Api::Completions => match raw.prompt {
@@ -179,12 +199,12 @@ pub fn parse(api: Api, body: &[u8]) -> Result<GenRequest, String> {
                     prompt_words.extend_split(&s);
                 }
             }
-            None => return Err("'prompt' is required".into()),
+            None => return Err(RequestError::NoPrompt),
         },
         Api::Chat => {
-            let messages = raw.messages.ok_or("'messages' is required")?;
+            let messages = raw.messages.ok_or(RequestError::NoMessages)?;
             if messages.is_empty() {
-                return Err("'messages' must not be empty".into());
+                return Err(RequestError::EmptyMessages);
             }
             for m in &messages {
                 words_of(&m.content, &mut prompt_words);
@@ -196,7 +216,7 @@ pub fn parse(api: Api, body: &[u8]) -> Result<GenRequest, String> {
         .or(raw.max_tokens)
         .unwrap_or(DEFAULT_MAX_TOKENS);
     if max_tokens == 0 {
-        return Err("'max_tokens' must be at least 1".into());
+        return Err(RequestError::NoTokens);
     }
     Ok(GenRequest {
         api,

@@ -219,7 +219,7 @@ pub(super) async fn generate(api: Api, body: &[u8], state: Arc<State>) -> Respon
         Err(m) => {
             return error(
                 StatusCode::BAD_REQUEST,
-                &m,
+                &m.to_string(),
                 "invalid_request_error",
                 "invalid_request_error",
             );
