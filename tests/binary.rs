@@ -47,11 +47,11 @@ fn process_shards_match_thread_shards_and_one_shard() {
         "--json",
     ];
     let one = run_json(
-        &[&base[..], &["--workers", "1", "--shard-mode", "thread"]].concat(),
+        &[&base[..], &["--shards", "1", "--shard-mode", "thread"]].concat(),
         &[],
     );
     let procs = run_json(
-        &[&base[..], &["--workers", "3", "--shard-mode", "process"]].concat(),
+        &[&base[..], &["--shards", "3", "--shard-mode", "process"]].concat(),
         &[],
     );
     for r in [&one, &procs] {
@@ -82,7 +82,7 @@ fn a_killed_shard_is_reported_and_its_requests_lost() {
     .unwrap();
     let cfg = RunConfig {
         timeout_s: Some(10.0),
-        workers: 2,
+        shards: 2,
         shard_mode: ShardMode::Process,
         ..RunConfig::streaming(
             "crash",
@@ -128,7 +128,7 @@ fn run_writes_report_and_csv_atomically() {
             "200",
             "--requests",
             "40",
-            "--workers",
+            "--shards",
             "1",
             "--out",
             d,
@@ -185,7 +185,7 @@ fn the_api_key_is_sent_but_never_written() {
             "100",
             "--requests",
             "5",
-            "--workers",
+            "--shards",
             "1",
             "--api-key-env",
             "HB_TEST_KEY",
@@ -286,7 +286,7 @@ mod distributed {
         let merged = run_json(&margs, &[]);
         let mut rargs = plan_args(&m.url(), "3");
         rargs.extend([
-            "--workers".into(),
+            "--shards".into(),
             "3".into(),
             "--shard-mode".into(),
             "process".into(),
@@ -402,7 +402,7 @@ mod distributed {
         assert_eq!(serde_json::to_value(&job).unwrap(), list["items"][1]);
         let run: serde_json::Value =
             serde_json::from_str(&cm.data.as_ref().unwrap()["run.json"]).unwrap();
-        assert_eq!(run["workers"], 4);
+        assert_eq!(run["shards"], 4);
         assert_eq!(run["url"], "http://vllm:8000");
         let spec = job.spec.unwrap();
         assert_eq!(spec.completion_mode.as_deref(), Some("Indexed"));
@@ -524,7 +524,7 @@ mod signals {
                 "200",
                 "--duration",
                 "30s",
-                "--workers",
+                "--shards",
                 "2",
                 "--shard-mode",
                 "process",
@@ -569,7 +569,7 @@ mod signals {
             "200",
             "--duration",
             "60s",
-            "--workers",
+            "--shards",
             "2",
             "--shard-mode",
             "process",
@@ -599,7 +599,7 @@ mod signals {
             "1s",
             "--timeout",
             "1s",
-            "--workers",
+            "--shards",
             "2",
             "--shard-mode",
             "process",

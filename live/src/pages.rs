@@ -12,7 +12,7 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 
-use crate::net::server::{ServeError, ServerThread, bind, serve};
+use crate::net::server::{Running, ServeError, bind, serve};
 
 /// How long a connection may take to send a request head (and may stay idle between
 /// requests).
@@ -21,49 +21,26 @@ const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 /// One answer: HTTP status, content type and body.
 pub type Answer = (u16, &'static str, Vec<u8>);
 
-/// A page server running on threads of its own. Dropping it shuts it down.
-pub struct PageServer {
-    server: ServerThread,
-}
-
-impl PageServer {
-    /// Binds `addr` (port 0 picks a free port) and answers each GET with `pages(path,
-    /// query)`; any other method gets 405, a page that panics 500.
-    pub fn start<P>(addr: SocketAddr, pages: P) -> Result<Self, ServeError>
-    where
-        P: Fn(&str, &str) -> Answer + Send + Sync + 'static,
-    {
-        let (listener, addr) = bind(addr)?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(ServeError::Runtime)?;
-        let pages = Arc::new(pages);
-        let handler = move |req: Request<Incoming>| {
-            let pages = pages.clone();
-            async move { Ok::<_, Infallible>(answer(req, pages).await) }
-        };
-        let server = ServerThread::spawn("heisenbench-pages", runtime, listener, addr, |l, rx| {
-            serve(l, HEADER_TIMEOUT, handler, rx)
-        })?;
-        Ok(Self { server })
-    }
-
-    /// The bound address.
-    pub fn addr(&self) -> SocketAddr {
-        self.server.addr()
-    }
-
-    /// The base URL, `http://host:port`.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr())
-    }
-
-    /// Stops accepting, lets open responses finish, and returns.
-    pub fn shutdown(mut self) {
-        self.server.stop();
-    }
+/// Binds `addr` (port 0 picks a free port) and answers each GET with `pages(path, query)`
+/// on threads of its own; any other method gets 405, a page that panics 500.
+pub fn serve_pages<P>(addr: SocketAddr, pages: P) -> Result<Running, ServeError>
+where
+    P: Fn(&str, &str) -> Answer + Send + Sync + 'static,
+{
+    let (listener, addr) = bind(addr)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(ServeError::Runtime)?;
+    let pages = Arc::new(pages);
+    let handler = move |req: Request<Incoming>| {
+        let pages = pages.clone();
+        async move { Ok::<_, Infallible>(answer(req, pages).await) }
+    };
+    Running::spawn("heisenbench-pages", runtime, listener, addr, |l, rx| {
+        serve(l, HEADER_TIMEOUT, handler, rx)
+    })
 }
 
 async fn answer<P>(req: Request<Incoming>, pages: Arc<P>) -> Response<Full<Bytes>>

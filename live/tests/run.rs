@@ -12,11 +12,11 @@ use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::{FailureType, MockConfig};
 use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
 
-fn cfg(url: &str, workers: u32, requests: u64) -> RunConfig {
+fn cfg(url: &str, shards: u32, requests: u64) -> RunConfig {
     RunConfig {
         seed: 5,
         timeout_s: Some(5.0),
-        workers,
+        shards,
         ..RunConfig::streaming(
             "test",
             Workload {

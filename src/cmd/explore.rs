@@ -3,14 +3,14 @@
 use std::io::Write;
 
 use heisenbench_live::net::server::ServeError;
-use heisenbench_live::pages::PageServer;
+use heisenbench_live::pages::serve_pages;
 
 use crate::Failure;
 use crate::args::ExploreArgs;
 
 pub fn run(a: ExploreArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], a.port));
-    let server = PageServer::start(addr, |path, query| {
+    let server = serve_pages(addr, |path, query| {
         let r = heisenbench_figures::explore::handle(path, query);
         (r.status, r.content_type, r.body)
     })

@@ -16,7 +16,7 @@ pub fn run(a: K8sArgs, out: &mut dyn Write) -> Result<(), Failure> {
     }
     let deployment = a.deployment();
     let (mut cfg, pending) = run_config(&a.run)?;
-    cfg.workers = a.shards;
+    cfg.shards = a.run.flags.shards.unwrap_or(1);
     let only_the_model = Pending {
         shards: false,
         ..pending

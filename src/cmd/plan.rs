@@ -35,8 +35,8 @@ pub fn run(a: PlanFlags, out: &mut dyn Write) -> Result<(), Failure> {
     let load = a.load(mean, scv)?;
     if a.max_qps {
         let workers = a
-            .workers
-            .ok_or_else(|| Failure::Usage("--max-qps needs --workers".into()))?;
+            .loops
+            .ok_or_else(|| Failure::Usage("--max-qps needs --loops".into()))?;
         let cap = max_qps(&load, workers, &a.budget, a.cores)?;
         if a.json {
             return write_json(out, &cap);

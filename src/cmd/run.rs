@@ -21,7 +21,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let (mut cfg, pending) = config(&a)?;
     if let Some(spec) = a.shard {
         let shard = spec.index;
-        cfg.workers = spec.of;
+        cfg.shards = spec.of;
         let only_the_model = Pending {
             shards: false,
             ..pending
@@ -55,7 +55,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     }
     let mut tell = |line: &str| {
         if !a.json {
-            let _ = writeln!(out, "workers: {line}").and_then(|()| out.flush());
+            let _ = writeln!(out, "shards: {line}").and_then(|()| out.flush());
         }
     };
     let reasoning = prepared(&mut cfg, pending, a.calibration.as_deref(), &mut tell)?;
@@ -73,7 +73,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     };
     if !a.json {
         for line in &reasoning {
-            writeln!(out, "workers: {line}")?;
+            writeln!(out, "shards: {line}")?;
         }
         if mock.is_some() {
             writeln!(
@@ -90,7 +90,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
         run_live(
             &cfg,
             &RunOptions {
-                workers_reasoning: reasoning.clone(),
+                shards_reasoning: reasoning.clone(),
                 stop: stop.clone(),
                 ..RunOptions::default()
             },

@@ -59,7 +59,7 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
                     (a.prompt_tokens, a.output_tokens),
                     a.url.as_deref().unwrap_or_default(),
                     &model,
-                    a.workers,
+                    a.shards,
                 );
                 if cfg.model.is_empty() {
                     cfg.model = super::run::served_model(&cfg)?;

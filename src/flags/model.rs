@@ -231,8 +231,8 @@ pub struct PlanFlags {
     /// Cores per machine, to count machines.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub cores_per_machine: Option<u32>,
-    /// Instead: the largest QPS that --workers loops carry under the budget.
-    #[arg(long, requires = "workers")]
+    /// Instead: the largest QPS that --loops loops carry under the budget.
+    #[arg(long, requires = "loops")]
     pub max_qps: bool,
     /// Skip the check by simulation. By default every plan is checked: the chosen count
     /// and one fewer, each loop simulated (Lindley's recursion over bursts, about 2
@@ -244,8 +244,8 @@ pub struct PlanFlags {
     #[arg(long, hide = true, conflicts_with = "no_check")]
     pub check: bool,
     /// Loops, for --max-qps.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub workers: Option<u32>,
+    #[arg(long, alias = "workers", value_parser = clap::value_parser!(u32).range(1..))]
+    pub loops: Option<u32>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -353,8 +353,8 @@ pub struct SweepFlags {
     #[arg(long, default_value_t = 0.99)]
     pub min_achieved: f64,
     /// Live: shards.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
-    pub workers: u32,
+    #[arg(long, alias = "workers", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    pub shards: u32,
     /// Live: output tokens per request.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
     pub output_tokens: u32,

@@ -125,7 +125,7 @@ impl RunArgs {
             csv: self.csv,
             ..self.flags.clone().into()
         };
-        let (mut cfg, workers_given) =
+        let (mut cfg, shards_given) =
             RunConfig::resolve(text.as_deref(), &flags).map_err(|e| match e {
                 // Only a file's text is parsed as a scenario.
                 ResolveError::Scenario(e) => in_file(
@@ -141,7 +141,7 @@ impl RunArgs {
         cfg.validate()?;
         let pending = Pending {
             model: self.flags.model.is_none() && self.flags.url.is_some(),
-            shards: !workers_given,
+            shards: !shards_given,
             embedded_mock: self.flags.url.is_none(),
         };
         Ok((cfg, pending))
@@ -180,9 +180,10 @@ pub struct RunFlags {
     /// Requests one shard keeps in flight at most.
     #[arg(long = "max-in-flight", value_name = "MAX_IN_FLIGHT", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_in_flight_per_shard: Option<u32>,
-    /// Shards (default: what `plan` says this load needs, capped at this machine's cores).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub workers: Option<u32>,
+    /// Shards: the generator's single-threaded loops, as processes or threads (default: what
+    /// `plan` says this load needs, capped at this machine's cores; `k8s`: one pod each).
+    #[arg(long, alias = "workers", value_parser = clap::value_parser!(u32).range(1..10000))]
+    pub shards: Option<u32>,
     /// process or thread.
     #[arg(long, default_value = "process", value_parser = parse_flag::<ShardMode>)]
     pub shard_mode: ShardMode,
@@ -212,7 +213,7 @@ impl From<RunFlags> for RunOverrides {
             api_key_env: f.api_key_env,
             timeout_s: f.timeout_s,
             max_in_flight_per_shard: f.max_in_flight_per_shard,
-            workers: f.workers,
+            shards: f.shards,
             shard_mode: f.shard_mode,
             client_cost_s: f.client_cost_s,
             seed: f.seed,
@@ -243,9 +244,6 @@ pub struct K8sArgs {
     /// The run, as for `heisenbench run` (needs --url).
     #[command(flatten)]
     pub run: RunArgs,
-    /// Shards, one pod each.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..10000))]
-    pub shards: u32,
     /// Container image holding the heisenbench binary.
     #[arg(long, default_value = "heisenbench:latest")]
     pub image: String,
@@ -274,10 +272,12 @@ impl K8sArgs {
                 "k8s needs the server's --url (pods cannot reach an embedded mock)".into(),
             );
         }
+        if r.flags.shards.is_none() {
+            return Some("k8s needs --shards: one pod each".into());
+        }
         let fixed = [
             ("--shard", r.shard.is_some()),
             ("--start-at", r.start_at.is_some()),
-            ("--workers (use --shards)", r.flags.workers.is_some()),
             ("--shard-mode", r.flags.shard_mode != ShardMode::Process),
             ("--calibration", r.calibration.is_some()),
             ("--out", r.out.is_some()),
@@ -354,12 +354,12 @@ mod tests {
     #[test]
     fn flags_override_the_defaults_and_a_bad_file_is_the_users_to_fix() {
         let (cfg, pending) =
-            parse::<RunArgs>(&["--qps", "250", "--requests", "40", "--workers", "3"])
+            parse::<RunArgs>(&["--qps", "250", "--requests", "40", "--shards", "3"])
                 .config()
                 .unwrap();
         assert!(!pending.shards && !pending.model && pending.embedded_mock);
         assert_eq!(
-            (cfg.workers, cfg.workload.arrivals.rate_per_s()),
+            (cfg.shards, cfg.workload.arrivals.rate_per_s()),
             (3, Some(250.0))
         );
         let (_, pending) = parse::<RunArgs>(&[]).config().unwrap();

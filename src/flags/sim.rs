@@ -21,9 +21,9 @@ pub struct SimFlags {
     /// Root seed (overrides the file's).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Client loops (overrides the file's).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub workers: Option<u32>,
+    /// Client loops (overrides the file's `client.workers`).
+    #[arg(long, alias = "workers", value_parser = clap::value_parser!(u32).range(1..))]
+    pub loops: Option<u32>,
     /// The workload's flags, the same as `run`'s (each overrides the file's or the preset's).
     #[command(flatten)]
     pub workload: WorkloadArgs,
@@ -63,7 +63,7 @@ impl SimFlags {
             if let Some(seed) = self.seed {
                 sc.seed = seed;
             }
-            if let Some(w) = self.workers {
+            if let Some(w) = self.loops {
                 sc.client.workers = w;
             }
             sc.workload.apply(&flags)?;
@@ -150,7 +150,7 @@ mod tests {
             assert_eq!(sc.seed, 7);
             assert_eq!(sc.workload.arrivals.rate_per_s(), Some(50.0));
         }
-        let single = sim(&["--workers", "3"]);
+        let single = sim(&["--loops", "3"]);
         let text = serde_json::to_string(&list[0]).unwrap();
         assert_eq!(
             single.scenarios(Some(&text), None).unwrap()[0]

@@ -269,7 +269,7 @@ fn plan_max_qps_and_cores() {
     let v = json(&[
         "plan",
         "--max-qps",
-        "--workers",
+        "--loops",
         "4",
         "--events-per-request",
         "200",

@@ -99,8 +99,10 @@ pub struct RunConfig {
     pub timeout_s: Option<f64>,
     /// Requests one shard keeps in flight at most.
     pub max_in_flight_per_shard: Option<u32>,
-    /// Shards.
-    pub workers: u32,
+    /// Shards: the generator's single-threaded loops, as processes or threads (files
+    /// written before the name was `shards` say `workers`).
+    #[serde(alias = "workers")]
+    pub shards: u32,
     /// Processes or threads.
     pub shard_mode: ShardMode,
     /// Emulated client cost per received event, seconds of busy work on the shard's loop
@@ -148,7 +150,7 @@ pub struct RunOverrides {
     /// Requests one shard keeps in flight at most.
     pub max_in_flight_per_shard: Option<u32>,
     /// Shards (default: what `plan` says this load needs, capped at this machine's cores).
-    pub workers: Option<u32>,
+    pub shards: Option<u32>,
     /// process or thread.
     pub shard_mode: ShardMode,
     /// Emulated client cost per received event (busy work on the shard's loop), e.g. 12us.
@@ -175,7 +177,7 @@ impl Default for RunOverrides {
             api_key_env: None,
             timeout_s: None,
             max_in_flight_per_shard: None,
-            workers: None,
+            shards: None,
             shard_mode: ShardMode::Process,
             client_cost_s: 0.0,
             seed: None,
@@ -233,7 +235,7 @@ impl RunConfig {
         );
         workload.apply(&flags.workload)?;
         let client = file.as_ref().and_then(|f| f.client.clone());
-        let workers = flags.workers.or(client.as_ref().map(|c| c.workers));
+        let shards = flags.shards.or(client.as_ref().map(|c| c.workers));
         let cfg = Self {
             name: file
                 .as_ref()
@@ -262,7 +264,7 @@ impl RunConfig {
             max_in_flight_per_shard: flags
                 .max_in_flight_per_shard
                 .or(client.as_ref().and_then(|c| c.max_in_flight_per_worker)),
-            workers: workers.unwrap_or(1),
+            shards: shards.unwrap_or(1),
             shard_mode: flags.shard_mode,
             client_cost_s: flags.client_cost_s,
             csv: flags.csv,
@@ -271,7 +273,7 @@ impl RunConfig {
             prompts: crate::openai::prompt::Prompts::words(),
         };
         cfg.validate()?;
-        Ok((cfg, workers.is_some()))
+        Ok((cfg, shards.is_some()))
     }
 }
 
@@ -292,7 +294,7 @@ impl RunConfig {
             api_key_env: None,
             timeout_s: None,
             max_in_flight_per_shard: None,
-            workers: 1,
+            shards: 1,
             shard_mode: ShardMode::Thread,
             client_cost_s: 0.0,
             csv: false,
@@ -313,7 +315,7 @@ impl RunConfig {
         tokens: (u32, u32),
         url: &str,
         model: &str,
-        workers: u32,
+        shards: u32,
     ) -> Self {
         let workload = Workload {
             arrivals: Arrivals::Poisson { rate_per_s },
@@ -323,7 +325,7 @@ impl RunConfig {
         };
         Self {
             timeout_s: Some(60.0),
-            workers,
+            shards,
             ..Self::streaming(&format!("sweep stage {}", index + 1), workload, url, model)
         }
     }
@@ -345,10 +347,10 @@ impl RunConfig {
                 "must start with http:// or https://",
             );
         }
-        if self.workers == 0 || self.workers > heisenbench_model::limits::MAX_LOCAL_SHARDS {
+        if self.shards == 0 || self.shards > heisenbench_model::limits::MAX_LOCAL_SHARDS {
             return bad(
-                "workers",
-                self.workers.to_string(),
+                "shards",
+                self.shards.to_string(),
                 "must be between 1 and 1,024 on one machine (more machines: --shard I/N)",
             );
         }
@@ -408,7 +410,7 @@ impl RunConfig {
     /// merge only with results of the same plan.
     pub fn plan_hash(&self) -> String {
         let text =
-            serde_json::to_string(&(&self.workload, self.seed, self.workers)).unwrap_or_default();
+            serde_json::to_string(&(&self.workload, self.seed, self.shards)).unwrap_or_default();
         let mut h = Fnv64::default();
         h.write(text.as_bytes());
         format!("{:016x}", h.finish())
@@ -450,7 +452,7 @@ mod tests {
             (ApiKind::Completions, ShardMode::Process)
         );
         assert_eq!(f.client_cost_s, 0.0);
-        assert!(f.url.is_none() && f.timeout_s.is_none() && f.workers.is_none());
+        assert!(f.url.is_none() && f.timeout_s.is_none() && f.shards.is_none());
     }
 
     /// Flags over the scenario file over the defaults; the file's client gives the shard
@@ -465,7 +467,7 @@ mod tests {
         );
         assert_eq!(cfg.workload.stop, Stop::Duration { seconds: 10.0 });
         assert_eq!(cfg.workload.input_tokens, Lengths::Fixed { tokens: 320 });
-        assert_eq!((cfg.seed, cfg.workers, cfg.name.as_str()), (1, 1, "live"));
+        assert_eq!((cfg.seed, cfg.shards, cfg.name.as_str()), (1, 1, "live"));
         assert!(!given);
         let file = r#"{"name": "f", "seed": 7,
             "workload": {"arrivals": {"kind": "poisson", "rate_per_s": 50},
@@ -474,12 +476,12 @@ mod tests {
                 "output_tokens": {"kind": "fixed", "tokens": 5}},
             "client": {"workers": 3, "costs": {"chunk": {"kind": "deterministic", "mean_s": 0.0}}}}"#;
         let (cfg, given) = RunConfig::resolve(Some(file), &RunOverrides::default()).unwrap();
-        assert_eq!((cfg.seed, cfg.workers, cfg.name.as_str()), (7, 3, "f"));
+        assert_eq!((cfg.seed, cfg.shards, cfg.name.as_str()), (7, 3, "f"));
         assert_eq!(cfg.workload.stop, Stop::Count { requests: 9 });
         assert!(given);
         let flags = RunOverrides {
             seed: Some(2),
-            workers: Some(5),
+            shards: Some(5),
             workload: heisenbench_model::scenario::WorkloadFlags {
                 qps: Some(80.0),
                 ..Default::default()
@@ -487,7 +489,7 @@ mod tests {
             ..RunOverrides::default()
         };
         let (cfg, _) = RunConfig::resolve(Some(file), &flags).unwrap();
-        assert_eq!((cfg.seed, cfg.workers), (2, 5));
+        assert_eq!((cfg.seed, cfg.shards), (2, 5));
         assert_eq!(
             cfg.workload.arrivals,
             Arrivals::Poisson { rate_per_s: 80.0 }

@@ -151,7 +151,7 @@ pub fn run_one_shard(
         kind: "shard".into(),
         plan_hash: cfg.plan_hash(),
         shard,
-        shards: cfg.workers,
+        shards: cfg.shards,
         config: cfg.redacted(),
         planned_start_utc_s: start,
         local_start_utc_s: now_utc + ahead_ns as f64 * 1e-9,
@@ -253,7 +253,7 @@ impl MergeNotes {
             out,
             "merged {} of {} shard(s) of plan {}: scheduled {}, completed {}, timed out {}, lost {} ({})",
             report.shards.iter().filter(|s| s.ok).count(),
-            report.config.workers,
+            report.config.shards,
             report.plan_hash,
             acc.scheduled,
             acc.completed,
@@ -322,10 +322,10 @@ pub fn merge(results: Vec<ShardReport>) -> Result<(RunReport, MergeNotes), Merge
                 reason,
             }))
         };
-        if r.shards == 0 || r.shards != r.config.workers {
+        if r.shards == 0 || r.shards != r.config.shards {
             return bad(format!(
-                "the shard count must be at least 1 and match the config's {} workers",
-                r.config.workers
+                "the shard count must be at least 1 and match the config's {} shards",
+                r.config.shards
             ));
         }
         if r.shard >= r.shards {
@@ -360,7 +360,7 @@ pub fn merge(results: Vec<ShardReport>) -> Result<(RunReport, MergeNotes), Merge
             }
         }
     }
-    let outcomes = (0..cfg.workers)
+    let outcomes = (0..cfg.shards)
         .map(|i| match by_shard.remove(&i) {
             Some(r) => Ok(r.result),
             None => {
@@ -370,7 +370,7 @@ pub fn merge(results: Vec<ShardReport>) -> Result<(RunReport, MergeNotes), Merge
         })
         .collect();
     let mut opts = RunOptions::default();
-    opts.workers_reasoning.push(format!(
+    opts.shards_reasoning.push(format!(
         "merged from shard results of plan {}",
         cfg.plan_hash()
     ));

@@ -121,7 +121,7 @@ impl Deployment {
     }
 }
 
-/// The ConfigMap and the Indexed Job that run `cfg` as `cfg.workers` pods, one shard
+/// The ConfigMap and the Indexed Job that run `cfg` as `cfg.shards` pods, one shard
 /// each (the run is written with thread shards: each pod is one).
 pub fn manifests(cfg: &RunConfig, p: &Deployment) -> Result<Manifests, K8sError> {
     p.validate()?;
@@ -188,7 +188,7 @@ pub fn manifests(cfg: &RunConfig, p: &Deployment) -> Result<Manifests, K8sError>
             "--config".into(),
             format!("{CONFIG_DIR}/run.json"),
             "--shard".into(),
-            format!("$(JOB_COMPLETION_INDEX)/{}", cfg.workers),
+            format!("$(JOB_COMPLETION_INDEX)/{}", cfg.shards),
             "--start-at".into(),
             format!("{:.3}", p.start_at_s),
         ]),
@@ -215,8 +215,8 @@ pub fn manifests(cfg: &RunConfig, p: &Deployment) -> Result<Manifests, K8sError>
         },
         spec: Some(JobSpec {
             completion_mode: Some("Indexed".into()),
-            completions: Some(cfg.workers as i32),
-            parallelism: Some(cfg.workers as i32),
+            completions: Some(cfg.shards as i32),
+            parallelism: Some(cfg.shards as i32),
             // A retried shard would replay its slice at the wrong time: fail, and let
             // `merge` count its requests as lost.
             backoff_limit: Some(0),

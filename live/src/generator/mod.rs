@@ -108,7 +108,7 @@ pub struct RunOptions {
     /// The binary to re-invoke for process shards (default: this executable).
     pub exe: Option<PathBuf>,
     /// Why this many workers (goes into the report).
-    pub workers_reasoning: Vec<String>,
+    pub shards_reasoning: Vec<String>,
     /// Stops the run early; the report is still made, marked interrupted.
     pub stop: StopSignal,
     /// Fault injection for tests: the process of this shard aborts halfway through its
@@ -134,9 +134,9 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
     };
     // Time zero a little ahead, so every shard is up before its first send.
     let lead_ns =
-        50_000_000 + u64::from(cfg.workers) * if exe.is_some() { 10_000_000 } else { 1_000_000 };
+        50_000_000 + u64::from(cfg.shards) * if exe.is_some() { 10_000_000 } else { 1_000_000 };
     let start = mono_ns() + lead_ns;
-    let tasks: Vec<ShardTask> = (0..cfg.workers)
+    let tasks: Vec<ShardTask> = (0..cfg.shards)
         .map(|shard| ShardTask {
             config: cfg.clone(),
             shard,
@@ -426,7 +426,7 @@ pub fn report(
         kind: "live".into(),
         config: cfg.redacted(),
         plan_hash: cfg.plan_hash(),
-        workers_reasoning: opts.workers_reasoning.clone(),
+        shards_reasoning: opts.shards_reasoning.clone(),
         shards,
         accounting: Accounting {
             scheduled,

@@ -75,7 +75,7 @@ pub fn prepare(
             cores,
             tell,
         )?;
-        cfg.workers = k;
+        cfg.shards = k;
         reasons = why;
     }
     cfg.validate()?;

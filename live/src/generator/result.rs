@@ -520,7 +520,7 @@ pub struct RunReport {
     /// Fingerprint of the schedule and shard count.
     pub plan_hash: String,
     /// Why this many shards.
-    pub workers_reasoning: Vec<String>,
+    pub shards_reasoning: Vec<String>,
     /// Shard by shard.
     pub shards: Vec<ShardStatus>,
     /// Where every request went.
@@ -628,7 +628,11 @@ pub fn loop_observation(
     use heisenbench_model::compare::{LoopArrivals, Observation};
     use heisenbench_model::service::Service;
     let cfg = &v["config"];
-    let workers = cfg["workers"].as_f64().unwrap_or(1.0).max(1.0);
+    let shards = cfg["shards"]
+        .as_f64()
+        .or(cfg["workers"].as_f64())
+        .unwrap_or(1.0)
+        .max(1.0);
     let events = v["events"].as_f64().unwrap_or(0.0);
     let completed = v["accounting"]["completed"].as_f64().unwrap_or(0.0);
     if events == 0.0 || completed == 0.0 {
@@ -638,7 +642,7 @@ pub fn loop_observation(
     let cpu = v["merged"]["cpu_ns"].as_f64().unwrap_or(0.0) * 1e-9 / events;
     let mean = if cost > 0.0 { cost } else { cpu.max(1e-9) };
     let per_request = events / completed;
-    let rate = v["offered_qps"].as_f64().unwrap_or(0.0) / workers * per_request;
+    let rate = v["offered_qps"].as_f64().unwrap_or(0.0) / shards * per_request;
     let d = |k: &str, f: &str| v[k][f].as_f64().unwrap_or(0.0);
     // With a zero-latency server a response is due at its request's intended time. Its
     // events' time in the client is then the send lag (the loop was busy when the

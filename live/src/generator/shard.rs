@@ -49,7 +49,7 @@ pub struct ShardTask {
 /// The requests of `shard`'s slice of an open-loop schedule (None for closed loops).
 pub fn slice_len(cfg: &RunConfig, shard: u32) -> Option<u64> {
     Schedule::new(&cfg.workload, cfg.seed)
-        .map(|s| s.stripe(u64::from(shard), u64::from(cfg.workers)).count() as u64)
+        .map(|s| s.stripe(u64::from(shard), u64::from(cfg.shards)).count() as u64)
 }
 
 /// Runs the shard to completion on the calling thread, or until `stop` (then it sends
@@ -129,7 +129,7 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
     let mut tasks = Vec::new();
     match Schedule::new(&ctx.cfg.workload, ctx.cfg.seed) {
         Some(schedule) => {
-            let mut planned = schedule.stripe(u64::from(ctx.shard), u64::from(ctx.cfg.workers));
+            let mut planned = schedule.stripe(u64::from(ctx.shard), u64::from(ctx.cfg.shards));
             while let Some(p) = planned.next() {
                 {
                     let mut r = ctx.result.borrow_mut();
@@ -181,7 +181,7 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
             let Arrivals::Closed { users, think_s } = ctx.cfg.workload.arrivals else {
                 unreachable!("only closed loops lack a schedule")
             };
-            for user in (ctx.shard..users).step_by(ctx.cfg.workers as usize) {
+            for user in (ctx.shard..users).step_by(ctx.cfg.shards as usize) {
                 let (c, stop) = (ctx.clone(), stop.clone());
                 tasks.push(tokio::task::spawn_local(async move {
                     tokio::select! {

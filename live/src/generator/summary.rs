@@ -66,7 +66,7 @@ impl RunReport {
             out,
             "{}: {} shard(s) ({:?}), offered {:.1} req/s, achieved {:.1} req/s over {:.2} s",
             r.config.name,
-            r.config.workers,
+            r.config.shards,
             r.config.shard_mode,
             r.offered_qps,
             r.achieved_qps,

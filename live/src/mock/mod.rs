@@ -32,7 +32,7 @@ use config::MockConfig;
 use handler::State;
 pub use journal::{Journal, Served};
 
-use crate::net::server::{ServeError, ServerThread, bind};
+use crate::net::server::{Running, ServeError, bind};
 use crate::time::clock::Clock;
 
 /// Largest request body accepted.
@@ -60,7 +60,7 @@ pub enum MockError {
 
 /// A running mock server on its own threads. Dropping it shuts it down.
 pub struct MockServer {
-    server: ServerThread,
+    server: Running,
 }
 
 impl MockServer {
@@ -93,7 +93,7 @@ impl MockServer {
         }
         .map_err(ServeError::Runtime)?;
         let state = State::new(cfg, Clock::host(), journal);
-        let server = ServerThread::spawn("heisenbench-mock", runtime, listener, addr, |l, rx| {
+        let server = Running::spawn("heisenbench-mock", runtime, listener, addr, |l, rx| {
             state.serve(l, rx)
         })?;
         Ok(Self { server })
@@ -106,12 +106,12 @@ impl MockServer {
 
     /// The base URL, `http://host:port`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr())
+        self.server.url()
     }
 
     /// Stops accepting, lets open responses finish (up to two seconds), and returns.
-    pub fn shutdown(mut self) {
-        self.server.stop();
+    pub fn shutdown(self) {
+        self.server.shutdown();
     }
 }
 

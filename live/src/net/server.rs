@@ -100,13 +100,13 @@ pub(crate) async fn serve<H, F, B>(
 }
 
 /// A server running on a thread of its own, with its runtime. Dropping it shuts it down.
-pub(crate) struct ServerThread {
+pub struct Running {
     addr: SocketAddr,
     shutdown: Option<watch::Sender<bool>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl ServerThread {
+impl Running {
     /// Runs `serve(listener, shutdown)` on `runtime`, on a thread called `name`.
     pub(crate) fn spawn<S, F>(
         name: &str,
@@ -132,12 +132,21 @@ impl ServerThread {
     }
 
     /// The bound address.
-    pub(crate) fn addr(&self) -> SocketAddr {
+    pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// Stops accepting, lets open connections finish (up to [`DRAIN`]), and returns.
-    pub(crate) fn stop(&mut self) {
+    /// The base URL, `http://host:port`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting, lets open connections finish (up to two seconds), and returns.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(true);
         }
@@ -147,7 +156,7 @@ impl ServerThread {
     }
 }
 
-impl Drop for ServerThread {
+impl Drop for Running {
     fn drop(&mut self) {
         self.stop();
     }

@@ -145,12 +145,12 @@ fn live_config(
     url: &str,
     qps: f64,
     seconds: f64,
-    workers: u32,
+    shards: u32,
     client_cost_s: f64,
 ) -> RunConfig {
     RunConfig {
         timeout_s: Some(30.0 + seconds),
-        workers,
+        shards,
         // Thread shards (the default), so the reproduction needs no second binary (and
         // runs inside tests).
         client_cost_s,
