@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use heisenbench_live::openai::sse::SseParser;
-use heisenbench_live::openai::stream::{Head, StreamState, interpret, interpret_after};
+use heisenbench_live::openai::stream::{RepeatedHead, StreamState, interpret, interpret_after};
 
 fn main() {
     let escaped = std::env::args().nth(1).is_some();
@@ -37,7 +37,7 @@ fn main() {
         let mut n = 0u64;
         for _ in 0..rounds {
             let mut p = SseParser::new();
-            let (mut state, mut head) = (StreamState::default(), Head::default());
+            let (mut state, mut head) = (StreamState::default(), RepeatedHead::default());
             for r in &reads {
                 p.feed(r, |ev| {
                     n += 1;

@@ -45,7 +45,7 @@ enum Ev {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
+enum Phase {
     /// Held back by the loop's in-flight cap.
     Pending,
     /// Written; on its way to or waiting at the server.
@@ -77,7 +77,7 @@ struct Req {
     end_stamp_ns: u64,
     done_ns: u64,
     serial: u64,
-    state: State,
+    state: Phase,
     /// In the server's waiting line (its slab entry must outlive a timeout).
     at_server_queue: bool,
 }
@@ -354,7 +354,7 @@ impl Simulation {
             end_stamp_ns: 0,
             done_ns: 0,
             serial: self.next_serial,
-            state: State::Pending,
+            state: Phase::Pending,
             at_server_queue: false,
         });
         let l = &mut self.loops[worker as usize];
@@ -484,7 +484,7 @@ impl Simulation {
         l.max_in_flight = l.max_in_flight.max(l.in_flight);
         let req = &mut self.reqs[r as usize];
         req.actual_ns = actual;
-        req.state = State::Sent;
+        req.state = Phase::Sent;
         self.tally.send_lag.record(actual - req.intended_ns);
         let id = self.id(r);
         self.q.push(SimTime(actual), Ev::AtServer(id));
@@ -513,7 +513,7 @@ impl Simulation {
         self.current_serial = self.reqs[r as usize].serial;
         self.current_due_ns = now;
         let req = &mut self.reqs[r as usize];
-        if req.state != State::Sent {
+        if req.state != Phase::Sent {
             return;
         }
         req.server_recv_ns = now;
@@ -528,7 +528,7 @@ impl Simulation {
             // 429: one small error response for the loop to process.
             self.counts.rejected += 1;
             let w = req.worker;
-            req.state = State::Rejected;
+            req.state = Phase::Rejected;
             let done = self.job(w, now, JobKind::Finish);
             self.reqs[r as usize].done_ns = done;
             let id = self.id(r);
@@ -541,7 +541,7 @@ impl Simulation {
         let input = self.reqs[r as usize].input;
         let ttft = self.server_latency_ns(Some(input));
         let req = &mut self.reqs[r as usize];
-        req.state = State::Running;
+        req.state = Phase::Running;
         self.tally.server_queue.record(now - req.server_recv_ns);
         let id = self.id(r);
         self.q.push(SimTime(now + ttft), Ev::Emit(id));
@@ -552,7 +552,7 @@ impl Simulation {
         while let Some(next) = self.server.waiting.pop_front() {
             let req = &mut self.reqs[next as usize];
             req.at_server_queue = false;
-            if req.state == State::Sent {
+            if req.state == Phase::Sent {
                 self.start_stream(now, next);
                 break;
             }
@@ -568,7 +568,7 @@ impl Simulation {
         } else {
             now
         };
-        if self.reqs[r as usize].state != State::Running {
+        if self.reqs[r as usize].state != Phase::Running {
             return;
         }
         let w = self.reqs[r as usize].worker;
@@ -589,7 +589,7 @@ impl Simulation {
             req.prev_emit_ns = now;
             req.prev_stamp_ns = stamp;
             if req.emitted == req.output {
-                req.state = State::Finished;
+                req.state = Phase::Finished;
                 self.release_slot(now);
                 // The end is processed after the last chunk, even when it costs nothing.
                 let end_done = self.job(w, now, JobKind::Finish).max(last_chunk_done);
@@ -615,11 +615,11 @@ impl Simulation {
     fn on_done(&mut self, now: u64, r: u32) {
         let req = self.reqs[r as usize].clone();
         match req.state {
-            State::Finished => {
+            Phase::Finished => {
                 self.counts.completed += 1;
                 self.record_request(&req);
             }
-            State::Rejected | State::TimedOut => {}
+            Phase::Rejected | Phase::TimedOut => {}
             // A Done event is only pushed for the three states above.
             _ => return,
         }
@@ -629,23 +629,23 @@ impl Simulation {
     fn on_timeout(&mut self, now: u64, r: u32) {
         let state = self.reqs[r as usize].state;
         match state {
-            State::Finished if self.reqs[r as usize].done_ns <= now => {}
-            State::Finished => {
+            Phase::Finished if self.reqs[r as usize].done_ns <= now => {}
+            Phase::Finished => {
                 // The response is in the loop's queue but not processed in time: the client
                 // gives up; its Done event releases it.
                 self.counts.timed_out += 1;
-                self.reqs[r as usize].state = State::TimedOut;
+                self.reqs[r as usize].state = Phase::TimedOut;
             }
-            State::Sent | State::Running => {
+            Phase::Sent | Phase::Running => {
                 self.counts.timed_out += 1;
-                self.reqs[r as usize].state = State::TimedOut;
-                if state == State::Running {
+                self.reqs[r as usize].state = Phase::TimedOut;
+                if state == Phase::Running {
                     self.release_slot(now);
                 }
                 // A request still in the server's waiting line is skipped when reached.
                 self.leave(now, r);
             }
-            State::Pending | State::Rejected | State::TimedOut => {}
+            Phase::Pending | Phase::Rejected | Phase::TimedOut => {}
         }
     }
 

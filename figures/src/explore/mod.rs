@@ -6,7 +6,7 @@
 //! figure fixes both. The command serves it over the project's HTTP server code; tests
 //! call it directly.
 //!
-//! Every parameter is bounded ([`State::from_query`]) and the work per call is fixed: a
+//! Every parameter is bounded ([`Controls::from_query`]) and the work per call is fixed: a
 //! bad parameter is a 400 with its reason, never a panic or an unbounded computation.
 
 use heisenbench_model::error::ModelError;
@@ -65,7 +65,7 @@ pub fn handle(path: &str, query: &str) -> Reply {
         "/style.css" => Reply::ok("text/css; charset=utf-8", STYLE),
         "/api/state" | "/api/trace" | "/chart/wait.svg" | "/chart/rate.svg"
         | "/chart/loops.svg" | "/chart/ttft.svg" | "/chart/trace.svg" => {
-            let state = match State::from_query(query) {
+            let state = match Controls::from_query(query) {
                 Ok(s) => s,
                 Err(e) => return Reply::bad(e.to_string()),
             };
@@ -97,7 +97,7 @@ pub fn handle(path: &str, query: &str) -> Reply {
 
 /// The page's controls, each bounded.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct State {
+pub struct Controls {
     /// Offered requests per second.
     pub rate: f64,
     /// Output tokens (chunks) per request.
@@ -121,7 +121,7 @@ pub struct State {
     pub sim: bool,
 }
 
-impl Default for State {
+impl Default for Controls {
     fn default() -> Self {
         Self {
             rate: 100.0,
@@ -188,7 +188,7 @@ pub enum QueryError {
     },
 }
 
-impl State {
+impl Controls {
     /// Reads `key=value&...`; a missing key keeps its default, an unknown key, a
     /// malformed or out-of-range value is refused with its reason.
     pub fn from_query(query: &str) -> Result<Self, QueryError> {
@@ -578,7 +578,7 @@ impl Waits {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evaluated {
     /// The inputs, as read.
-    pub state: State,
+    pub state: Controls,
     /// Per-loop utilisation.
     pub utilisation: f64,
     /// Requests per second the loops carry at most.

@@ -91,7 +91,7 @@ type Sample = (u64, Vec<(Key, u64)>);
 
 /// What the sampler knows of one process.
 #[derive(Debug, Clone, Copy)]
-struct Seen {
+struct ProcessSample {
     last: Stat,
     gone: bool,
 }
@@ -101,7 +101,7 @@ struct Seen {
 #[derive(Debug)]
 pub struct TreeSampler {
     own_pid: i32,
-    seen: HashMap<(i32, u64), Seen>,
+    seen: HashMap<(i32, u64), ProcessSample>,
     /// Largest number of live processes at one sample.
     pub max_processes: usize,
     /// Largest number of live threads at one sample.
@@ -151,7 +151,7 @@ impl TreeSampler {
                 threads += s.threads;
                 self.seen.insert(
                     key,
-                    Seen {
+                    ProcessSample {
                         last: **s,
                         gone: false,
                     },
@@ -187,7 +187,7 @@ impl TreeSampler {
             for s in ended {
                 self.seen.insert(
                     (s.pid, s.start),
-                    Seen {
+                    ProcessSample {
                         last: s,
                         gone: true,
                     },
@@ -207,7 +207,7 @@ impl TreeSampler {
         if let Some(s) = read_stat(pid) {
             self.seen.insert(
                 (s.pid, s.start),
-                Seen {
+                ProcessSample {
                     last: s,
                     gone: true,
                 },

@@ -27,7 +27,7 @@ use crate::net::http1::{Piece, Wire, WireError};
 use crate::net::receive_stamps::Stamps;
 use crate::openai::sse::{SseEvent, SseParser};
 use crate::openai::stream::{
-    Ending, Head, StreamEvent, StreamState, error_text, interpret, interpret_after,
+    Ending, RepeatedHead, StreamEvent, StreamState, error_text, interpret, interpret_after,
 };
 use crate::time::mono_ns;
 
@@ -256,7 +256,7 @@ fn body(cfg: &RunConfig, p: &Planned) -> Vec<u8> {
 
 /// What one exchange saw (CLOCK_MONOTONIC ns).
 #[derive(Default)]
-struct Seen {
+struct Exchanged {
     headers: Option<u64>,
     first_arrival: Option<u64>,
     /// The server's stamp on the first token's chunk, when it sends one.
@@ -271,7 +271,7 @@ struct Seen {
     end_read: Option<u64>,
     stream: StreamState,
     /// The leading members this stream's chunks repeat, read once.
-    head: Head,
+    head: RepeatedHead,
 }
 
 /// When a request's due time was met: first seen due, by the schedule's timer or a chunk
@@ -298,7 +298,7 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>) {
     if woken.is_some() {
         ctx.wake.started();
     }
-    let mut seen = Seen::default();
+    let mut seen = Exchanged::default();
     let outcome = tokio::select! {
         o = tokio::time::timeout(ctx.timeout, exchange(ctx, payload, &mut seen)) => {
             o.unwrap_or(Outcome::TimedOut)
@@ -489,7 +489,7 @@ async fn send<'c>(ctx: &'c Ctx, payload: Vec<u8>) -> Result<Reply<'c>, (Outcome,
     }
 }
 
-async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
+async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Exchanged) -> Outcome {
     let mut resp = match send(ctx, payload).await {
         Ok(r) => r,
         Err((outcome, cause)) => {
@@ -613,7 +613,13 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Seen) -> Outcome {
 }
 
 /// Handles one SSE event, stamped as the read that brought its bytes.
-fn on_event(ev: SseEvent<'_>, stamps: Stamps, cost_ns: u64, seen: &mut Seen, r: &mut ShardResult) {
+fn on_event(
+    ev: SseEvent<'_>,
+    stamps: Stamps,
+    cost_ns: u64,
+    seen: &mut Exchanged,
+    r: &mut ShardResult,
+) {
     let arrival = stamps.arrival_ns();
     r.events += 1;
     if let Some(lag) = stamps.read_lag_ns() {

@@ -382,7 +382,7 @@ impl LateStamps {
 }
 
 /// Who a response is: endpoint, id, model and creation time.
-pub struct Head<'a> {
+pub struct Identity<'a> {
     /// Endpoint.
     pub api: Api,
     /// Unique id.
@@ -395,13 +395,13 @@ pub struct Head<'a> {
 
 /// The non-streaming response.
 pub fn full_response(
-    head: &Head<'_>,
+    head: &Identity<'_>,
     text: &str,
     finish: &str,
     prompt: u32,
     completion: u32,
 ) -> String {
-    let Head {
+    let Identity {
         api,
         id,
         model,

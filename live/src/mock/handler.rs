@@ -25,7 +25,7 @@ use super::{MAX_BODY_BYTES, VOCABULARY};
 use crate::time::clock::Clock;
 use heisenbench_model::sample::{self, SimRng};
 
-pub(super) struct State {
+pub(super) struct ServerState {
     pub(super) cfg: MockConfig,
     /// The latency law of `cfg`.
     pub(super) law: heisenbench_model::server::ServerModel,
@@ -43,9 +43,9 @@ pub(super) struct State {
     pub(super) journal: Option<Arc<Journal>>,
 }
 
-impl State {
+impl ServerState {
     pub(super) fn new(cfg: MockConfig, clock: Clock, journal: Option<Arc<Journal>>) -> Arc<Self> {
-        Arc::new(State {
+        Arc::new(ServerState {
             slots: Arc::new(Semaphore::new(cfg.max_num_seqs as usize)),
             metrics: Metrics::default(),
             rng: Mutex::new(Pcg64Mcg::seed_from_u64(cfg.seed)),
@@ -119,7 +119,7 @@ pub(super) fn error(
 
 pub(super) async fn handle(
     req: Request<Incoming>,
-    state: Arc<State>,
+    state: Arc<ServerState>,
 ) -> Result<Response<MockBody>, Infallible> {
     let arrival_ns = state.clock.stamp_ns();
     let generation = req.method() == Method::POST
@@ -148,7 +148,7 @@ pub(super) async fn handle(
     Ok(r)
 }
 
-pub(super) async fn route(req: Request<Incoming>, state: &Arc<State>) -> Response<MockBody> {
+pub(super) async fn route(req: Request<Incoming>, state: &Arc<ServerState>) -> Response<MockBody> {
     let api = match (req.method(), req.uri().path()) {
         (&Method::GET, "/health") => return response(StatusCode::OK, "text/plain", "OK"),
         (&Method::GET, "/metrics") => {
@@ -201,7 +201,7 @@ pub(super) async fn route(req: Request<Incoming>, state: &Arc<State>) -> Respons
     generate(api, &body, state.clone()).await
 }
 
-pub(super) async fn generate(api: Api, body: &[u8], state: Arc<State>) -> Response<MockBody> {
+pub(super) async fn generate(api: Api, body: &[u8], state: Arc<ServerState>) -> Response<MockBody> {
     let cfg = &state.cfg;
     // Injected failures come first, as if the server had failed before doing any work.
     if cfg.failure_injection_rate > 0.0 {
@@ -334,7 +334,7 @@ pub(super) fn sse(body: MockBody) -> Response<MockBody> {
 }
 
 /// The tokens of the response (each with its trailing space) and the finish reason.
-pub(super) fn text(g: &GenRequest, state: &State) -> (Words, &'static str) {
+pub(super) fn text(g: &GenRequest, state: &ServerState) -> (Words, &'static str) {
     let n_max = g.max_tokens as usize;
     let mut tokens = Words::default();
     match state.cfg.mode {

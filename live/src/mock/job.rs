@@ -11,11 +11,11 @@ use tokio::sync::mpsc;
 
 use super::api::{self, ChunkWriter, GenRequest, LateStamps, Words};
 use super::body::MockBody;
-use super::handler::{State, response};
+use super::handler::{ServerState, response};
 
 /// One admitted request; holds its slot until dropped.
 pub(super) struct Job {
-    pub(super) state: Arc<State>,
+    pub(super) state: Arc<ServerState>,
     pub(super) g: GenRequest,
     pub(super) tokens: Words,
     pub(super) finish: &'static str,
@@ -154,7 +154,7 @@ impl Job {
         }
         let text = self.tokens.concat();
         let body = api::full_response(
-            &api::Head {
+            &api::Identity {
                 api: self.g.api,
                 id: self.id,
                 model: &self.state.cfg.model,

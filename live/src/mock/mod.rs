@@ -29,7 +29,7 @@ use tokio::sync::watch;
 
 pub use body::MockBody;
 use config::MockConfig;
-use handler::State;
+use handler::ServerState;
 pub use journal::{Journal, Served};
 
 use crate::net::server::{Running, ServeError, bind};
@@ -92,7 +92,7 @@ impl MockServer {
                 .build()
         }
         .map_err(ServeError::Runtime)?;
-        let state = State::new(cfg, Clock::host(), journal);
+        let state = ServerState::new(cfg, Clock::host(), journal);
         let server = Running::spawn("heisenbench-mock", runtime, listener, addr, |l, rx| {
             state.serve(l, rx)
         })?;
@@ -136,7 +136,7 @@ pub async fn serve_with(
                 .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0))),
             source,
         })?;
-    State::new(cfg, clock, journal)
+    ServerState::new(cfg, clock, journal)
         .serve(listener, shutdown)
         .await;
     Ok(())

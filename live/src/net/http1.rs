@@ -132,7 +132,7 @@ fn still_open(s: &TcpStream) -> bool {
 }
 
 /// What a response's head says.
-struct Head {
+struct ResponseHead {
     status: u16,
     date: Option<String>,
     framing: Framing,
@@ -149,7 +149,7 @@ enum HeadFailure {
     HeadError(String),
 }
 
-async fn read_head(sock: &mut TcpStream, buf: &mut Inbox) -> Result<Head, HeadFailure> {
+async fn read_head(sock: &mut TcpStream, buf: &mut Inbox) -> Result<ResponseHead, HeadFailure> {
     loop {
         if !buf.is_empty() {
             let mut headers = [httparse::EMPTY_HEADER; 64];
@@ -188,7 +188,7 @@ async fn read_head(sock: &mut TcpStream, buf: &mut Inbox) -> Result<Head, HeadFa
     }
 }
 
-fn head_of(r: &httparse::Response<'_, '_>, len: usize) -> Result<Head, String> {
+fn head_of(r: &httparse::Response<'_, '_>, len: usize) -> Result<ResponseHead, String> {
     let status = r.code.unwrap_or(0);
     let mut length = None;
     let mut chunked = false;
@@ -233,7 +233,7 @@ fn head_of(r: &httparse::Response<'_, '_>, len: usize) -> Result<Head, String> {
         close = true;
         Framing::UntilClose
     };
-    Ok(Head {
+    Ok(ResponseHead {
         status,
         date,
         framing,
@@ -351,7 +351,7 @@ pub(crate) struct Response<'w> {
 }
 
 impl<'w> Response<'w> {
-    fn new(wire: &'w Wire, sock: TcpStream, mut buf: Inbox, head: Head) -> Self {
+    fn new(wire: &'w Wire, sock: TcpStream, mut buf: Inbox, head: ResponseHead) -> Self {
         buf.consume(head.len);
         let mut r = Self {
             wire,

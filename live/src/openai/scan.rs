@@ -17,7 +17,7 @@ pub(super) fn chunk(data: &[u8]) -> Option<Chunk> {
 }
 
 /// [`chunk`], reading past `head` when `data` starts with it.
-pub(super) fn chunk_after(data: &[u8], head: &mut Head) -> Option<Chunk> {
+pub(super) fn chunk_after(data: &[u8], head: &mut RepeatedHead) -> Option<Chunk> {
     let inside = !head.bytes.is_empty() && data.starts_with(&head.bytes);
     let start = inside.then_some((head.bytes.len(), head.seen));
     let (c, end) = scan(data, start)?;
@@ -33,7 +33,10 @@ pub(super) fn chunk_after(data: &[u8], head: &mut Head) -> Option<Chunk> {
 
 /// The whole of `data` as a chunk, from its start or from `start` (see [`Scan::top`]),
 /// and where the run of members that change no answer ended.
-fn scan(data: &[u8], start: Option<(usize, Seen)>) -> Option<(Chunk, Option<(usize, Seen)>)> {
+fn scan(
+    data: &[u8],
+    start: Option<(usize, KeysSeen)>,
+) -> Option<(Chunk, Option<(usize, KeysSeen)>)> {
     let mut s = Scan {
         b: data,
         i: start.map_or(0, |(at, _)| at),
@@ -50,9 +53,9 @@ fn scan(data: &[u8], start: Option<(usize, Seen)>) -> Option<(Chunk, Option<(usi
 /// same whatever came before them, so a chunk that starts with them is read from there, with
 /// the same answer. Each chunk read fast leaves its own run here.
 #[derive(Debug, Clone, Default)]
-pub struct Head {
+pub struct RepeatedHead {
     bytes: Vec<u8>,
-    seen: Seen,
+    seen: KeysSeen,
 }
 
 /// Marks a key as read; `None` the second time (serde refuses a repeated field).
@@ -81,7 +84,7 @@ struct Scan<'a> {
 
 /// Keys of the top-level object that are read; a second occurrence hands back.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Seen {
+struct KeysSeen {
     choices: bool,
     usage: bool,
     sent: bool,
@@ -285,11 +288,11 @@ impl<'a> Scan<'a> {
     /// comma while no member so far has changed the answer.
     fn top(
         &mut self,
-        start: Option<(usize, Seen)>,
-        end: &mut Option<(usize, Seen)>,
+        start: Option<(usize, KeysSeen)>,
+        end: &mut Option<(usize, KeysSeen)>,
     ) -> Option<Chunk> {
         let mut c = Chunk::default();
-        let mut seen = Seen::default();
+        let mut seen = KeysSeen::default();
         match start {
             Some((_, before)) => seen = before,
             None => {
@@ -317,7 +320,7 @@ impl<'a> Scan<'a> {
 
     /// One member of the top-level object, its key read; true when the chunk's answer is
     /// unchanged by it (only which keys were seen).
-    fn member(&mut self, key: &[u8], c: &mut Chunk, seen: &mut Seen) -> Option<bool> {
+    fn member(&mut self, key: &[u8], c: &mut Chunk, seen: &mut KeysSeen) -> Option<bool> {
         match key {
             b"choices" => {
                 once(&mut seen.choices)?;
@@ -441,7 +444,7 @@ impl<'a> Scan<'a> {
 #[cfg(test)]
 mod tests {
     use super::super::stream::{StreamEvent, interpret_after, parse};
-    use super::{Head, chunk, chunk_after};
+    use super::{RepeatedHead, chunk, chunk_after};
     use crate::openai::sse::SseEvent;
     use proptest::prelude::*;
 
@@ -599,7 +602,7 @@ mod tests {
 
         #[test]
         fn reading_past_a_streams_head_answers_as_serde(stream in stream_json()) {
-            let mut head = Head::default();
+            let mut head = RepeatedHead::default();
             for data in &stream {
                 let ev = SseEvent { event: b"", data: data.as_bytes() };
                 prop_assert_eq!(interpret_after(ev, &mut head), parse(data.as_bytes()), "{}", data);
@@ -614,7 +617,7 @@ mod tests {
                 r#"{{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{{"index":0,"text":"{text}","logprobs":null,"finish_reason":null}}],"heisenbench_sent_ns":{sent}}}"#
             )
         };
-        let mut head = Head::default();
+        let mut head = RepeatedHead::default();
         let first = chunk_after(chunk("a ", 5).as_bytes(), &mut head).unwrap();
         assert_eq!(
             head.bytes,

@@ -117,7 +117,7 @@ enum RawError<'a> {
 /// The longest server message kept, in characters.
 pub const MESSAGE_CHARS: usize = 200;
 
-pub use super::scan::Head;
+pub use super::scan::RepeatedHead;
 
 /// Reads one event.
 pub fn interpret(ev: SseEvent<'_>) -> StreamEvent {
@@ -126,12 +126,12 @@ pub fn interpret(ev: SseEvent<'_>) -> StreamEvent {
 
 /// [`interpret`] for the next event of a stream whose earlier events left `head`: the
 /// leading members this event repeats from the last one are not read again.
-pub fn interpret_after(ev: SseEvent<'_>, head: &mut Head) -> StreamEvent {
+pub fn interpret_after(ev: SseEvent<'_>, head: &mut RepeatedHead) -> StreamEvent {
     read_event(ev, Some(head))
 }
 
 /// [`interpret`], with a stream's head to read past and update when there is one.
-fn read_event(ev: SseEvent<'_>, head: Option<&mut Head>) -> StreamEvent {
+fn read_event(ev: SseEvent<'_>, head: Option<&mut RepeatedHead>) -> StreamEvent {
     match ev.event {
         b"" | b"message" => {}
         b"error" => return StreamEvent::Error(error_text(ev.data)),
