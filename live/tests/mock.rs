@@ -459,6 +459,35 @@ mod on_virtual_time {
         assert_eq!(gaps, vec![20_000_000; 5]);
     }
 
+    /// With the prefix cache on, a prompt's cached blocks skip the prefill time per token:
+    /// 9 words at 1 ms each cost 9 ms the first time; again, 8 of them (two blocks of 4; the
+    /// block holding the last word is computed) come from the cache and 1 ms is left. The
+    /// usage says so, and without the cache there are no details.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn cached_blocks_skip_their_prefill() {
+        let body = r#"{"prompt":"a b c d e f g h i","max_tokens":2,"stream":true,"ignore_eos":true,"stream_options":{"include_usage":true}}"#;
+        let cache = |on: bool| MockConfig {
+            prefill_time_per_token: Duration::from_millis(1),
+            enable_kvcache: on,
+            block_size: 4,
+            ..MockConfig::default()
+        };
+        let m = start(cache(true));
+        let cached = |r: &Reply| {
+            payloads(r).last().unwrap()["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64()
+        };
+        let first = post(m.addr, body).await;
+        assert_eq!(arrivals(&first).0[0], Duration::from_millis(9));
+        assert_eq!(cached(&first), Some(0));
+        let again = post(m.addr, body).await;
+        assert_eq!(arrivals(&again).0[0], Duration::from_millis(1));
+        assert_eq!(cached(&again), Some(8));
+        let off = start(cache(false));
+        let r = post(off.addr, body).await;
+        assert_eq!(arrivals(&r).0[0], Duration::from_millis(9));
+        assert_eq!(cached(&r), None);
+    }
+
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn deadlines_are_absolute() {
         // Token k is due at k x 2.5 ms from the start, met at the next millisecond. A

@@ -501,3 +501,67 @@ fn the_served_model_is_the_only_one_listed() {
     let e = served_model(cfg(&format!("http://{gone}"), 1, 1).server()).unwrap_err();
     assert!(matches!(e, ModelChoiceError::Unreachable(_)), "{e}");
 }
+
+/// The default prompts are unique: against the mock with its prefix cache on, no request
+/// finds a block another left, and the server's usage says so. The repeated prompts of old
+/// hit on every request after the first: all of a prompt's blocks but the one holding its
+/// last token (63 words in blocks of 16: 48 tokens). The mock's /metrics counts the same.
+#[test]
+fn unique_prompts_miss_the_prefix_cache_and_repeated_ones_hit() {
+    use heisenbench_live::openai::prompt::{PromptContent, Prompts};
+    let requests = 30;
+    for (content, cached_per_request) in [(PromptContent::Unique, 0), (PromptContent::Repeated, 48)]
+    {
+        let m = MockServer::start(MockConfig {
+            port: 0,
+            max_num_seqs: 1000,
+            enable_kvcache: true,
+            kv_cache_size: 100_000,
+            block_size: 16,
+            ..MockConfig::default()
+        })
+        .unwrap();
+        let c = RunConfig {
+            workload: Workload {
+                input_tokens: Lengths::Fixed { tokens: 63 },
+                ..cfg(&m.url(), 1, requests).workload
+            },
+            prompts: Prompts::words().with_content(content),
+            ..cfg(&m.url(), 1, requests)
+        };
+        let r = go(&c);
+        assert_eq!(r.accounting.completed, requests);
+        let pc = r.prefix_cache;
+        assert_eq!(
+            (pc.requests, pc.prompt_tokens),
+            (requests, requests * 63),
+            "{content:?}"
+        );
+        assert_eq!(
+            pc.cached_tokens,
+            (requests - 1) * cached_per_request,
+            "{content:?}"
+        );
+        let metrics = get(m.addr(), "/metrics");
+        assert!(
+            metrics.contains(&format!(
+                "vllm:prefix_cache_hits_total{{model_name=\"heisenbench-mock\"}} {}",
+                pc.cached_tokens
+            )),
+            "{metrics}"
+        );
+    }
+}
+
+/// A GET's whole answer, over a connection of its own.
+fn get(addr: std::net::SocketAddr, path: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}

@@ -56,6 +56,7 @@ pub mod metrics;
 pub mod mg1;
 pub mod mmc;
 pub mod plan;
+pub mod prefix_cache;
 pub mod profile;
 pub mod queue;
 pub mod sample;

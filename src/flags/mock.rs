@@ -77,6 +77,17 @@ pub struct MockFlags {
     /// or after its previous response (idle keep-alive included).
     #[arg(long, default_value = "60s", value_parser = parse_latency)]
     pub header_timeout: Duration,
+    /// Keep a prefix cache: prompt blocks seen before skip the prefill time per token, and
+    /// usage reports them as prompt_tokens_details.cached_tokens (`--enable-kvcache` or
+    /// `--enable-kvcache true`).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set)]
+    pub enable_kvcache: bool,
+    /// The prefix cache's capacity, blocks.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub kv_cache_size: u32,
+    /// Tokens (words) per prefix-cache block.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub block_size: u32,
 }
 
 impl From<MockFlags> for MockConfig {
@@ -101,6 +112,9 @@ impl From<MockFlags> for MockConfig {
             failure_types: f.failure_types,
             threads: f.threads,
             header_timeout: f.header_timeout,
+            enable_kvcache: f.enable_kvcache,
+            kv_cache_size: f.kv_cache_size,
+            block_size: f.block_size,
         }
     }
 }

@@ -15,7 +15,7 @@ use heisenbench_live::generator::config::{
 use heisenbench_live::generator::distributed::{ShardSpec, parse_utc, utc_now_s};
 use heisenbench_live::generator::k8s::{Deployment, SecretKey};
 use heisenbench_live::generator::prepare::Pending;
-use heisenbench_live::openai::prompt::{PromptError, Prompts};
+use heisenbench_live::openai::prompt::{PromptContent, PromptError, Prompts};
 
 /// `heisenbench run`.
 #[derive(Debug, clap::Args)]
@@ -136,7 +136,7 @@ impl RunArgs {
             })?;
         if let Some(path) = &self.tokenizer {
             let longest = cfg.workload.input_tokens.likely_max();
-            cfg.prompts = Prompts::from_tokenizer(path, longest)?;
+            cfg.prompts = Prompts::from_tokenizer(path, longest, cfg.prompts.content)?;
         }
         cfg.validate()?;
         let pending = Pending {
@@ -184,6 +184,11 @@ pub struct RunFlags {
     /// `plan` says this load needs, capped at this machine's cores; `k8s`: one pod each).
     #[arg(long, alias = "workers", value_parser = clap::value_parser!(u32).range(1..10000))]
     pub shards: Option<u32>,
+    /// What the prompts are: unique (seeded random words, a different prompt for every
+    /// request, so a server's prefix cache finds nothing) or repeated (one word repeated,
+    /// every prompt of a length the same).
+    #[arg(long = "prompts", value_name = "PROMPTS", default_value = "unique", value_parser = parse_flag::<PromptContent>)]
+    pub prompt_content: PromptContent,
     /// process or thread.
     #[arg(long, default_value = "process", value_parser = parse_flag::<ShardMode>)]
     pub shard_mode: ShardMode,
@@ -214,6 +219,7 @@ impl From<RunFlags> for RunOverrides {
             timeout_s: f.timeout_s,
             max_in_flight_per_shard: f.max_in_flight_per_shard,
             shards: f.shards,
+            prompt_content: f.prompt_content,
             shard_mode: f.shard_mode,
             client_cost_s: f.client_cost_s,
             seed: f.seed,

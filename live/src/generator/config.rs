@@ -151,6 +151,8 @@ pub struct RunOverrides {
     pub max_in_flight_per_shard: Option<u32>,
     /// Shards (default: what `plan` says this load needs, capped at this machine's cores).
     pub shards: Option<u32>,
+    /// What the prompts' words are.
+    pub prompt_content: crate::openai::prompt::PromptContent,
     /// process or thread.
     pub shard_mode: ShardMode,
     /// Emulated client cost per received event (busy work on the shard's loop), e.g. 12us.
@@ -178,6 +180,7 @@ impl Default for RunOverrides {
             timeout_s: None,
             max_in_flight_per_shard: None,
             shards: None,
+            prompt_content: crate::openai::prompt::PromptContent::Unique,
             shard_mode: ShardMode::Process,
             client_cost_s: 0.0,
             seed: None,
@@ -270,7 +273,7 @@ impl RunConfig {
             csv: flags.csv,
             ca_cert: flags.ca_cert.clone(),
             insecure: flags.insecure,
-            prompts: crate::openai::prompt::Prompts::words(),
+            prompts: crate::openai::prompt::Prompts::words().with_content(flags.prompt_content),
         };
         cfg.validate()?;
         Ok((cfg, shards.is_some()))

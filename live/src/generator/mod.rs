@@ -469,6 +469,7 @@ pub fn report(
         tokens_usage: merged.tokens_usage,
         token_mismatches: merged.token_mismatches,
         prompt_tokens: merged.prompt_check(),
+        prefix_cache: merged.prefix_cache,
         events: merged.events,
         interrupted: merged.interrupted,
         floor: None,

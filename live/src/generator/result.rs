@@ -287,6 +287,10 @@ pub struct ShardResult {
     /// Requests whose difference was past the distinct ones kept.
     #[serde(default)]
     pub prompt_overhead_other: u64,
+    /// Completed requests whose usage said how many prompt tokens the server's prefix
+    /// cache served, their prompt tokens (the server's count) and the cached ones.
+    #[serde(default)]
+    pub prefix_cache: CacheUsage,
     /// SSE events received.
     pub events: u64,
     /// Completed requests that carried no token (a finish reason on the first chunk): no
@@ -395,6 +399,7 @@ impl ShardResult {
             self.note_prompt_overhead(*d, *n);
         }
         add(&mut self.prompt_overhead_other, o.prompt_overhead_other);
+        self.prefix_cache.add(&o.prefix_cache);
         add(&mut self.events, o.events);
         add(&mut self.zero_token_completions, o.zero_token_completions);
         for (m, n) in &o.server_messages {
@@ -484,6 +489,32 @@ pub struct Accounting {
     pub balanced: bool,
 }
 
+/// What the server's usage said of its prefix cache (`prompt_tokens_details.cached_tokens`),
+/// summed over completed requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheUsage {
+    /// Requests whose usage carried a cached count.
+    pub requests: u64,
+    /// Their prompt tokens, as the server counted them.
+    pub prompt_tokens: u64,
+    /// Their prompt tokens the server's prefix cache served.
+    pub cached_tokens: u64,
+}
+
+impl CacheUsage {
+    /// Adds `o`'s counts (saturating).
+    pub fn add(&mut self, o: &CacheUsage) {
+        self.requests = self.requests.saturating_add(o.requests);
+        self.prompt_tokens = self.prompt_tokens.saturating_add(o.prompt_tokens);
+        self.cached_tokens = self.cached_tokens.saturating_add(o.cached_tokens);
+    }
+
+    /// The share of prompt tokens served from the cache (`None`: nothing was reported).
+    pub fn hit_rate(&self) -> Option<f64> {
+        (self.prompt_tokens > 0).then(|| self.cached_tokens as f64 / self.prompt_tokens as f64)
+    }
+}
+
 /// The server's prompt token counts (usage) against the prompts heisenbench built.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PromptCheck {
@@ -567,6 +598,9 @@ pub struct RunReport {
     /// Prompt lengths against the server's usage.
     #[serde(default)]
     pub prompt_tokens: PromptCheck,
+    /// The server's prefix-cache hits, as its usage reported them.
+    #[serde(default)]
+    pub prefix_cache: CacheUsage,
     /// SSE events received.
     pub events: u64,
     /// The run was stopped early (Ctrl-C, SIGTERM): what was measured until then.

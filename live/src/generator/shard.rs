@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 use super::config::{ApiKind, RunConfig};
-use super::result::{Outcome, Row, ShardResult};
+use super::result::{CacheUsage, Outcome, Row, ShardResult};
 use super::stop::{GRACE, StopSignal};
 use super::wake::ScheduleWake;
 use crate::net::http1::{Piece, Wire, WireError};
@@ -136,6 +136,8 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                     r.scheduled += 1;
                     r.first_planned_ns.get_or_insert(p.at_ns);
                 }
+                // The body is made before the wait, so its prompt costs the send nothing.
+                let payload = body(&ctx.cfg, &p);
                 let ready = async {
                     let fired = ctx.wake.until_due(ctx.start_ns + p.at_ns).await;
                     let woken = Woken {
@@ -164,7 +166,7 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                 ctx.wake.woken();
                 let c = ctx.clone();
                 let mut send = Box::pin(async move {
-                    request(&c, p, Some(woken)).await;
+                    request(&c, p, Some(woken), payload).await;
                     drop(permit);
                 });
                 // The request starts here, not at the back of the loop's queue of ready
@@ -216,18 +218,16 @@ async fn closed_user(ctx: &Rc<Ctx>, user: u32, users: u32, think_s: f64) {
         }
         let (input_tokens, output_tokens) = shapes.next().unwrap_or((1, 1));
         ctx.result.borrow_mut().scheduled += 1;
-        // A closed loop's intended time is when the user is ready: now.
-        request(
-            ctx,
-            Planned {
-                index,
-                at_ns: now_rel,
-                input_tokens,
-                output_tokens,
-            },
-            None,
-        )
-        .await;
+        let mut p = Planned {
+            index,
+            at_ns: now_rel,
+            input_tokens,
+            output_tokens,
+        };
+        let payload = body(&ctx.cfg, &p);
+        // A closed loop's intended time is when the user is ready: now, its body made.
+        p.at_ns = mono_ns().saturating_sub(ctx.start_ns);
+        request(ctx, p, None, payload).await;
         index += u64::from(users);
         if think_s > 0.0 {
             tokio::time::sleep(Duration::from_secs_f64(think_s)).await;
@@ -236,7 +236,7 @@ async fn closed_user(ctx: &Rc<Ctx>, user: u32, users: u32, think_s: f64) {
 }
 
 fn body(cfg: &RunConfig, p: &Planned) -> Vec<u8> {
-    let prompt = cfg.prompts.text(p.input_tokens);
+    let prompt = cfg.prompts.text(p.input_tokens, cfg.seed, p.index);
     let v = match cfg.api {
         ApiKind::Completions => serde_json::json!({
             "model": cfg.model, "prompt": prompt, "max_tokens": p.output_tokens,
@@ -285,9 +285,8 @@ struct Woken {
 
 /// One request: sent now, read to its end, recorded. `woken` splits an open loop's send
 /// lag into its stages.
-async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>) {
+async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u8>) {
     let intended = ctx.start_ns + p.at_ns;
-    let payload = body(&ctx.cfg, &p);
     let in_flight = ctx.in_flight.get() + 1;
     ctx.in_flight.set(in_flight);
     {
@@ -365,6 +364,13 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>) {
         }
         r.prompt_tokens_sent += u64::from(p.input_tokens);
         if let Some(counted) = seen.stream.prompt_usage {
+            if let Some(cached) = seen.stream.cached_usage {
+                r.prefix_cache.add(&CacheUsage {
+                    requests: 1,
+                    prompt_tokens: counted,
+                    cached_tokens: cached.min(counted),
+                });
+            }
             let counted = i64::try_from(counted).unwrap_or(i64::MAX);
             r.note_prompt_overhead(counted.saturating_sub(i64::from(p.input_tokens)), 1);
         }
@@ -555,6 +561,7 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Exchanged) -> Outc
         };
         seen.stream.usage = chunk.usage;
         seen.stream.prompt_usage = chunk.prompt_usage;
+        seen.stream.cached_usage = chunk.cached_usage;
         // Without usage, a non-streamed answer counts as one token.
         seen.stream.tokens = chunk
             .usage

@@ -211,6 +211,17 @@ impl RunReport {
                 p.sent
             )?,
         }
+        let c = &r.prefix_cache;
+        if let Some(rate) = c.hit_rate() {
+            writeln!(
+                out,
+                "  prefix cache (the server's usage): {} of {} prompt tokens served from it ({:.1} %) over {} requests",
+                c.cached_tokens,
+                c.prompt_tokens,
+                100.0 * rate,
+                c.requests
+            )?;
+        }
         Ok(())
     }
 }

@@ -324,12 +324,12 @@ impl ChunkWriter {
     }
 
     /// The usage chunk (`stream_options.include_usage`).
-    pub fn usage_chunk(&self, out: &mut Vec<u8>, prompt: u32, completion: u32, sent_ns: u64) {
+    pub fn usage_chunk(&self, out: &mut Vec<u8>, usage: Usage, sent_ns: u64) {
         let _ = write!(
             Adapter(out),
-            "data: {},\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion},\"total_tokens\":{}}},\"{SENT_FIELD}\":{sent_ns}}}\n\n",
+            "data: {},\"choices\":[],\"usage\":{},\"{SENT_FIELD}\":{sent_ns}}}\n\n",
             self.id_head,
-            prompt + completion
+            usage.json()
         );
     }
 
@@ -393,21 +393,49 @@ pub struct Identity<'a> {
     pub created: u64,
 }
 
+/// A response's token counts, as its `usage` object says them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub prompt: u32,
+    /// Generated tokens.
+    pub completion: u32,
+    /// Prompt tokens served from the prefix cache (`None`: no cache, and no
+    /// `prompt_tokens_details`).
+    pub cached: Option<u32>,
+}
+
+impl Usage {
+    /// The `usage` object, as vLLM writes it (`prompt_tokens_details.cached_tokens` when
+    /// the prefix cache is on).
+    pub fn json(&self) -> String {
+        let Usage {
+            prompt,
+            completion,
+            cached,
+        } = *self;
+        let total = prompt + completion;
+        match cached {
+            None => format!(
+                "{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion},\"total_tokens\":{total}}}"
+            ),
+            Some(c) => format!(
+                "{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion},\"total_tokens\":{total},\"prompt_tokens_details\":{{\"cached_tokens\":{c}}}}}"
+            ),
+        }
+    }
+}
+
 /// The non-streaming response.
-pub fn full_response(
-    head: &Identity<'_>,
-    text: &str,
-    finish: &str,
-    prompt: u32,
-    completion: u32,
-) -> String {
+pub fn full_response(head: &Identity<'_>, text: &str, finish: &str, usage: Usage) -> String {
     let Identity {
         api,
         id,
         model,
         created,
     } = *head;
-    let usage = serde_json::json!({ "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion });
+    let usage: serde_json::Value =
+        serde_json::from_str(&usage.json()).expect("the usage object is JSON");
     let v = match api {
         Api::Completions => serde_json::json!({
             "id": format!("cmpl-{id}"), "object": "text_completion", "created": created, "model": model,
@@ -444,7 +472,15 @@ mod tests {
         w.role_chunk(&mut out, 5);
         w.token_chunk(&mut out, "a ", None, 17);
         w.token_chunk(&mut out, "b ", Some("length"), 123_456_789_012);
-        w.usage_chunk(&mut out, 3, 2, 123_456_789_013);
+        w.usage_chunk(
+            &mut out,
+            Usage {
+                prompt: 3,
+                completion: 2,
+                cached: None,
+            },
+            123_456_789_013,
+        );
         ChunkWriter::done(&mut out);
         let text = String::from_utf8(out).unwrap();
         assert_eq!(
@@ -473,7 +509,17 @@ mod tests {
             chunk(&mut out, &|o| {
                 w.token_chunk(o, "}\n\n", Some("length"), LateStamps::PENDING)
             });
-            chunk(&mut out, &|o| w.usage_chunk(o, 3, 2, LateStamps::PENDING));
+            chunk(&mut out, &|o| {
+                w.usage_chunk(
+                    o,
+                    Usage {
+                        prompt: 3,
+                        completion: 2,
+                        cached: None,
+                    },
+                    LateStamps::PENDING,
+                )
+            });
             ChunkWriter::done(&mut out);
             late.fill(&mut out, 123_456_789);
             let text = String::from_utf8(out).unwrap();
@@ -494,7 +540,15 @@ mod tests {
             w.role_chunk(&mut out, 1);
             w.token_chunk(&mut out, "a \"quoted\" \\ word\u{1} é ", None, 2);
             w.token_chunk(&mut out, "end", Some("length"), 3);
-            w.usage_chunk(&mut out, 5, 2, 4);
+            w.usage_chunk(
+                &mut out,
+                Usage {
+                    prompt: 5,
+                    completion: 2,
+                    cached: None,
+                },
+                4,
+            );
             ChunkWriter::done(&mut out);
             let text = String::from_utf8(out).unwrap();
             let events: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();

@@ -179,6 +179,27 @@ pub struct MockConfig {
     /// Close a connection that sends no whole request head for this long after it opened
     /// or after its previous response (idle keep-alive included).
     pub header_timeout: Duration,
+    /// Keep a prefix cache ([`heisenbench_model::prefix_cache`]): prompt blocks seen before
+    /// skip the prefill time per token, and usage reports them as
+    /// `prompt_tokens_details.cached_tokens`.
+    #[serde(default)]
+    pub enable_kvcache: bool,
+    /// The cache's capacity, blocks.
+    #[serde(default = "default_kv_cache_size")]
+    pub kv_cache_size: u32,
+    /// Tokens (words) per cache block.
+    #[serde(default = "default_block_size")]
+    pub block_size: u32,
+}
+
+/// llm-d-inference-sim's default cache capacity, blocks.
+fn default_kv_cache_size() -> u32 {
+    1024
+}
+
+/// llm-d-inference-sim's (and vLLM's) default block size, tokens.
+fn default_block_size() -> u32 {
+    16
 }
 
 /// The mock's default [`MockConfig::header_timeout`].
@@ -211,6 +232,9 @@ impl Default for MockConfig {
             failure_types: FailureType::ALL.to_vec(),
             threads: 1,
             header_timeout: HEADER_TIMEOUT,
+            enable_kvcache: false,
+            kv_cache_size: default_kv_cache_size(),
+            block_size: default_block_size(),
         }
     }
 }
@@ -230,6 +254,9 @@ impl MockConfig {
 
     /// Checks the ranges the flags cannot.
     pub fn validate(&self) -> Result<(), ModelError> {
+        if self.enable_kvcache {
+            self.prefix_cache().validate()?;
+        }
         if self.max_num_seqs == 0 {
             return Err(ModelError::Invalid {
                 name: "--max-num-seqs",
@@ -287,6 +314,14 @@ impl MockConfig {
             });
         }
         Ok(())
+    }
+
+    /// The prefix cache's shape (in force with [`MockConfig::enable_kvcache`]).
+    pub fn prefix_cache(&self) -> heisenbench_model::prefix_cache::PrefixCacheLaw {
+        heisenbench_model::prefix_cache::PrefixCacheLaw {
+            block_tokens: self.block_size,
+            capacity_blocks: self.kv_cache_size,
+        }
     }
 
     /// The latency law these settings give (`heisenbench_model::server`, which the

@@ -23,6 +23,7 @@ use super::journal::{Journal, Served};
 use super::metrics::Metrics;
 use super::{MAX_BODY_BYTES, VOCABULARY};
 use crate::time::clock::Clock;
+use heisenbench_model::prefix_cache::PrefixCache;
 use heisenbench_model::sample::{self, SimRng};
 
 pub(super) struct ServerState {
@@ -41,13 +42,24 @@ pub(super) struct ServerState {
     pub(super) clock: Clock,
     /// Where served requests are recorded (audits only).
     pub(super) journal: Option<Arc<Journal>>,
+    /// The prefix cache, when it is on.
+    pub(super) prefix_cache: Option<Mutex<PrefixCache>>,
 }
 
 impl ServerState {
     pub(super) fn new(cfg: MockConfig, clock: Clock, journal: Option<Arc<Journal>>) -> Arc<Self> {
+        let metrics = Metrics::default();
+        let prefix_cache = cfg.enable_kvcache.then(|| {
+            let law = cfg.prefix_cache();
+            metrics
+                .kv_cache_capacity
+                .store(u64::from(law.capacity_blocks), Relaxed);
+            Mutex::new(PrefixCache::new(law))
+        });
         Arc::new(ServerState {
             slots: Arc::new(Semaphore::new(cfg.max_num_seqs as usize)),
-            metrics: Metrics::default(),
+            metrics,
+            prefix_cache,
             rng: Mutex::new(Pcg64Mcg::seed_from_u64(cfg.seed)),
             jitter: Mutex::new(sample::stream(cfg.seed, sample::purpose::SERVER)),
             next_id: AtomicU64::new(0),
@@ -67,6 +79,25 @@ impl ServerState {
         let header_timeout = self.cfg.header_timeout;
         let handler = move |req| handle(req, self.clone());
         crate::net::server::serve(listener, header_timeout, handler, shutdown).await;
+    }
+
+    /// The prompt tokens of `prompt` the prefix cache serves (0 without a cache), counted
+    /// in the metrics; the prompt's blocks are then the most recently used. A word is a
+    /// token, as the mock counts them.
+    pub(super) fn cached_tokens(&self, prompt: &Words) -> u32 {
+        let Some(cache) = &self.prefix_cache else {
+            return 0;
+        };
+        let n = u32::try_from(prompt.len()).unwrap_or(u32::MAX);
+        let mut cache = cache.lock().expect("prefix cache lock");
+        let blocks = cache.law().block_hashes(prompt.iter().map(word_id));
+        let found = cache.admit(n, &blocks);
+        let m = &self.metrics;
+        m.prefix_cache_queries.fetch_add(u64::from(n), Relaxed);
+        m.prefix_cache_hits
+            .fetch_add(u64::from(found.cached_tokens), Relaxed);
+        m.kv_cache_blocks.store(cache.blocks_used() as u64, Relaxed);
+        found.cached_tokens
     }
 
     /// A standard normal draw for the latency law's jitter.
@@ -283,6 +314,7 @@ pub(super) async fn generate(api: Api, body: &[u8], state: Arc<ServerState>) -> 
         .queue
         .observe_ns((start - arrived).as_nanos() as u64);
     state.metrics.running.fetch_add(1, Relaxed);
+    let cached_tokens = state.cached_tokens(&g.prompt_words);
     state
         .metrics
         .prompt_tokens
@@ -298,6 +330,7 @@ pub(super) async fn generate(api: Api, body: &[u8], state: Arc<ServerState>) -> 
         tokens,
         finish,
         prompt_tokens,
+        cached_tokens,
         id,
         created,
         start,
@@ -374,4 +407,11 @@ pub(super) fn text(g: &GenRequest, state: &ServerState) -> (Words, &'static str)
             (tokens, finish)
         }
     }
+}
+
+/// A word's token id for the prefix cache: FNV-1a of its bytes (stable across builds).
+fn word_id(w: &str) -> u64 {
+    w.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }

@@ -20,6 +20,8 @@ pub(super) struct Job {
     pub(super) tokens: Words,
     pub(super) finish: &'static str,
     pub(super) prompt_tokens: u32,
+    /// Prompt tokens the prefix cache served (their prefill is not paid).
+    pub(super) cached_tokens: u32,
     pub(super) id: u64,
     pub(super) created: u64,
     pub(super) start: Instant,
@@ -33,6 +35,19 @@ impl Drop for Job {
 }
 
 impl Job {
+    /// The usage of this response once `completion` tokens are out.
+    fn usage(&self, completion: u32) -> api::Usage {
+        api::Usage {
+            prompt: self.prompt_tokens,
+            completion,
+            cached: self
+                .state
+                .prefix_cache
+                .is_some()
+                .then_some(self.cached_tokens),
+        }
+    }
+
     pub(super) fn finished(&self, emitted: usize, end: Instant) {
         let m = &self.state.metrics;
         m.generation_tokens.fetch_add(emitted as u64, Relaxed);
@@ -66,7 +81,7 @@ impl Job {
         }
         if self.g.include_usage {
             before = out.len();
-            w.usage_chunk(&mut out, self.prompt_tokens, n as u32, pending);
+            w.usage_chunk(&mut out, self.usage(n as u32), pending);
             late.note(&out, before);
         }
         ChunkWriter::done(&mut out);
@@ -98,7 +113,7 @@ impl Job {
             return;
         }
         let n = self.tokens.len();
-        let mut deadline = self.start + self.state.ttft(self.prompt_tokens);
+        let mut deadline = self.start + self.state.ttft(self.prompt_tokens - self.cached_tokens);
         let mut last = self.start;
         for i in 0..n {
             if i > 0 {
@@ -122,7 +137,7 @@ impl Job {
             w.token_chunk(&mut buf, self.tokens.get(i), finish, clock.stamp_ns());
             if i + 1 == n {
                 if self.g.include_usage {
-                    w.usage_chunk(&mut buf, self.prompt_tokens, n as u32, clock.stamp_ns());
+                    w.usage_chunk(&mut buf, self.usage(n as u32), clock.stamp_ns());
                 }
                 ChunkWriter::done(&mut buf);
             }
@@ -143,7 +158,7 @@ impl Job {
         let n = self.tokens.len();
         let mut ttft = Duration::ZERO;
         if !self.state.cfg.is_instant() {
-            ttft = self.state.ttft(self.prompt_tokens);
+            ttft = self.state.ttft(self.prompt_tokens - self.cached_tokens);
             let mut total = ttft;
             for _ in 1..n {
                 let itl = self.state.itl();
@@ -162,8 +177,7 @@ impl Job {
             },
             text,
             self.finish,
-            self.prompt_tokens,
-            n as u32,
+            self.usage(n as u32),
         );
         // Nothing is sent before the end: the TTFT recorded is the generation's own.
         self.state.metrics.ttft.observe_ns(ttft.as_nanos() as u64);

@@ -79,6 +79,14 @@ pub struct Metrics {
     pub prompt_tokens: AtomicU64,
     /// Generated tokens.
     pub generation_tokens: AtomicU64,
+    /// Prompt tokens looked up in the prefix cache.
+    pub prefix_cache_queries: AtomicU64,
+    /// Prompt tokens the prefix cache held.
+    pub prefix_cache_hits: AtomicU64,
+    /// Prefix-cache blocks in use, and the capacity (0 without a cache).
+    pub kv_cache_blocks: AtomicU64,
+    /// The prefix cache's capacity, blocks (0: no cache).
+    pub kv_cache_capacity: AtomicU64,
     /// Time to first token.
     pub ttft: Histogram,
     /// Inter-token latency.
@@ -101,6 +109,10 @@ impl Default for Metrics {
             injected: z(),
             prompt_tokens: z(),
             generation_tokens: z(),
+            prefix_cache_queries: z(),
+            prefix_cache_hits: z(),
+            kv_cache_blocks: z(),
+            kv_cache_capacity: z(),
             ttft: Histogram::new(&LATENCY_BUCKETS),
             itl: Histogram::new(&ITL_BUCKETS),
             e2e: Histogram::new(&LATENCY_BUCKETS),
@@ -161,6 +173,26 @@ impl Metrics {
             "Tokens generated.",
             self.generation_tokens.load(Relaxed),
         );
+        let capacity = self.kv_cache_capacity.load(Relaxed);
+        if capacity > 0 {
+            counter(
+                &mut out,
+                "vllm:prefix_cache_queries_total",
+                "Prompt tokens looked up in the prefix cache.",
+                self.prefix_cache_queries.load(Relaxed),
+            );
+            counter(
+                &mut out,
+                "vllm:prefix_cache_hits_total",
+                "Prompt tokens found in the prefix cache.",
+                self.prefix_cache_hits.load(Relaxed),
+            );
+            let used = self.kv_cache_blocks.load(Relaxed) as f64 / capacity as f64;
+            let _ = writeln!(
+                out,
+                "# HELP vllm:kv_cache_usage_perc Fraction of the prefix cache's blocks in use.\n# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{{{l}}} {used}"
+            );
+        }
         counter(
             &mut out,
             "heisenbench:requests_rejected_total",

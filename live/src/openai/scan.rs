@@ -331,7 +331,8 @@ impl<'a> Scan<'a> {
             b"usage" => {
                 once(&mut seen.usage)?;
                 if !self.null() {
-                    let (mut completion_seen, mut prompt_seen) = (false, false);
+                    let (mut completion_seen, mut prompt_seen, mut details_seen) =
+                        (false, false, false);
                     self.object(|s, k| match k {
                         b"completion_tokens" => {
                             once(&mut completion_seen)?;
@@ -344,6 +345,23 @@ impl<'a> Scan<'a> {
                             once(&mut prompt_seen)?;
                             if !s.null() {
                                 c.prompt_usage = Some(s.u64()?);
+                            }
+                            Some(())
+                        }
+                        b"prompt_tokens_details" => {
+                            once(&mut details_seen)?;
+                            if !s.null() {
+                                let mut cached_seen = false;
+                                s.object(|s, k| match k {
+                                    b"cached_tokens" => {
+                                        once(&mut cached_seen)?;
+                                        if !s.null() {
+                                            c.cached_usage = Some(s.u64()?);
+                                        }
+                                        Some(())
+                                    }
+                                    _ => s.skip(1),
+                                })?;
                             }
                             Some(())
                         }
@@ -528,6 +546,10 @@ mod tests {
                 "\"usage\": {{\"prompt_tokens\": {p}, \"completion_tokens\": {n}}}"
             )),
             value().prop_map(|v| format!("\"usage\":{{\"prompt_tokens\":{v}}}")),
+            (0u64..1000, value()).prop_map(|(p, v)| format!(
+                "\"usage\":{{\"prompt_tokens\":{p},\"prompt_tokens_details\":{{\"cached_tokens\":{v}}}}}"
+            )),
+            value().prop_map(|v| format!("\"usage\":{{\"prompt_tokens_details\":{v}}}")),
             value().prop_map(|v| format!("\"heisenbench_sent_ns\":{v}")),
             (0u64..u64::MAX).prop_map(|n| format!("\"heisenbench_sent_ns\":{n}")),
             value().prop_map(|v| format!("\"object\":{v}")),

@@ -53,6 +53,9 @@ pub struct Chunk {
     pub usage: Option<u64>,
     /// The server's count of prompt tokens, when it sends usage.
     pub prompt_usage: Option<u64>,
+    /// Prompt tokens the server's prefix cache served, when its usage says
+    /// (`prompt_tokens_details.cached_tokens`).
+    pub cached_usage: Option<u64>,
     /// The mock's send stamp (CLOCK_MONOTONIC ns).
     pub sent_ns: Option<u64>,
 }
@@ -101,6 +104,14 @@ struct RawUsage {
     completion_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<RawPromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct RawPromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -179,6 +190,11 @@ pub(super) fn parse(data: &[u8]) -> StreamEvent {
     let mut chunk = Chunk {
         usage: raw.usage.as_ref().and_then(|u| u.completion_tokens),
         prompt_usage: raw.usage.as_ref().and_then(|u| u.prompt_tokens),
+        cached_usage: raw
+            .usage
+            .as_ref()
+            .and_then(|u| u.prompt_tokens_details.as_ref())
+            .and_then(|d| d.cached_tokens),
         sent_ns: raw.heisenbench_sent_ns,
         ..Chunk::default()
     };
@@ -233,6 +249,8 @@ pub struct StreamState {
     pub usage: Option<u64>,
     /// The server's count of prompt tokens, when sent.
     pub prompt_usage: Option<u64>,
+    /// The prompt tokens the server's prefix cache served, when its usage says.
+    pub cached_usage: Option<u64>,
     /// A finish reason arrived.
     pub finished: bool,
     /// `[DONE]` arrived.
@@ -272,6 +290,9 @@ impl StreamState {
                 }
                 if c.prompt_usage.is_some() {
                     self.prompt_usage = c.prompt_usage;
+                }
+                if c.cached_usage.is_some() {
+                    self.cached_usage = c.cached_usage;
                 }
                 return Some(c);
             }
@@ -360,6 +381,7 @@ mod tests {
         assert_eq!(
             c,
             Chunk {
+                cached_usage: None,
                 token: true,
                 finished: true,
                 usage: Some(7),
