@@ -91,6 +91,7 @@ fn a_killed_shard_is_reported_and_its_requests_lost() {
                 stop: Stop::Duration { seconds: 1.0 },
                 input_tokens: Lengths::Fixed { tokens: 4 },
                 output_tokens: Lengths::Fixed { tokens: 5 },
+                prefix: None,
             },
             &mock.url(),
             &MockConfig::default().model,

@@ -253,6 +253,7 @@ pub fn timeline() -> Result<Timeline, ExperimentError> {
             stop: Stop::Count { requests: 4 },
             input_tokens: Lengths::Fixed { tokens: 8 },
             output_tokens: Lengths::Fixed { tokens: 6 },
+            prefix: None,
         },
         client: heisenbench_model::scenario::ClientModel {
             workers,

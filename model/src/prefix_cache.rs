@@ -142,6 +142,110 @@ impl PrefixCache {
     }
 }
 
+/// The hit rate a shared-prefix workload should see in steady state, by Che's
+/// approximation for LRU.
+///
+/// Assumptions, stated: requests are independent draws of their prefix group (the
+/// independent reference model); a group's prefix blocks are used together and are lost
+/// together (LRU evicts a prefix's first block first, and then the prefix misses); each
+/// request also adds its own blocks, used once. Che's approximation gives every block the
+/// same characteristic time T, in requests: a block stays while fewer than T requests
+/// have come since its last use. T solves
+///
+/// `sum_g b (1 - exp(-p_g T)) + s T = C`
+///
+/// (prefix blocks held, plus the one-use blocks of the last T requests, fill the cache of
+/// C blocks), and a request of group g finds its prefix with probability `1 - exp(-p_g T)`.
+/// It is known to be accurate to a few per cent for LRU under independent requests; the
+/// tests hold it against the cache itself. A cache large enough for every prefix and no
+/// one-use blocks keeps them all (T infinite).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachePrediction {
+    /// Che's characteristic time, requests (infinite when everything fits).
+    pub characteristic_requests: f64,
+    /// Each group's chance of finding its prefix.
+    pub group_hit: Vec<f64>,
+    /// Prompt tokens a request finds in the cache, on average.
+    pub cached_tokens: f64,
+    /// Those over a request's prompt tokens.
+    pub token_hit_rate: f64,
+}
+
+/// Che's prediction for a cache of `law`'s shape under requests whose prompts are one of
+/// `probabilities.len()` prefixes of `prefix_tokens` (drawn with those probabilities)
+/// followed by `own_tokens` tokens of their own.
+pub fn predict(
+    law: PrefixCacheLaw,
+    probabilities: &[f64],
+    prefix_tokens: u32,
+    own_tokens: u32,
+) -> Result<CachePrediction> {
+    law.validate()?;
+    let bt = law.block_tokens;
+    let prompt = prefix_tokens + own_tokens;
+    // Blocks a prefix can be served with (the last token is computed), blocks it holds,
+    // and the one-use blocks a request adds after them.
+    let served = (prompt.saturating_sub(1) / bt).min(prefix_tokens / bt);
+    let b = f64::from(prefix_tokens / bt);
+    let s = f64::from(prompt / bt) - b;
+    let c = f64::from(law.capacity_blocks);
+    let held = |t: f64| -> f64 {
+        probabilities
+            .iter()
+            .map(|p| b * (1.0 - (-p * t).exp()))
+            .sum::<f64>()
+            + s * t
+    };
+    let all_prefixes = b * probabilities.len() as f64;
+    let t = if s == 0.0 && all_prefixes <= c {
+        f64::INFINITY
+    } else {
+        let mut hi = 1.0;
+        while held(hi) < c {
+            hi *= 2.0;
+            if hi > 1e18 {
+                break;
+            }
+        }
+        let mut lo = 0.0;
+        for _ in 0..200 {
+            let mid = 0.5 * (lo + hi);
+            if held(mid) < c {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        0.5 * (lo + hi)
+    };
+    let group_hit: Vec<f64> = probabilities
+        .iter()
+        .map(|p| {
+            if t.is_infinite() {
+                1.0
+            } else {
+                1.0 - (-p * t).exp()
+            }
+        })
+        .collect();
+    let hit: f64 = probabilities
+        .iter()
+        .zip(&group_hit)
+        .map(|(p, h)| p * h)
+        .sum();
+    let cached_tokens = hit * f64::from(served * bt);
+    Ok(CachePrediction {
+        characteristic_requests: t,
+        group_hit,
+        cached_tokens,
+        token_hit_rate: if prompt == 0 {
+            0.0
+        } else {
+            cached_tokens / f64::from(prompt)
+        },
+    })
+}
+
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// One FNV-1a step over the eight bytes of `x`: stable across builds and platforms.
@@ -228,6 +332,62 @@ mod tests {
         // [1, 0]'s first block is A's hash: still held. [2, 0]'s is B's: evicted by C.
         assert_eq!(c.admit(2, &two(1)[..1]).cached_tokens, 1);
         assert_eq!(c.admit(2, &two(2)[..1]).cached_tokens, 0);
+    }
+
+    /// Che's prediction against the cache itself, driven by independent group draws over
+    /// a grid of groups, popularity and capacity: the steady-state token hit rate within 5 %
+    /// (relative) or 0.01 (absolute, where the rate is small). The measured rate leaves out
+    /// a warm-up of 20,000 requests and counts 200,000 more: its standard error is below
+    /// 0.002 here, so the band is the approximation's, not the sampling's.
+    #[test]
+    fn che_predicts_the_lru_hit_rate() {
+        use crate::sample::{purpose, stream};
+        use crate::scenario::{Popularity, SharedPrefix};
+        use rand::RngExt;
+        let bt = 16;
+        for (groups, popularity, capacity, prefix, own) in [
+            (10, Popularity::Uniform, 200, 256, 64),
+            (100, Popularity::Uniform, 400, 128, 32),
+            (100, Popularity::Zipf { s: 1.0 }, 400, 128, 32),
+            (1000, Popularity::Zipf { s: 0.8 }, 2000, 64, 48),
+            (50, Popularity::Zipf { s: 1.2 }, 150, 160, 0),
+            (20, Popularity::Uniform, 10_000, 256, 0),
+        ] {
+            let shape = SharedPrefix {
+                groups,
+                tokens: prefix,
+                popularity,
+            };
+            let probs = shape.probabilities();
+            let law = PrefixCacheLaw {
+                block_tokens: bt,
+                capacity_blocks: capacity,
+            };
+            let predicted = predict(law, &probs, prefix, own).unwrap().token_hit_rate;
+            let sampler = shape.sampler();
+            let mut cache = PrefixCache::new(law);
+            let mut rng = stream(3, purpose::LENGTHS);
+            let (mut cached, mut total) = (0u64, 0u64);
+            for i in 0..220_000u64 {
+                let g = sampler.group_of(9, i);
+                let own_ids = (0..own).map(|_| rng.random::<u64>());
+                let tokens: Vec<u64> = (0..prefix)
+                    .map(|k| (u64::from(g) << 32) | u64::from(k))
+                    .chain(own_ids)
+                    .collect();
+                let found = cache.admit(prefix + own, &law.block_hashes(tokens));
+                if i >= 20_000 {
+                    cached += u64::from(found.cached_tokens);
+                    total += u64::from(prefix + own);
+                }
+            }
+            let measured = cached as f64 / total as f64;
+            let err = (predicted - measured).abs();
+            assert!(
+                err <= 0.05 * measured || err <= 0.01,
+                "groups {groups}, {popularity:?}, capacity {capacity}: Che {predicted:.4}, LRU {measured:.4}"
+            );
+        }
     }
 
     #[test]

@@ -396,12 +396,148 @@ pub struct Workload {
     pub input_tokens: Lengths,
     /// Output tokens per request (one streamed chunk each).
     pub output_tokens: Lengths,
+    /// Prompts that begin with one of a few shared prefixes (a system prompt, a document
+    /// several questions are about); `input_tokens` is then each request's own part, after
+    /// its prefix. None: every prompt is its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<SharedPrefix>,
+}
+
+/// Shared prompt prefixes: `groups` prefixes of `tokens` tokens, each request's drawn by
+/// `popularity` from a stream of its own index (so shards striping one schedule, and the
+/// simulator, draw the same group for the same request).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedPrefix {
+    /// How many different prefixes.
+    pub groups: u32,
+    /// Tokens in each prefix.
+    pub tokens: u32,
+    /// How often each is drawn.
+    #[serde(default)]
+    pub popularity: Popularity,
+}
+
+/// How often each shared prefix is drawn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Popularity {
+    /// Every prefix as often.
+    #[default]
+    Uniform,
+    /// Prefix g (from 0) with weight 1 / (g + 1)^s.
+    Zipf {
+        /// The exponent, > 0.
+        s: f64,
+    },
+}
+
+impl std::str::FromStr for Popularity {
+    type Err = ModelError;
+    /// `uniform` or `zipf:S`.
+    fn from_str(t: &str) -> Result<Self> {
+        if t == "uniform" {
+            return Ok(Self::Uniform);
+        }
+        let s = t
+            .strip_prefix("zipf:")
+            .and_then(|x| x.parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0 && *s <= 10.0)
+            .ok_or_else(|| {
+                ModelError::invalid(
+                    "popularity",
+                    t,
+                    "expected uniform or zipf:S with 0 < S <= 10",
+                )
+            })?;
+        Ok(Self::Zipf { s })
+    }
+}
+
+impl SharedPrefix {
+    /// Checks the shape.
+    pub fn validate(&self) -> Result<()> {
+        if self.groups == 0 || self.groups > 1_000_000 {
+            return Err(ModelError::invalid(
+                "workload.prefix.groups",
+                self.groups,
+                "must be between 1 and 1,000,000",
+            ));
+        }
+        if self.tokens == 0 || self.tokens > 1_000_000 {
+            return Err(ModelError::invalid(
+                "workload.prefix.tokens",
+                self.tokens,
+                "must be between 1 and 1,000,000",
+            ));
+        }
+        if let Popularity::Zipf { s } = self.popularity
+            && !(s.is_finite() && s > 0.0 && s <= 10.0)
+        {
+            return Err(ModelError::invalid(
+                "workload.prefix.popularity.s",
+                s,
+                "must be > 0 and at most 10",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Each group's probability, by group.
+    pub fn probabilities(&self) -> Vec<f64> {
+        let w: Vec<f64> = (0..self.groups)
+            .map(|g| match self.popularity {
+                Popularity::Uniform => 1.0,
+                Popularity::Zipf { s } => (f64::from(g) + 1.0).powf(-s),
+            })
+            .collect();
+        let total: f64 = w.iter().sum();
+        w.into_iter().map(|x| x / total).collect()
+    }
+
+    /// A sampler of groups by request index.
+    pub fn sampler(&self) -> GroupSampler {
+        let mut acc = 0.0;
+        let cumulative = self
+            .probabilities()
+            .into_iter()
+            .map(|p| {
+                acc += p;
+                acc
+            })
+            .collect();
+        GroupSampler { cumulative }
+    }
+}
+
+/// Draws a request's prefix group from its index and the run's seed.
+#[derive(Debug, Clone)]
+pub struct GroupSampler {
+    cumulative: Vec<f64>,
+}
+
+impl GroupSampler {
+    /// The group of request `index` in a run seeded `seed`.
+    pub fn group_of(&self, seed: u64, index: u64) -> u32 {
+        // A SplitMix64 step of (seed, index): the same uniform for the same request, in any
+        // process, without a stream to keep in step.
+        let mut z = seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5851_F42D_4C95_7F2D;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let u = (z >> 11) as f64 / (1u64 << 53) as f64;
+        let g = self.cumulative.partition_point(|c| *c <= u);
+        g.min(self.cumulative.len().saturating_sub(1)) as u32
+    }
 }
 
 impl Workload {
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<()> {
         self.arrivals.validate()?;
+        if let Some(p) = &self.prefix {
+            p.validate()?;
+        }
         match self.stop {
             Stop::Count { requests: 0 } => {
                 return Err(ModelError::invalid(
@@ -496,6 +632,12 @@ pub struct WorkloadFlags {
     pub input_tokens: Option<Lengths>,
     /// Output tokens.
     pub output_tokens: Option<Lengths>,
+    /// Shared prefixes: how many.
+    pub prefix_groups: Option<u32>,
+    /// Shared prefixes: tokens each.
+    pub prefix_tokens: Option<u32>,
+    /// Shared prefixes: how often each is drawn.
+    pub prefix_popularity: Option<Popularity>,
 }
 
 impl Workload {
@@ -544,6 +686,26 @@ impl Workload {
         }
         if let Some(l) = f.output_tokens {
             self.output_tokens = l;
+        }
+        if f.prefix_groups.is_some() || f.prefix_tokens.is_some() || f.prefix_popularity.is_some() {
+            let old = self.prefix;
+            let groups = f.prefix_groups.or(old.map(|p| p.groups));
+            let tokens = f.prefix_tokens.or(old.map(|p| p.tokens));
+            let (Some(groups), Some(tokens)) = (groups, tokens) else {
+                return Err(ModelError::invalid(
+                    "--prefix-groups",
+                    groups.map_or("none".to_string(), |g| g.to_string()),
+                    "shared prefixes need both --prefix-groups and --prefix-tokens",
+                ));
+            };
+            self.prefix = Some(SharedPrefix {
+                groups,
+                tokens,
+                popularity: f
+                    .prefix_popularity
+                    .or(old.map(|p| p.popularity))
+                    .unwrap_or_default(),
+            });
         }
         self.validate()
     }
@@ -664,6 +826,7 @@ mod tests {
             stop: Stop::Duration { seconds: 10.0 },
             input_tokens: Lengths::Fixed { tokens: 8 },
             output_tokens: Lengths::Fixed { tokens: 4 },
+            prefix: None,
         };
         // A rate keeps the shape; a shape keeps the rate.
         let mut w = base.clone();

@@ -161,6 +161,7 @@ mod tests {
                 mean: 200.0,
                 scv: 0.5,
             },
+            prefix: None,
         }
     }
 

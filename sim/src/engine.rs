@@ -336,6 +336,8 @@ impl Simulation {
                 .next()
                 .expect("a user's shapes never end"),
         };
+        // A shared prefix is part of the prompt the server prefills.
+        let input = input.saturating_add(self.sc.workload.prefix.map_or(0, |p| p.tokens));
         let worker = self.assign();
         self.next_serial += 1;
         let r = self.alloc(Req {

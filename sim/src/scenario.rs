@@ -128,6 +128,7 @@ pub fn preset(name: &str, seconds: f64, seed: u64) -> Result<Vec<SimScenario>, S
         stop: Stop::Duration { seconds },
         input_tokens: Lengths::Fixed { tokens: 320 },
         output_tokens: Lengths::Fixed { tokens: 200 },
+        prefix: None,
     };
     let single = ClientModel {
         workers: 1,

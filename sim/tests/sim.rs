@@ -108,6 +108,7 @@ fn single_event_client(
             stop: Stop::Count { requests },
             input_tokens: Lengths::Fixed { tokens: 10 },
             output_tokens: Lengths::Fixed { tokens },
+            prefix: None,
         },
         client: ClientModel {
             workers: 1,

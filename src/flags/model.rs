@@ -13,7 +13,7 @@ use heisenbench_model::mg1::Mg1;
 use heisenbench_model::mmc::Mgc;
 use heisenbench_model::plan::{Assignment, Budget, Hardware, Load};
 use heisenbench_model::queue::WaitModel;
-use heisenbench_model::scenario::{Gaps, Lengths, WorkloadFlags};
+use heisenbench_model::scenario::{Gaps, Lengths, Popularity, WorkloadFlags};
 use heisenbench_model::service::{Service, ServiceKind};
 use heisenbench_model::units::{Rate, Seconds};
 
@@ -304,6 +304,16 @@ pub struct WorkloadArgs {
     /// Output tokens (sent with ignore_eos): same forms as --prompt-tokens.
     #[arg(long)]
     pub output_tokens: Option<Lengths>,
+    /// Shared prefixes: each prompt starts with one of this many prefixes (a system
+    /// prompt, a shared document); --prompt-tokens is then each request's own part.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub prefix_groups: Option<u32>,
+    /// Shared prefixes: tokens in each.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub prefix_tokens: Option<u32>,
+    /// Shared prefixes: how often each is drawn, uniform or zipf:S.
+    #[arg(long)]
+    pub prefix_popularity: Option<Popularity>,
 }
 
 impl WorkloadArgs {
@@ -318,6 +328,9 @@ impl WorkloadArgs {
             requests: self.requests,
             input_tokens: self.prompt_tokens,
             output_tokens: self.output_tokens,
+            prefix_groups: self.prefix_groups,
+            prefix_tokens: self.prefix_tokens,
+            prefix_popularity: self.prefix_popularity,
         }
     }
 }

@@ -135,7 +135,12 @@ impl RunArgs {
                 ResolveError::Invalid(e) => e.into(),
             })?;
         if let Some(path) = &self.tokenizer {
-            let longest = cfg.workload.input_tokens.likely_max();
+            // A shared prefix is its own text, so counts up to the longer of the two.
+            let longest = cfg
+                .workload
+                .input_tokens
+                .likely_max()
+                .max(cfg.workload.prefix.map_or(0, |p| p.tokens));
             cfg.prompts = Prompts::from_tokenizer(path, longest, cfg.prompts.content)?;
         }
         cfg.validate()?;

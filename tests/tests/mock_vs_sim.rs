@@ -49,6 +49,7 @@ fn simulated(cfg: &MockConfig) -> Vec<Vec<u64>> {
                 tokens: PROMPT_WORDS,
             },
             output_tokens: Lengths::Fixed { tokens: OUTPUT },
+            prefix: None,
         },
         client: ClientModel {
             workers: 1,

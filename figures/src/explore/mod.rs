@@ -469,6 +469,7 @@ impl Controls {
                 stop: Stop::Count { requests: 10 },
                 input_tokens: Lengths::Fixed { tokens: 8 },
                 output_tokens: Lengths::Fixed { tokens: shown },
+                prefix: None,
             },
             client: ClientModel {
                 workers,

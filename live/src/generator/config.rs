@@ -233,6 +233,7 @@ impl RunConfig {
                 stop: Stop::Duration { seconds: 10.0 },
                 input_tokens: Lengths::Fixed { tokens: 320 },
                 output_tokens: Lengths::Fixed { tokens: 200 },
+                prefix: None,
             },
             |f| f.workload.clone(),
         );
@@ -325,6 +326,7 @@ impl RunConfig {
             stop: Stop::Duration { seconds },
             input_tokens: Lengths::Fixed { tokens: tokens.0 },
             output_tokens: Lengths::Fixed { tokens: tokens.1 },
+            prefix: None,
         };
         Self {
             timeout_s: Some(60.0),

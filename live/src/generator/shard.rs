@@ -14,7 +14,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use heisenbench_model::metrics::{Convention, Marks, Origin};
-use heisenbench_model::scenario::{Arrivals, Stop};
+use heisenbench_model::scenario::{Arrivals, GroupSampler, Stop};
 use heisenbench_model::schedule::{Planned, Schedule, user_shapes};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
@@ -25,6 +25,7 @@ use super::stop::{GRACE, StopSignal};
 use super::wake::ScheduleWake;
 use crate::net::http1::{Piece, Wire, WireError};
 use crate::net::receive_stamps::Stamps;
+use crate::openai::prompt::PromptContent;
 use crate::openai::sse::{SseEvent, SseParser};
 use crate::openai::stream::{
     Ending, RepeatedHead, StreamEvent, StreamState, error_text, interpret, interpret_after,
@@ -85,6 +86,8 @@ struct Ctx {
     auth: Option<String>,
     /// When the schedule's next send is due, and who wakes it.
     wake: ScheduleWake,
+    /// How prompts are made.
+    prompts: PromptMaker,
     result: RefCell<ShardResult>,
     in_flight: Cell<u32>,
     timeout: Duration,
@@ -108,6 +111,7 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
         client,
         auth,
         wake: ScheduleWake::new()?,
+        prompts: PromptMaker::new(&task.config),
         result: RefCell::new(ShardResult::default()),
         in_flight: Cell::new(0),
         timeout: Duration::from_secs_f64(task.config.timeout()),
@@ -137,7 +141,7 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                     r.first_planned_ns.get_or_insert(p.at_ns);
                 }
                 // The body is made before the wait, so its prompt costs the send nothing.
-                let payload = body(&ctx.cfg, &p);
+                let payload = ctx.prompts.body(&ctx.cfg, &p);
                 let ready = async {
                     let fired = ctx.wake.until_due(ctx.start_ns + p.at_ns).await;
                     let woken = Woken {
@@ -224,7 +228,7 @@ async fn closed_user(ctx: &Rc<Ctx>, user: u32, users: u32, think_s: f64) {
             input_tokens,
             output_tokens,
         };
-        let payload = body(&ctx.cfg, &p);
+        let payload = ctx.prompts.body(&ctx.cfg, &p);
         // A closed loop's intended time is when the user is ready: now, its body made.
         p.at_ns = mono_ns().saturating_sub(ctx.start_ns);
         request(ctx, p, None, payload).await;
@@ -235,23 +239,83 @@ async fn closed_user(ctx: &Rc<Ctx>, user: u32, users: u32, think_s: f64) {
     }
 }
 
-fn body(cfg: &RunConfig, p: &Planned) -> Vec<u8> {
-    let prompt = cfg.prompts.text(p.input_tokens, cfg.seed, p.index);
-    let v = match cfg.api {
-        ApiKind::Completions => serde_json::json!({
-            "model": cfg.model, "prompt": prompt, "max_tokens": p.output_tokens,
-            "ignore_eos": true, "stream": cfg.stream,
-        }),
-        ApiKind::Chat => serde_json::json!({
-            "model": cfg.model, "messages": [{ "role": "user", "content": prompt }],
-            "max_tokens": p.output_tokens, "ignore_eos": true, "stream": cfg.stream,
-        }),
-    };
-    let mut v = v;
-    if cfg.stream {
-        v["stream_options"] = serde_json::json!({ "include_usage": true });
+/// How a shard makes its requests' prompts: the run's prompts and, with shared prefixes,
+/// which prefix each request draws.
+struct PromptMaker {
+    /// Tokens in each shared prefix, and the draw of a request's group.
+    prefix: Option<(u32, GroupSampler)>,
+}
+
+impl PromptMaker {
+    fn new(cfg: &RunConfig) -> Self {
+        Self {
+            prefix: cfg.workload.prefix.map(|p| (p.tokens, p.sampler())),
+        }
     }
-    serde_json::to_vec(&v).unwrap_or_default()
+
+    /// The prompt tokens of request `p`: its shared prefix's and its own.
+    fn tokens(&self, p: &Planned) -> u32 {
+        p.input_tokens
+            .saturating_add(self.prefix.as_ref().map_or(0, |(t, _)| *t))
+    }
+
+    /// The prompt of request `p`: its group's prefix (the same words for every request of
+    /// the group), then its own words.
+    fn prompt(&self, cfg: &RunConfig, p: &Planned) -> String {
+        let own = cfg.prompts.text(p.input_tokens, cfg.seed, p.index);
+        let Some((tokens, groups)) = &self.prefix else {
+            return own;
+        };
+        if cfg.prompts.content == PromptContent::Repeated {
+            return cfg.prompts.text(self.tokens(p), cfg.seed, p.index);
+        }
+        let group = groups.group_of(cfg.seed, p.index);
+        let mut text = cfg
+            .prompts
+            .text(*tokens, cfg.seed ^ PREFIX_SEED, u64::from(group));
+        if !own.is_empty() {
+            text.push(' ');
+            text.push_str(&own);
+        }
+        text
+    }
+
+    /// The request body of `p`.
+    fn body(&self, cfg: &RunConfig, p: &Planned) -> Vec<u8> {
+        body(cfg, p, &self.prompt(cfg, p))
+    }
+}
+
+/// Mixed into the seed of shared prefixes' words, so a prefix is not a request's prompt.
+const PREFIX_SEED: u64 = 0x7072_6566_6978_0001;
+
+/// The JSON body of request `p` with `prompt`, written directly (no value tree: a body is
+/// made for every request, and a prompt's words are most of it).
+fn body(cfg: &RunConfig, p: &Planned, prompt: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(prompt.len() + 192);
+    // Writing JSON strings into a Vec cannot fail.
+    out.extend_from_slice(b"{\"model\":");
+    let _ = serde_json::to_writer(&mut out, &cfg.model);
+    match cfg.api {
+        ApiKind::Completions => {
+            out.extend_from_slice(b",\"prompt\":");
+            let _ = serde_json::to_writer(&mut out, prompt);
+        }
+        ApiKind::Chat => {
+            out.extend_from_slice(b",\"messages\":[{\"role\":\"user\",\"content\":");
+            let _ = serde_json::to_writer(&mut out, prompt);
+            out.extend_from_slice(b"}]");
+        }
+    }
+    out.extend_from_slice(b",\"max_tokens\":");
+    out.extend_from_slice(itoa::Buffer::new().format(p.output_tokens).as_bytes());
+    out.extend_from_slice(b",\"ignore_eos\":true,\"stream\":");
+    out.extend_from_slice(if cfg.stream { b"true" } else { b"false" });
+    if cfg.stream {
+        out.extend_from_slice(b",\"stream_options\":{\"include_usage\":true}");
+    }
+    out.push(b'}');
+    out
 }
 
 /// What one exchange saw (CLOCK_MONOTONIC ns).
@@ -362,7 +426,8 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
                 r.token_mismatches += 1;
             }
         }
-        r.prompt_tokens_sent += u64::from(p.input_tokens);
+        let prompt_tokens = ctx.prompts.tokens(&p);
+        r.prompt_tokens_sent += u64::from(prompt_tokens);
         if let Some(counted) = seen.stream.prompt_usage {
             if let Some(cached) = seen.stream.cached_usage {
                 r.prefix_cache.add(&CacheUsage {
@@ -372,7 +437,7 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
                 });
             }
             let counted = i64::try_from(counted).unwrap_or(i64::MAX);
-            r.note_prompt_overhead(counted.saturating_sub(i64::from(p.input_tokens)), 1);
+            r.note_prompt_overhead(counted.saturating_sub(i64::from(prompt_tokens)), 1);
         }
         let done = seen.end_read.unwrap_or(end).max(end);
         r.last_end_ns = Some(r.last_end_ns.unwrap_or(0).max(rel(done)));

@@ -211,6 +211,18 @@ impl RunReport {
                 p.sent
             )?,
         }
+        if let Some(pre) = r.config.workload.prefix {
+            let own = r.config.workload.input_tokens.mean();
+            let share = f64::from(pre.tokens) / (f64::from(pre.tokens) + own);
+            writeln!(
+                out,
+                "  shared prefixes: {} of {} tokens ({:?}): {:.1} % of prompt tokens shared by design",
+                pre.groups,
+                pre.tokens,
+                pre.popularity,
+                100.0 * share
+            )?;
+        }
         let c = &r.prefix_cache;
         if let Some(rate) = c.hit_rate() {
             writeln!(

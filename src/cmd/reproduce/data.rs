@@ -161,6 +161,7 @@ fn live_config(
                 stop: Stop::Duration { seconds },
                 input_tokens: Lengths::Fixed { tokens: 320 },
                 output_tokens: Lengths::Fixed { tokens: 200 },
+                prefix: None,
             },
             url,
             &MockConfig::default().model,
