@@ -37,6 +37,10 @@ pub struct ServerModel {
     pub max_waiting_queue_length: u32,
     /// F in the load factor; 1 disables slow-down.
     pub time_factor_under_load: f64,
+    /// A prefix cache: prompt tokens it serves skip `prefill_time_per_token_s`
+    /// ([`crate::prefix_cache`]). None: every prompt is prefilled whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_cache: Option<crate::prefix_cache::PrefixCacheLaw>,
 }
 
 impl Default for ServerModel {
@@ -51,6 +55,7 @@ impl Default for ServerModel {
             max_num_seqs: 5,
             max_waiting_queue_length: 1000,
             time_factor_under_load: 1.0,
+            prefix_cache: None,
         }
     }
 }

@@ -11,6 +11,8 @@
 use std::collections::VecDeque;
 
 use heisenbench_model::metrics::{Convention, Marks, Origin};
+use heisenbench_model::prefix_cache::PrefixCache;
+use heisenbench_model::scenario::GroupSampler;
 use heisenbench_model::scenario::{Arrivals, Policy, Stamp, Stop};
 use heisenbench_model::schedule::{Planned, Schedule, UserShapes, user_shapes};
 use rand::RngExt;
@@ -77,6 +79,9 @@ struct Req {
     end_stamp_ns: u64,
     done_ns: u64,
     serial: u64,
+    /// The request's index, as the live generator numbers it (the schedule's index; in a
+    /// closed loop user + k x users for the user's k-th request).
+    index: u64,
     state: Phase,
     /// In the server's waiting line (its slab entry must outlive a timeout).
     at_server_queue: bool,
@@ -123,6 +128,12 @@ pub struct Simulation {
     /// Each closed-loop user's request shapes (empty for an open loop, whose shapes come
     /// with its schedule).
     user_shapes: Vec<UserShapes>,
+    /// Requests each closed-loop user has sent.
+    user_sent: Vec<u64>,
+    /// The server's prefix cache, when its law has one, and the draw of a request's
+    /// shared prefix.
+    prefix_cache: Option<PrefixCache>,
+    groups: Option<GroupSampler>,
     rng_server: SimRng,
     rng_client: SimRng,
     rng_policy: SimRng,
@@ -171,6 +182,12 @@ impl Simulation {
                     .collect(),
                 _ => Vec::new(),
             },
+            user_sent: match sc.workload.arrivals {
+                Arrivals::Closed { users, .. } => vec![0; users as usize],
+                _ => Vec::new(),
+            },
+            prefix_cache: sc.server.prefix_cache.map(PrefixCache::new),
+            groups: sc.workload.prefix.map(|p| p.sampler()),
             rng_server: stream(seed, purpose::SERVER),
             rng_client: stream(seed, purpose::CLIENT),
             rng_policy: stream(seed, purpose::POLICY),
@@ -327,14 +344,21 @@ impl Simulation {
 
     fn on_arrive(&mut self, now: u64, user: u32) {
         self.last_intended_ns = now;
-        let (input, output) = match self.upcoming.take() {
+        let (input, output, index) = match self.upcoming.take() {
             Some(p) => {
                 self.schedule_next();
-                (p.input_tokens, p.output_tokens)
+                (p.input_tokens, p.output_tokens, p.index)
             }
-            None => self.user_shapes[user as usize]
-                .next()
-                .expect("a user's shapes never end"),
+            None => {
+                let (i, o) = self.user_shapes[user as usize]
+                    .next()
+                    .expect("a user's shapes never end");
+                let users = self.user_shapes.len() as u64;
+                let k = &mut self.user_sent[user as usize];
+                let index = u64::from(user) + *k * users;
+                *k += 1;
+                (i, o, index)
+            }
         };
         // A shared prefix is part of the prompt the server prefills.
         let input = input.saturating_add(self.sc.workload.prefix.map_or(0, |p| p.tokens));
@@ -356,6 +380,7 @@ impl Simulation {
             end_stamp_ns: 0,
             done_ns: 0,
             serial: self.next_serial,
+            index,
             state: Phase::Pending,
             at_server_queue: false,
         });
@@ -541,12 +566,36 @@ impl Simulation {
     fn start_stream(&mut self, now: u64, r: u32) {
         self.server.running += 1;
         let input = self.reqs[r as usize].input;
-        let ttft = self.server_latency_ns(Some(input));
+        let cached = self.cached_tokens(r);
+        let ttft = self.server_latency_ns(Some(input - cached));
         let req = &mut self.reqs[r as usize];
         req.state = Phase::Running;
         self.tally.server_queue.record(now - req.server_recv_ns);
         let id = self.id(r);
         self.q.push(SimTime(now + ttft), Ev::Emit(id));
+    }
+
+    /// The prompt tokens of request `r` the server's prefix cache serves (0 without one):
+    /// its shared prefix's tokens are named by its group, as the live generator's prompts
+    /// repeat a group's words, and its own by its index, so no two requests share them.
+    fn cached_tokens(&mut self, r: u32) -> u32 {
+        let Some(cache) = &mut self.prefix_cache else {
+            return 0;
+        };
+        let req = &self.reqs[r as usize];
+        let (prefix, group) = match (self.sc.workload.prefix, &self.groups) {
+            (Some(p), Some(g)) => (p.tokens, g.group_of(self.sc.seed, req.index)),
+            _ => (0, 0),
+        };
+        let own = req.input - prefix;
+        let tokens = (0..prefix)
+            .map(|k| (u64::from(group) << 32) | u64::from(k))
+            .chain((0..own).map(|k| (1 << 63) | (req.index << 24) | u64::from(k)));
+        let blocks = cache.law().block_hashes(tokens);
+        let found = cache.admit(req.input, &blocks);
+        self.counts.prefix_cache_queried_tokens += u64::from(req.input);
+        self.counts.prefix_cache_cached_tokens += u64::from(found.cached_tokens);
+        found.cached_tokens
     }
 
     fn release_slot(&mut self, now: u64) {

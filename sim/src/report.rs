@@ -34,6 +34,12 @@ pub struct Counts {
     pub client_events: u64,
     /// Events popped from the heap.
     pub heap_events: u64,
+    /// Prompt tokens the server's prefix cache was asked for (0 without a cache).
+    #[serde(default)]
+    pub prefix_cache_queried_tokens: u64,
+    /// Prompt tokens it served.
+    #[serde(default)]
+    pub prefix_cache_cached_tokens: u64,
 }
 
 /// Streaming recorders of one run (nanoseconds).
@@ -375,14 +381,26 @@ impl SimReport {
                     c.client_events, c.heap_events, r.simulated_s
                 ),
             ),
-            (
-                "".into(),
-                format!(
-                    "{:>10}  {:>12}  {:>12}",
-                    "server", "from intended", "from actual"
-                ),
-            ),
         ];
+        if c.prefix_cache_queried_tokens > 0 {
+            rows.push((
+                "prefix cache".into(),
+                format!(
+                    "{} of {} prompt tokens served from it ({:.1} %)",
+                    c.prefix_cache_cached_tokens,
+                    c.prefix_cache_queried_tokens,
+                    100.0 * c.prefix_cache_cached_tokens as f64
+                        / c.prefix_cache_queried_tokens as f64
+                ),
+            ));
+        }
+        rows.push((
+            "".into(),
+            format!(
+                "{:>10}  {:>12}  {:>12}",
+                "server", "from intended", "from actual"
+            ),
+        ));
         rows.extend(views_row("TTFT", &r.ttft));
         rows.extend(views_row("E2E", &r.e2e));
         rows.extend(views_row("NTPOT", &r.ntpot));

@@ -337,6 +337,7 @@ impl MockConfig {
             max_num_seqs: self.max_num_seqs,
             max_waiting_queue_length: self.max_waiting_queue_length,
             time_factor_under_load: self.time_factor_under_load,
+            prefix_cache: self.enable_kvcache.then(|| self.prefix_cache()),
         }
     }
 
