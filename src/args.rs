@@ -22,7 +22,7 @@ pub struct Cli {
 pub enum Command {
     /// Evaluate one queue: mean, quantiles and counts of the wait.
     #[command(subcommand)]
-    Model(crate::flags::model::QueueCmd),
+    Model(crate::flags::model::ModelCmd),
     /// How many client loops a load needs under a wait budget (or, with --max-qps, how
     /// much load k loops carry).
     Plan(crate::flags::model::PlanFlags),

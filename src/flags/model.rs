@@ -17,6 +17,42 @@ use heisenbench_model::scenario::{Gaps, Lengths, Popularity, WorkloadFlags};
 use heisenbench_model::service::{Service, ServiceKind};
 use heisenbench_model::units::{Rate, Seconds};
 
+/// What `heisenbench model` evaluates: a queue, or a prefix cache.
+#[derive(Debug, Subcommand)]
+pub enum ModelCmd {
+    /// A queue.
+    #[command(flatten)]
+    Queue(QueueCmd),
+    /// A prefix cache's hit rate under shared prompt prefixes (Che's approximation for LRU).
+    PrefixCache(PrefixCacheFlags),
+}
+
+/// `heisenbench model prefix-cache`.
+#[derive(Debug, Args)]
+pub struct PrefixCacheFlags {
+    /// Shared prefixes.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub groups: u32,
+    /// Tokens in each prefix.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub prefix_tokens: u32,
+    /// Each request's own tokens after its prefix.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub own_tokens: u32,
+    /// How often each prefix is drawn: uniform or zipf:S.
+    #[arg(long, default_value = "uniform")]
+    pub popularity: Popularity,
+    /// The cache's capacity, blocks.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub capacity: u32,
+    /// Tokens per block.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub block_size: u32,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// The queues `heisenbench model` knows.
 #[derive(Debug, Subcommand)]
 pub enum QueueCmd {

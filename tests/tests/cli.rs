@@ -1409,3 +1409,40 @@ fn run_floor_is_measured_and_reported() {
     assert!(text.contains("read lag over the floor's reader"), "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `model prefix-cache`: every prefix fits and nothing else comes, so every request after
+/// the first finds all of its prefix but the block holding its last token (7 of 8 blocks);
+/// with one-use blocks and a small cache, Che's rate is below it.
+#[test]
+fn model_prefix_cache_predicts_che() {
+    let fits = json(&[
+        "model",
+        "prefix-cache",
+        "--groups",
+        "8",
+        "--prefix-tokens",
+        "128",
+        "--capacity",
+        "100000",
+        "--json",
+    ]);
+    assert_eq!(fits["token_hit_rate"], 0.875);
+    assert!(fits["characteristic_requests"].is_null());
+    let tight = json(&[
+        "model",
+        "prefix-cache",
+        "--groups",
+        "100",
+        "--prefix-tokens",
+        "128",
+        "--own-tokens",
+        "32",
+        "--popularity",
+        "zipf:1",
+        "--capacity",
+        "400",
+        "--json",
+    ]);
+    let rate = tight["token_hit_rate"].as_f64().unwrap();
+    assert!((rate - 0.5569).abs() < 5e-4, "{rate}");
+}
