@@ -651,3 +651,59 @@ fn llamacpp_server_harness() {
         .expect("bash runs");
     assert!(status.success(), "bench/llamacpp/run.sh: {status}");
 }
+
+/// Out of descriptors, the mock's accept loop waits instead of spinning: started with a
+/// limit of 64 open files and held at 150 connections (those past the limit queued in the
+/// listener's backlog of 128, never accepted), it uses well under a core. A spinning loop would use all of one (about
+/// 1 s of CPU a second); the bound, a quarter of that, only catches the spin.
+#[test]
+fn the_mock_does_not_spin_out_of_descriptors() {
+    use std::io::{BufRead, BufReader};
+    use std::net::TcpStream;
+    use std::process::Stdio;
+    use std::time::Duration;
+    let exe = env!("CARGO_BIN_EXE_heisenbench");
+    let mut child = Command::new("bash")
+        .args(["-c", &format!("ulimit -n 64 && exec '{exe}' mock --port 0")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bash starts the mock");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    let to: std::net::SocketAddr = addr.parse().unwrap();
+    let held: Vec<TcpStream> = (0..150)
+        .filter_map(|_| TcpStream::connect_timeout(&to, Duration::from_secs(1)).ok())
+        .collect();
+    assert!(held.len() > 64, "only {} connections", held.len());
+    let cpu = |pid: u32| -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let after = stat.rsplit(')').next().unwrap();
+        let f: Vec<u64> = after
+            .split_whitespace()
+            .skip(11)
+            .take(2)
+            .map(|x| x.parse().unwrap())
+            .collect();
+        (f[0] + f[1]) as f64 / 100.0
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let before = cpu(child.id());
+    std::thread::sleep(Duration::from_secs(2));
+    let used = cpu(child.id()) - before;
+    drop(held);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        used < 0.5,
+        "the mock used {used:.2} s of CPU in 2 s out of descriptors"
+    );
+}

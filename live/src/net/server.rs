@@ -40,6 +40,9 @@ pub(crate) fn bind(addr: SocketAddr) -> Result<(std::net::TcpListener, SocketAdd
     Ok((listener, bound))
 }
 
+/// How long the accept loop waits after running out of descriptors before it tries again.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
 /// How long open connections get to finish after a shutdown request.
 const DRAIN: Duration = Duration::from_secs(2);
 
@@ -65,7 +68,26 @@ pub(crate) async fn serve<H, F, B>(
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // Out of descriptors (EMFILE, ENFILE) or another failed accept: the
+                        // connection waits in the backlog, so wait too rather than retry at
+                        // once, which would spin a core until a descriptor is free.
+                        let out_of_descriptors = [rustix::io::Errno::MFILE, rustix::io::Errno::NFILE]
+                            .iter()
+                            .any(|n| e.raw_os_error() == Some(n.raw_os_error()));
+                        let pause = if out_of_descriptors {
+                            ACCEPT_BACKOFF
+                        } else {
+                            ACCEPT_BACKOFF / 10
+                        };
+                        tokio::select! {
+                            () = tokio::time::sleep(pause) => continue,
+                            _ = shutdown.changed() => break,
+                        }
+                    }
+                };
                 let _ = stream.set_nodelay(true);
                 let handler = handler.clone();
                 let mut stop = shutdown.clone();
