@@ -118,6 +118,31 @@ for st in s.get("stages", []):
 print("   knee (req/s):", s.get("knee_qps"))
 EOF
 
+# The server's own prompt cache: llama.cpp keeps the tokens it last evaluated and
+# prefills only what differs. Identical prompts (--prompts repeated) skip their prefill
+# after the first; unique prompts (the default) pay it every time; a shared system prompt
+# (one prefix group) pays only its own part.
+run unique --qps 1 --requests 20 --prompt-tokens 400 --output-tokens 4 --tokenizer "$TOKENIZER"
+run identical --qps 1 --requests 20 --prompt-tokens 400 --output-tokens 4 --tokenizer "$TOKENIZER" \
+  --prompts repeated
+run shared --qps 1 --requests 20 --prompt-tokens 16 --prefix-groups 1 --prefix-tokens 384 \
+  --output-tokens 4 --tokenizer "$TOKENIZER"
+check unique 'a["completed"] == 20 and r["prompt_tokens"]["mismatches"] == 0'
+check identical 'a["completed"] == 20'
+check shared 'a["completed"] == 20'
+"$VENV/bin/python" - "$WORK" <<'EOF' || FAILED=1
+import json, sys
+p50 = {}
+for name in ["unique", "identical", "shared"]:
+    r = json.load(open(f"{sys.argv[1]}/{name}/report.json"))
+    t = r["ttft"]["from_actual"]
+    p50[name] = t["p50_s"]
+    print("   %-9s TTFT p50 %.2f ms, p99 %.2f ms (%d completed)" % (name, t["p50_s"] * 1e3, t["p99_s"] * 1e3, r["accounting"]["completed"]))
+ok = p50["identical"] < 0.5 * p50["unique"] and p50["shared"] < 0.5 * p50["unique"]
+print(("ok   " if ok else "FAIL ") + "identical and shared-prefix prompts prefill faster than unique ones (the cache)")
+sys.exit(0 if ok else 1)
+EOF
+
 # 2. The default: a new request interrupts the stream in progress ([DONE], no finish reason).
 start_server
 run interrupted --qps 20 --requests 40 --prompt-tokens 16 --output-tokens 64
