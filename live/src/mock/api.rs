@@ -409,21 +409,39 @@ impl Usage {
     /// The `usage` object, as vLLM writes it (`prompt_tokens_details.cached_tokens` when
     /// the prefix cache is on).
     pub fn json(&self) -> String {
-        let Usage {
-            prompt,
-            completion,
-            cached,
-        } = *self;
-        let total = prompt + completion;
-        match cached {
-            None => format!(
-                "{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion},\"total_tokens\":{total}}}"
-            ),
-            Some(c) => format!(
-                "{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion},\"total_tokens\":{total},\"prompt_tokens_details\":{{\"cached_tokens\":{c}}}}}"
-            ),
+        serde_json::to_string(&self.wire()).expect("plain numbers serialise")
+    }
+
+    /// The same object as a JSON value (for a whole, non-streamed response).
+    pub fn value(&self) -> serde_json::Value {
+        serde_json::to_value(self.wire()).expect("plain numbers serialise")
+    }
+
+    fn wire(&self) -> UsageWire {
+        UsageWire {
+            prompt_tokens: self.prompt,
+            completion_tokens: self.completion,
+            total_tokens: self.prompt + self.completion,
+            prompt_tokens_details: self
+                .cached
+                .map(|cached_tokens| CachedWire { cached_tokens }),
         }
     }
+}
+
+/// `usage` as it is written, in vLLM's key order.
+#[derive(serde::Serialize)]
+struct UsageWire {
+    prompt_tokens: u32,
+    completion_tokens: u32,
+    total_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_tokens_details: Option<CachedWire>,
+}
+
+#[derive(serde::Serialize)]
+struct CachedWire {
+    cached_tokens: u32,
 }
 
 /// The non-streaming response.
@@ -434,8 +452,7 @@ pub fn full_response(head: &Identity<'_>, text: &str, finish: &str, usage: Usage
         model,
         created,
     } = *head;
-    let usage: serde_json::Value =
-        serde_json::from_str(&usage.json()).expect("the usage object is JSON");
+    let usage = usage.value();
     let v = match api {
         Api::Completions => serde_json::json!({
             "id": format!("cmpl-{id}"), "object": "text_completion", "created": created, "model": model,

@@ -49,12 +49,12 @@ pub(super) struct ServerState {
 impl ServerState {
     pub(super) fn new(cfg: MockConfig, clock: Clock, journal: Option<Arc<Journal>>) -> Arc<Self> {
         let metrics = Metrics::default();
-        let prefix_cache = cfg.enable_kvcache.then(|| {
-            let law = cfg.prefix_cache();
+        let law = cfg.law();
+        let prefix_cache = law.prefix_cache.map(|shape| {
             metrics
                 .kv_cache_capacity
-                .store(u64::from(law.capacity_blocks), Relaxed);
-            Mutex::new(PrefixCache::new(law))
+                .store(u64::from(shape.capacity_blocks), Relaxed);
+            Mutex::new(PrefixCache::new(shape))
         });
         Arc::new(ServerState {
             slots: Arc::new(Semaphore::new(cfg.max_num_seqs as usize)),
@@ -64,7 +64,7 @@ impl ServerState {
             jitter: Mutex::new(sample::stream(cfg.seed, sample::purpose::SERVER)),
             next_id: AtomicU64::new(0),
             clock,
-            law: cfg.law(),
+            law,
             cfg,
             journal,
         })

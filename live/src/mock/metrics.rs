@@ -83,7 +83,7 @@ pub struct Metrics {
     pub prefix_cache_queries: AtomicU64,
     /// Prompt tokens the prefix cache held.
     pub prefix_cache_hits: AtomicU64,
-    /// Prefix-cache blocks in use, and the capacity (0 without a cache).
+    /// Prefix-cache blocks in use.
     pub kv_cache_blocks: AtomicU64,
     /// The prefix cache's capacity, blocks (0: no cache).
     pub kv_cache_capacity: AtomicU64,
