@@ -203,6 +203,104 @@ pub struct Dist {
     pub max_s: f64,
 }
 
+/// A coarse, compact histogram of non-negative integers: exact below 64, then 32
+/// buckets per power of two, so a quantile is within 1.6 % of a value it holds. It keeps
+/// only its non-empty buckets, so a run's per-second windows each hold one cheaply, and
+/// merging adds bucket counts (exact, associative; `Default` is its identity).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "Vec<(u16, u64)>", try_from = "Vec<(u16, u64)>")]
+pub struct LogHist {
+    buckets: std::collections::BTreeMap<u16, u64>,
+    count: u64,
+}
+
+impl LogHist {
+    /// The highest bucket index (the one holding `u64::MAX`).
+    const MAX_INDEX: u16 = 64 + 57 * 32 + 31;
+
+    fn index(v: u64) -> u16 {
+        if v < 64 {
+            return v as u16;
+        }
+        let e = 63 - v.leading_zeros();
+        let mantissa = (v >> (e - 5)) & 31;
+        (64 + (e - 6) * 32) as u16 + mantissa as u16
+    }
+
+    /// The middle of bucket `i`.
+    fn value(i: u16) -> f64 {
+        if i < 64 {
+            return f64::from(i);
+        }
+        let e = u32::from(i - 64) / 32 + 6;
+        let mantissa = u64::from(i - 64) % 32;
+        let low = (32 + mantissa) << (e - 5);
+        low as f64 + ((1u64 << (e - 5)) - 1) as f64 / 2.0
+    }
+
+    /// Records one value.
+    pub fn record(&mut self, v: u64) {
+        let n = self.buckets.entry(Self::index(v)).or_default();
+        *n = n.saturating_add(1);
+        self.count = self.count.saturating_add(1);
+    }
+
+    /// Values recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The value at quantile `q` (0 to 1), as its bucket's middle; `None` when empty.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        let mut seen = 0u64;
+        for (i, n) in &self.buckets {
+            seen = seen.saturating_add(*n);
+            if seen >= rank {
+                return Some(Self::value(*i));
+            }
+        }
+        self.buckets.keys().next_back().map(|i| Self::value(*i))
+    }
+
+    /// Adds another histogram's counts.
+    pub fn merge(&mut self, o: &LogHist) {
+        for (i, n) in &o.buckets {
+            let m = self.buckets.entry(*i).or_default();
+            *m = m.saturating_add(*n);
+        }
+        self.count = self.count.saturating_add(o.count);
+    }
+}
+
+impl From<LogHist> for Vec<(u16, u64)> {
+    fn from(h: LogHist) -> Self {
+        h.buckets.into_iter().collect()
+    }
+}
+
+impl TryFrom<Vec<(u16, u64)>> for LogHist {
+    type Error = String;
+    fn try_from(pairs: Vec<(u16, u64)>) -> Result<Self, String> {
+        let mut h = LogHist::default();
+        for (i, n) in pairs {
+            if i > Self::MAX_INDEX {
+                return Err(format!(
+                    "histogram bucket {i} is past the last, {}",
+                    Self::MAX_INDEX
+                ));
+            }
+            let m = h.buckets.entry(i).or_default();
+            *m = m.saturating_add(n);
+            h.count = h.count.saturating_add(n);
+        }
+        Ok(h)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,5 +345,48 @@ mod tests {
             prop_assert_eq!(&back, &r);
             prop_assert_eq!(back.summary(), r.summary());
         }
+    }
+
+    /// Every value lands in a bucket whose middle is within 1.6 % of it (exact below 64),
+    /// the buckets are ordered like the values, and the last holds u64::MAX.
+    #[test]
+    fn log_buckets_are_ordered_and_tight() {
+        let mut last = 0;
+        let mut v = 1u64;
+        while v < u64::MAX / 3 {
+            for x in [v, v + v / 3, v * 2 - 1] {
+                let i = LogHist::index(x);
+                assert!(i >= last, "{x}");
+                last = i;
+                let mid = LogHist::value(i);
+                assert!((mid - x as f64).abs() <= x as f64 * 0.016, "{x}: {mid}");
+            }
+            v *= 2;
+        }
+        assert_eq!(LogHist::index(u64::MAX), LogHist::MAX_INDEX);
+        assert_eq!(LogHist::value(LogHist::index(63)), 63.0);
+    }
+
+    /// Quantiles against the exact order statistics of a known sample; merging two halves
+    /// is the whole; the wire form round-trips and refuses a bucket past the last.
+    #[test]
+    fn log_quantiles_merge_and_round_trip() {
+        let mut whole = LogHist::default();
+        let (mut a, mut b) = (LogHist::default(), LogHist::default());
+        for v in 1..=10_000u64 {
+            let x = v * 1_000;
+            whole.record(x);
+            if v % 2 == 0 { a.record(x) } else { b.record(x) }
+        }
+        for (q, exact) in [(0.5, 5e6), (0.99, 9.9e6), (1.0, 1e7)] {
+            let got = whole.quantile(q).unwrap();
+            assert!((got - exact).abs() <= exact * 0.016, "q{q}: {got}");
+        }
+        a.merge(&b);
+        assert_eq!(a, whole);
+        assert_eq!(LogHist::default().quantile(0.5), None);
+        let json = serde_json::to_string(&whole).unwrap();
+        assert_eq!(serde_json::from_str::<LogHist>(&json).unwrap(), whole);
+        assert!(serde_json::from_str::<LogHist>("[[9999,1]]").is_err());
     }
 }

@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 
 use crate::flags::model::WorkloadArgs;
 use heisenbench_model::ModelError;
+use heisenbench_model::slo::Slo;
 use heisenbench_model::units::Seconds;
 
 use heisenbench_live::generator::config::{
-    ApiKind, ResolveError, RunConfig, RunOverrides, ShardMode,
+    ApiKind, ResolveError, RunConfig, RunOverrides, ShardMode, Warmup,
 };
 use heisenbench_live::generator::distributed::{ShardSpec, parse_utc, utc_now_s};
 use heisenbench_live::generator::k8s::{Deployment, SecretKey};
@@ -203,6 +204,16 @@ pub struct RunFlags {
     /// Root seed of the schedule.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Service-level objectives a good request meets, any subset of ttft, tpot, itl (every
+    /// gap between chunks), ntpot and e2e: e.g. ttft=200ms,tpot=50ms. The report gives
+    /// goodput from the intended send and from the actual send, and the client's share.
+    #[arg(long, value_parser = parse_flag::<Slo>)]
+    pub slo: Option<Slo>,
+    /// Keep the start of the run out of its statistics: a duration (30s: the requests
+    /// intended in the first 30 seconds) or a count (500: the first 500 requests). They
+    /// are still sent, accounted for and reported apart.
+    #[arg(long, value_parser = parse_flag::<Warmup>)]
+    pub warmup: Option<Warmup>,
     /// Keep a row per request (`run --csv`, declared with the `--out` it needs).
     #[arg(skip)]
     pub csv: bool,
@@ -229,6 +240,8 @@ impl From<RunFlags> for RunOverrides {
             client_cost_s: f.client_cost_s,
             seed: f.seed,
             csv: f.csv,
+            slo: f.slo,
+            warmup: f.warmup,
             workload: f.workload,
         }
     }

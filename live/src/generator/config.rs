@@ -5,6 +5,7 @@ use std::hash::Hasher;
 use heisenbench_model::ModelError;
 use heisenbench_model::limits::duration_problem;
 use heisenbench_model::scenario::{Arrivals, DEFAULT_SEED, Lengths, Stop, Workload};
+use heisenbench_model::slo::Slo;
 use serde::{Deserialize, Serialize};
 
 use crate::net::client::{Server, redact_url};
@@ -119,6 +120,70 @@ pub struct RunConfig {
     /// How prompts are built and what their token counts mean.
     #[serde(default)]
     pub prompts: crate::openai::prompt::Prompts,
+    /// The bounds a good request meets (goodput); None: no goodput is judged.
+    #[serde(default)]
+    pub slo: Option<Slo>,
+    /// The first requests, kept out of the statistics (still accounted for).
+    #[serde(default)]
+    pub warmup: Option<Warmup>,
+}
+
+/// The start of a run that its statistics leave out: connection set-up, a cold cache.
+/// Its requests are sent, read and accounted for like the rest, shown in the time series,
+/// and reported apart.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Warmup {
+    /// Requests intended in the run's first `seconds`.
+    Seconds {
+        /// How long.
+        seconds: f64,
+    },
+    /// The first `requests` of the schedule (by index).
+    Requests {
+        /// How many.
+        requests: u64,
+    },
+}
+
+impl Warmup {
+    /// Whether the request with schedule `index`, intended `at_ns` after the start, is in
+    /// the warm-up.
+    pub fn covers(self, index: u64, at_ns: u64) -> bool {
+        match self {
+            Self::Seconds { seconds } => (at_ns as f64) < seconds * 1e9,
+            Self::Requests { requests } => index < requests,
+        }
+    }
+}
+
+impl std::str::FromStr for Warmup {
+    type Err = ModelError;
+
+    /// A duration with its unit (`30s`: the requests intended in the first 30 seconds) or
+    /// a count (`500`: the first 500 requests).
+    fn from_str(s: &str) -> Result<Self, ModelError> {
+        let t = s.trim();
+        if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+            return match t.parse::<u64>() {
+                Ok(n) if n > 0 => Ok(Self::Requests { requests: n }),
+                _ => Err(ModelError::invalid(
+                    "warmup",
+                    s,
+                    "a count must be between 1 and 2^64-1",
+                )),
+            };
+        }
+        heisenbench_model::units::Seconds::parse_positive(t)
+            .map(|d| Self::Seconds { seconds: d.get() })
+            .map_err(|_| {
+                ModelError::invalid(
+                    "warmup",
+                    s,
+                    "write a duration (30s) or a number of requests (500)",
+                )
+            })
+    }
 }
 
 /// What a command line says about a run, over a scenario file: one field for each flag of
@@ -161,6 +226,10 @@ pub struct RunOverrides {
     pub seed: Option<u64>,
     /// Keep a row per request (`run --csv`).
     pub csv: bool,
+    /// The bounds a good request meets (`--slo ttft=200ms,...`).
+    pub slo: Option<Slo>,
+    /// The first requests kept out of the statistics (`--warmup 30s` or `--warmup 500`).
+    pub warmup: Option<Warmup>,
     /// The workload's overrides.
     pub workload: heisenbench_model::scenario::WorkloadFlags,
 }
@@ -185,6 +254,8 @@ impl Default for RunOverrides {
             client_cost_s: 0.0,
             seed: None,
             csv: false,
+            slo: None,
+            warmup: None,
             workload: heisenbench_model::scenario::WorkloadFlags::default(),
         }
     }
@@ -275,6 +346,8 @@ impl RunConfig {
             ca_cert: flags.ca_cert.clone(),
             insecure: flags.insecure,
             prompts: crate::openai::prompt::Prompts::words().with_content(flags.prompt_content),
+            slo: flags.slo,
+            warmup: flags.warmup,
         };
         cfg.validate()?;
         Ok((cfg, shards.is_some()))
@@ -305,6 +378,8 @@ impl RunConfig {
             ca_cert: None,
             insecure: false,
             prompts: crate::openai::prompt::Prompts::words(),
+            slo: None,
+            warmup: None,
         }
     }
 
@@ -375,6 +450,24 @@ impl RunConfig {
         }
         if self.model.is_empty() {
             return bad("model", String::new(), "must not be empty");
+        }
+        if let Some(slo) = &self.slo {
+            slo.validate()?;
+        }
+        match self.warmup {
+            Some(Warmup::Seconds { seconds })
+                if duration_problem(seconds).is_some() || seconds <= 0.0 =>
+            {
+                return bad(
+                    "warmup",
+                    format!("{seconds:e}"),
+                    "must be a duration greater than zero",
+                );
+            }
+            Some(Warmup::Requests { requests: 0 }) => {
+                return bad("warmup", "0".into(), "must be at least one request");
+            }
+            _ => {}
         }
         Ok(())
     }

@@ -13,6 +13,7 @@ pub mod distributed;
 pub mod k8s;
 pub mod prepare;
 pub mod result;
+pub mod series;
 pub mod shard;
 pub mod shards;
 pub mod stop;
@@ -29,7 +30,13 @@ use rustix::process::{Pid, Signal, getppid, kill_process, set_parent_process_dea
 
 use heisenbench_model::metrics::NtpotParts;
 use heisenbench_model::scenario::{Arrivals, Stop};
-use result::{Accounting, Origins, Outcome, RunReport, ShardResult, ShardStatus};
+use heisenbench_model::slo::Slo;
+use heisenbench_model::steady::{grew, mser};
+use result::{
+    Accounting, Attained, Goodput, GoodputView, Origins, Outcome, RunReport, ShardResult,
+    ShardStatus, SloCounts, SteadyState, Throughput, WarmupReport,
+};
+use series::Series;
 use shard::{ShardTask, run_shard, slice_len};
 use stop::{GRACE, StopSignal, listen_for_signals};
 
@@ -406,7 +413,10 @@ pub fn report(
     let balanced = scheduled.is_some() && scheduled == accounted;
     let scheduled = scheduled.unwrap_or(u64::MAX);
     let not_sent = not_sent.unwrap_or(0);
-    let duration_s = match (merged.first_send_ns, merged.last_end_ns) {
+    // The measured part of the run starts at its first send past the warm-up (reports
+    // written before there was a warm-up have only the first send).
+    let measured_from = merged.measured_from_ns.or(merged.first_send_ns);
+    let duration_s = match (measured_from, merged.last_end_ns) {
         (Some(a), Some(b)) if b > a => (b - a) as f64 * 1e-9,
         _ => 0.0,
     };
@@ -419,8 +429,45 @@ pub fn report(
         } else {
             0.0
         });
-    let n = completed.max(1) as f64;
+    let per_s = |n: u64| {
+        if duration_s > 0.0 {
+            n as f64 / duration_s
+        } else {
+            0.0
+        }
+    };
+    let n = completed.saturating_sub(merged.warmup.completed).max(1) as f64;
     let rec = &merged.recorders;
+    let tpot = rec.tpot.summary();
+    let rate = |t: f64| (t > 0.0).then(|| 1.0 / t);
+    let throughput = Throughput {
+        output_tokens: merged.output_tokens,
+        input_tokens: merged.prompt_tokens_sent,
+        output_tokens_per_s: per_s(merged.output_tokens),
+        input_tokens_per_s: per_s(merged.prompt_tokens_sent),
+        total_tokens_per_s: per_s(
+            merged
+                .output_tokens
+                .saturating_add(merged.prompt_tokens_sent),
+        ),
+        peak_output_tokens_per_s: merged
+            .series
+            .windows
+            .iter()
+            .map(|w| w.output_tokens)
+            .max()
+            .unwrap_or(0) as f64,
+        per_request_output_tokens_per_s_p50: rate(tpot.p50_s),
+        per_request_output_tokens_per_s_p1: rate(tpot.p99_s),
+        tokens_per_chunk: (merged.usage_chunks > 0)
+            .then(|| merged.tokens_usage as f64 / merged.usage_chunks as f64),
+    };
+    let goodput = cfg.slo.map(|slo| goodput(&slo, &merged.slo, per_s));
+    let warmup = cfg.warmup.map(|w| WarmupReport {
+        warmup: w,
+        requests: merged.warmup.requests,
+        completed: merged.warmup.completed,
+    });
     RunReport {
         version: REPORT_VERSION,
         kind: "live".into(),
@@ -438,11 +485,7 @@ pub fn report(
             balanced,
         },
         offered_qps,
-        achieved_qps: if duration_s > 0.0 {
-            completed as f64 / duration_s
-        } else {
-            0.0
-        },
+        achieved_qps: per_s(completed.saturating_sub(merged.warmup.completed)),
         duration_s,
         send_lag: rec.send_lag.summary(),
         send_stages: rec.send_stages.summary(),
@@ -473,6 +516,76 @@ pub fn report(
         events: merged.events,
         interrupted: merged.interrupted,
         floor: None,
+        throughput,
+        goodput,
+        warmup,
+        steady_state: steady_state(&merged.series),
+        series: merged.series.points(),
         merged,
     }
+}
+
+/// Goodput from the counts of judged requests, rates over the run's measured duration.
+fn goodput(slo: &Slo, c: &SloCounts, per_s: impl Fn(u64) -> f64) -> Goodput {
+    let share = |n: u64| {
+        if c.judged == 0 {
+            0.0
+        } else {
+            n as f64 / c.judged as f64
+        }
+    };
+    let view = |a: &Attained| GoodputView {
+        good: a.good,
+        good_fraction: share(a.good),
+        requests_per_s: per_s(a.good),
+        output_tokens_per_s: per_s(a.good_output_tokens),
+        attainment: slo
+            .bounded()
+            .map(|k| (k, share(a.met.get(&k).copied().unwrap_or(0))))
+            .collect(),
+    };
+    Goodput {
+        slo: *slo,
+        judged: c.judged,
+        from_intended: view(&c.from_intended),
+        from_actual: view(&c.from_actual),
+        client_share: share(c.from_actual.good.saturating_sub(c.from_intended.good)),
+    }
+}
+
+/// A median's growth that counts as a trend, besides doubling (seconds): below it, a
+/// series of microseconds that doubles is noise, not saturation.
+const GROWTH_FLOOR_S: f64 = 5e-3;
+
+/// Whether the run settled, from the medians of its whole windows' TTFT and send lag
+/// (windows in which requests were offered, the last, partial one left out).
+fn steady_state(series: &Series) -> Option<SteadyState> {
+    let last = series.windows.iter().rposition(|w| w.offered > 0)?;
+    let whole = &series.windows[..last];
+    let median = |h: &heisenbench_model::stats::LogHist| h.quantile(0.5).map(|ns| ns * 1e-9);
+    let ttft: Vec<f64> = whole.iter().filter_map(|w| median(&w.ttft)).collect();
+    let lag: Vec<f64> = whole.iter().filter_map(|w| median(&w.send_lag)).collect();
+    let t = mser(&ttft)?;
+    let trend = |x: &[f64]| mser(x).is_some_and(|t| !t.settled) && grew(x, 2.0, GROWTH_FLOOR_S);
+    let mut growing = Vec::new();
+    if trend(&lag) {
+        growing.push("send lag".to_string());
+    }
+    if trend(&ttft) {
+        growing.push("ttft".to_string());
+    }
+    let saturated = if trend(&lag) {
+        Some("the generator: its send lag grew through the run (TTFT from the intended send grows with it)".to_string())
+    } else if trend(&ttft) {
+        Some("the server: TTFT grew through the run while the send lag held".to_string())
+    } else {
+        None
+    };
+    Some(SteadyState {
+        windows: ttft.len(),
+        transient_windows: t.delete,
+        settled: t.settled,
+        growing,
+        saturated,
+    })
 }

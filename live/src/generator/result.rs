@@ -4,10 +4,12 @@ use std::collections::BTreeMap;
 
 use heisenbench_model::metrics::{NtpotParts, Scalars};
 use heisenbench_model::sample::ns_from_secs;
+use heisenbench_model::slo::{Constraint, Slo, Verdict};
 use heisenbench_model::stats::{Dist, Recorder};
 use serde::{Deserialize, Serialize};
 
 use super::config::RunConfig;
+use super::series::{Series, SeriesPoint};
 
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -108,6 +110,15 @@ pub struct Row {
     pub tokens_stream: u32,
     /// Tokens the server's usage reported.
     pub tokens_usage: Option<u32>,
+    /// The last token's arrival.
+    #[serde(default)]
+    pub last_token_ns: Option<u64>,
+    /// The largest gap between two token chunks (None: fewer than two).
+    #[serde(default)]
+    pub max_itl_ns: Option<u64>,
+    /// In the warm-up: kept out of the statistics.
+    #[serde(default)]
+    pub warmup: bool,
 }
 
 /// Where an open loop's send lag goes, request by request.
@@ -321,8 +332,109 @@ pub struct ShardResult {
     /// Latest end of a response, ns after the start: the return of the read that brought
     /// it (a response is done when the client has read it).
     pub last_end_ns: Option<u64>,
+    /// Output tokens of the completed requests, each counted as the larger of its token
+    /// chunks and the server's usage (what TPOT divides by).
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Token chunks of the completed requests whose usage counted their tokens: with
+    /// `tokens_usage`, how many tokens a chunk carried.
+    #[serde(default)]
+    pub usage_chunks: u64,
+    /// The run second by second.
+    #[serde(default)]
+    pub series: Series,
+    /// Requests judged against the run's SLO, and how they fared.
+    #[serde(default)]
+    pub slo: SloCounts,
+    /// The warm-up's requests, kept out of the statistics.
+    #[serde(default)]
+    pub warmup: WarmupCounts,
+    /// Earliest actual send of a request past the warm-up, ns after the start: where the
+    /// measured part of the run begins.
+    #[serde(default)]
+    pub measured_from_ns: Option<u64>,
     /// Per-request rows, when asked for.
     pub rows: Vec<Row>,
+}
+
+/// The requests of a run's warm-up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarmupCounts {
+    /// Sent (and ended in any way).
+    pub requests: u64,
+    /// Of them, completed.
+    pub completed: u64,
+}
+
+impl WarmupCounts {
+    fn add(&mut self, o: &WarmupCounts) {
+        self.requests = self.requests.saturating_add(o.requests);
+        self.completed = self.completed.saturating_add(o.completed);
+    }
+}
+
+/// Goodput's counts from one origin: the good requests, their output tokens, and the
+/// requests that met each bound.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attained {
+    /// Requests that met every bound.
+    pub good: u64,
+    /// Their output tokens.
+    pub good_output_tokens: u64,
+    /// Requests that met each bound (only bounded constraints appear).
+    pub met: BTreeMap<Constraint, u64>,
+}
+
+impl Attained {
+    fn note(&mut self, slo: &Slo, v: Verdict, tokens: u64) {
+        if v.good() {
+            self.good = self.good.saturating_add(1);
+            self.good_output_tokens = self.good_output_tokens.saturating_add(tokens);
+        }
+        for c in slo.bounded() {
+            let n = self.met.entry(c).or_default();
+            if v.met(c) {
+                *n = n.saturating_add(1);
+            }
+        }
+    }
+
+    fn add(&mut self, o: &Attained) {
+        self.good = self.good.saturating_add(o.good);
+        self.good_output_tokens = self.good_output_tokens.saturating_add(o.good_output_tokens);
+        for (c, n) in &o.met {
+            let m = self.met.entry(*c).or_default();
+            *m = m.saturating_add(*n);
+        }
+    }
+}
+
+/// Requests judged against an SLO (every request past the warm-up that was sent and not
+/// cancelled: a failure or a timeout counts, and is never good), from both origins.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SloCounts {
+    /// Requests judged.
+    pub judged: u64,
+    /// Latencies from the intended send.
+    pub from_intended: Attained,
+    /// Latencies from the actual send.
+    pub from_actual: Attained,
+}
+
+impl SloCounts {
+    /// Counts one judged request: its verdicts from the intended and the actual send, and
+    /// its output tokens.
+    pub fn note(&mut self, slo: &Slo, intended: Verdict, actual: Verdict, tokens: u64) {
+        self.judged = self.judged.saturating_add(1);
+        self.from_intended.note(slo, intended, tokens);
+        self.from_actual.note(slo, actual, tokens);
+    }
+
+    fn add(&mut self, o: &SloCounts) {
+        self.judged = self.judged.saturating_add(o.judged);
+        self.from_intended.add(&o.from_intended);
+        self.from_actual.add(&o.from_actual);
+    }
 }
 
 /// Distinct prompt-count differences a result keeps.
@@ -413,6 +525,12 @@ impl ShardResult {
         self.first_planned_ns = min_opt(self.first_planned_ns, o.first_planned_ns);
         self.clock_offset_estimate_s = self.clock_offset_estimate_s.or(o.clock_offset_estimate_s);
         self.last_end_ns = self.last_end_ns.max(o.last_end_ns);
+        add(&mut self.output_tokens, o.output_tokens);
+        add(&mut self.usage_chunks, o.usage_chunks);
+        self.series.merge(&o.series);
+        self.slo.add(&o.slo);
+        self.warmup.add(&o.warmup);
+        self.measured_from_ns = min_opt(self.measured_from_ns, o.measured_from_ns);
         self.rows.extend(o.rows.iter().cloned());
     }
 
@@ -610,8 +728,109 @@ pub struct RunReport {
     /// with the calibration: the least observer overhead the machine allows.
     #[serde(default)]
     pub floor: Option<crate::measure::floor::Floor>,
+    /// Token throughput over the measured part of the run.
+    #[serde(default)]
+    pub throughput: Throughput,
+    /// Goodput against the run's SLO (None: no SLO was given).
+    #[serde(default)]
+    pub goodput: Option<Goodput>,
+    /// The warm-up kept out of the statistics (None: no warm-up was asked for).
+    #[serde(default)]
+    pub warmup: Option<WarmupReport>,
+    /// Whether the run settled, and what grew if it did not.
+    #[serde(default)]
+    pub steady_state: Option<SteadyState>,
+    /// The run second by second.
+    #[serde(default)]
+    pub series: Vec<SeriesPoint>,
     /// The merged raw result (histograms included), so reports can be merged again.
     pub merged: ShardResult,
+}
+
+/// Tokens per second over the measured part of the run (the completed requests past the
+/// warm-up, over `duration_s`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// Output tokens of the completed requests (each the larger of its chunks and the
+    /// server's usage).
+    pub output_tokens: u64,
+    /// Their prompt tokens, as the prompts count them.
+    pub input_tokens: u64,
+    /// Output tokens per second.
+    pub output_tokens_per_s: f64,
+    /// Prompt tokens per second.
+    pub input_tokens_per_s: f64,
+    /// Both.
+    pub total_tokens_per_s: f64,
+    /// The most output tokens that arrived in one second of the run (any request's).
+    pub peak_output_tokens_per_s: f64,
+    /// One request's decode rate (1 / TPOT), median, tokens per second (None: TPOT was
+    /// zero, every token at once, or no request had two tokens).
+    pub per_request_output_tokens_per_s_p50: Option<f64>,
+    /// The decode rate the slowest 1 % of requests stayed below (1 / TPOT p99).
+    pub per_request_output_tokens_per_s_p1: Option<f64>,
+    /// Tokens a chunk carried, by the server's usage over the chunks that carried them
+    /// (None: the server sent no usage, and each chunk counts as one token).
+    pub tokens_per_chunk: Option<f64>,
+}
+
+/// Goodput from one origin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoodputView {
+    /// Requests that met every bound.
+    pub good: u64,
+    /// Their share of the judged requests.
+    pub good_fraction: f64,
+    /// Good requests per second of the run.
+    pub requests_per_s: f64,
+    /// Their output tokens per second.
+    pub output_tokens_per_s: f64,
+    /// The share of judged requests that met each bound.
+    pub attainment: BTreeMap<Constraint, f64>,
+}
+
+/// Goodput against an SLO, from the intended send and from the actual send.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Goodput {
+    /// The bounds.
+    pub slo: Slo,
+    /// Requests judged: every request past the warm-up that was sent and not cancelled
+    /// (failures and timeouts count, and are never good).
+    pub judged: u64,
+    /// Latencies from the intended send: what the users who asked at the schedule's times
+    /// got.
+    pub from_intended: GoodputView,
+    /// Latencies from the actual send, as peers measure them.
+    pub from_actual: GoodputView,
+    /// The share of judged requests good from the actual send but not from the intended
+    /// one: the misses the client's own delay caused.
+    pub client_share: f64,
+}
+
+/// The warm-up kept out of the statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WarmupReport {
+    /// What was asked for.
+    pub warmup: super::config::Warmup,
+    /// Its requests (sent and ended in any way).
+    pub requests: u64,
+    /// Of them, completed.
+    pub completed: u64,
+}
+
+/// Whether the run reached a steady state, judged on its per-second series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SteadyState {
+    /// The windows judged (whole seconds while requests were offered).
+    pub windows: usize,
+    /// MSER's truncation of the TTFT median series: the windows of transient at the start.
+    pub transient_windows: usize,
+    /// Whether the TTFT series settled (MSER's minimum before half the run).
+    pub settled: bool,
+    /// What grew through the run (`send lag`, `ttft`), if anything.
+    pub growing: Vec<String>,
+    /// Which side the growth points at, in words (None: nothing grew).
+    pub saturated: Option<String>,
 }
 
 impl RunReport {

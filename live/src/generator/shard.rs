@@ -16,6 +16,7 @@ use std::time::Duration;
 use heisenbench_model::metrics::{Convention, Marks, Origin};
 use heisenbench_model::scenario::{Arrivals, GroupSampler, Stop};
 use heisenbench_model::schedule::{Planned, Schedule, user_shapes};
+use heisenbench_model::slo::{Judged, Verdict};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
@@ -139,6 +140,7 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                     let mut r = ctx.result.borrow_mut();
                     r.scheduled += 1;
                     r.first_planned_ns.get_or_insert(p.at_ns);
+                    r.series.at(p.at_ns).offered += 1;
                 }
                 // The body is made before the wait, so its prompt costs the send nothing.
                 let payload = ctx.prompts.body(&ctx.cfg, &p);
@@ -231,6 +233,7 @@ async fn closed_user(ctx: &Rc<Ctx>, user: u32, users: u32, think_s: f64) {
         let payload = ctx.prompts.body(&ctx.cfg, &p);
         // A closed loop's intended time is when the user is ready: now, its body made.
         p.at_ns = mono_ns().saturating_sub(ctx.start_ns);
+        ctx.result.borrow_mut().series.at(p.at_ns).offered += 1;
         request(ctx, p, None, payload).await;
         index += u64::from(users);
         if think_s > 0.0 {
@@ -327,6 +330,8 @@ struct Exchanged {
     first_sent: Option<u64>,
     first_processed: Option<u64>,
     last_arrival: u64,
+    /// The largest gap between two token chunks' arrivals.
+    max_gap: Option<u64>,
     /// When the response's end arrived.
     end: Option<u64>,
     /// When the read that brought its end returned: the client has it all from then (the
@@ -369,9 +374,83 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
         () = ctx.cancel.stopped() => Outcome::Cancelled,
     };
     ctx.in_flight.set(ctx.in_flight.get() - 1);
+    let finished = mono_ns();
+    let warm = ctx.cfg.warmup.is_some_and(|w| w.covers(p.index, p.at_ns));
+    let rel = |t: u64| t.saturating_sub(ctx.start_ns);
     let mut r = ctx.result.borrow_mut();
     r.record(outcome);
-    r.recorders.send_lag.record(actual.saturating_sub(intended));
+    let send_lag = actual.saturating_sub(intended);
+    // The time series counts every request, the warm-up's too.
+    let done = match (seen.end, seen.end_read) {
+        (Some(end), read) => read.unwrap_or(end).max(end),
+        (None, _) => finished,
+    };
+    r.series.in_flight(rel(actual), rel(done));
+    r.series.at(rel(actual)).sent += 1;
+    {
+        let w = r.series.at(p.at_ns);
+        w.send_lag.record(send_lag);
+        if outcome == Outcome::Completed
+            && let Some(first) = seen.first_arrival
+        {
+            w.ttft.record(first.saturating_sub(intended));
+        }
+    }
+    let usage = seen
+        .stream
+        .usage
+        .map(|u| u32::try_from(u).unwrap_or(u32::MAX));
+    let output_tokens = seen.stream.tokens.max(usage.unwrap_or(0));
+    {
+        let w = r.series.at(rel(done));
+        if outcome == Outcome::Completed {
+            w.completed += 1;
+            // What the usage counted beyond the chunks (several tokens a chunk) arrives
+            // with the response's end.
+            w.output_tokens += u64::from(output_tokens - seen.stream.tokens);
+        } else {
+            w.failed += 1;
+        }
+    }
+    r.first_send_ns = Some(r.first_send_ns.map_or(rel(actual), |f| f.min(rel(actual))));
+    if let Some(m) = seen.stream.error.take() {
+        r.note_message(m, 1);
+    }
+    if outcome == Outcome::Completed
+        && let (Some(_), Some(end)) = (seen.first_arrival, seen.end)
+    {
+        r.last_end_ns = Some(r.last_end_ns.unwrap_or(0).max(rel(done.max(end))));
+    }
+    if ctx.cfg.csv {
+        r.rows.push(Row {
+            index: p.index,
+            shard: ctx.shard,
+            outcome: outcome.key(),
+            intended_ns: p.at_ns,
+            sent_ns: rel(actual),
+            headers_ns: seen.headers.map(rel),
+            first_token_ns: seen.first_arrival.map(rel),
+            first_token_server_ns: seen.first_sent.map(rel),
+            end_ns: seen.end.map(rel),
+            tokens_stream: seen.stream.tokens,
+            tokens_usage: usage,
+            last_token_ns: seen.first_arrival.map(|_| rel(seen.last_arrival)),
+            max_itl_ns: seen.max_gap,
+            warmup: warm,
+        });
+    }
+    if warm {
+        r.warmup.requests += 1;
+        if outcome == Outcome::Completed {
+            r.warmup.completed += 1;
+        }
+        return;
+    }
+    r.measured_from_ns = Some(
+        r.measured_from_ns
+            .map_or(rel(actual), |f| f.min(rel(actual))),
+    );
+    r.recorders.send_lag.record(send_lag);
     if let Some(w) = woken {
         // The due time seen late (by the schedule's timer or a chunk handler), then the loop
         // late to resume the schedule, then the send's own start (an in-flight cap's wait,
@@ -384,22 +463,14 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
             .start
             .record(actual.saturating_sub(w.resumed.max(intended)));
     }
-    let rel = |t: u64| t.saturating_sub(ctx.start_ns);
-    r.first_send_ns = Some(r.first_send_ns.map_or(rel(actual), |f| f.min(rel(actual))));
-    if let Some(m) = seen.stream.error.take() {
-        r.note_message(m, 1);
-    }
-    let usage = seen
-        .stream
-        .usage
-        .map(|u| u32::try_from(u).unwrap_or(u32::MAX));
     if outcome == Outcome::Completed && seen.first_arrival.is_none() {
         r.zero_token_completions += 1;
     }
+    let mut verdicts = (Verdict::FAILED, Verdict::FAILED);
     if outcome == Outcome::Completed
         && let (Some(first), Some(end)) = (seen.first_arrival, seen.end)
     {
-        let tokens = seen.stream.tokens.max(usage.unwrap_or(0)).max(1);
+        let tokens = output_tokens.max(1);
         let marks = Marks {
             intended_send_ns: intended,
             actual_send_ns: actual,
@@ -410,6 +481,13 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
         };
         let from_intended = marks.scalars(Origin::Intended, Convention::Heisenbench);
         let from_actual = marks.scalars(Origin::Actual, Convention::Heisenbench);
+        if let Some(slo) = &ctx.cfg.slo {
+            let gap = seen.max_gap.map(|g| g as f64 * 1e-9);
+            verdicts = (
+                slo.judge(&Judged::new(&from_intended, gap)),
+                slo.judge(&Judged::new(&from_actual, gap)),
+            );
+        }
         let processed_ttft = seen
             .first_processed
             .unwrap_or(first)
@@ -420,8 +498,10 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
         let parts = from_intended.ntpot_parts;
         r.ntpot_parts_sum.add(&parts);
         r.tokens_stream += u64::from(seen.stream.tokens);
+        r.output_tokens += u64::from(output_tokens);
         if let Some(u) = usage {
             r.tokens_usage += u64::from(u);
+            r.usage_chunks += u64::from(seen.stream.tokens);
             if ctx.cfg.stream && u != seen.stream.tokens {
                 r.token_mismatches += 1;
             }
@@ -439,23 +519,12 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
             let counted = i64::try_from(counted).unwrap_or(i64::MAX);
             r.note_prompt_overhead(counted.saturating_sub(i64::from(prompt_tokens)), 1);
         }
-        let done = seen.end_read.unwrap_or(end).max(end);
-        r.last_end_ns = Some(r.last_end_ns.unwrap_or(0).max(rel(done)));
     }
-    if ctx.cfg.csv {
-        r.rows.push(Row {
-            index: p.index,
-            shard: ctx.shard,
-            outcome: outcome.key(),
-            intended_ns: p.at_ns,
-            sent_ns: rel(actual),
-            headers_ns: seen.headers.map(rel),
-            first_token_ns: seen.first_arrival.map(rel),
-            first_token_server_ns: seen.first_sent.map(rel),
-            end_ns: seen.end.map(rel),
-            tokens_stream: seen.stream.tokens,
-            tokens_usage: usage,
-        });
+    if let Some(slo) = &ctx.cfg.slo
+        && outcome != Outcome::Cancelled
+    {
+        r.slo
+            .note(slo, verdicts.0, verdicts.1, u64::from(output_tokens));
     }
 }
 
@@ -654,7 +723,7 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Exchanged) -> Outc
                 }
                 let mut r = ctx.result.borrow_mut();
                 parser.feed(piece.bytes, |ev| {
-                    on_event(ev, stamps, cost_ns, seen, &mut r)
+                    on_event(ev, stamps, ctx.start_ns, cost_ns, seen, &mut r)
                 });
             }
             Ok(None) => break,
@@ -688,6 +757,7 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Exchanged) -> Outc
 fn on_event(
     ev: SseEvent<'_>,
     stamps: Stamps,
+    start_ns: u64,
     cost_ns: u64,
     seen: &mut Exchanged,
     r: &mut ShardResult,
@@ -726,10 +796,11 @@ fn on_event(
             seen.first_sent = chunk.sent_ns;
             seen.first_processed = Some(processed);
         } else {
-            r.recorders
-                .itl
-                .record(arrival.saturating_sub(seen.last_arrival));
+            let gap = arrival.saturating_sub(seen.last_arrival);
+            r.recorders.itl.record(gap);
+            seen.max_gap = Some(seen.max_gap.map_or(gap, |g| g.max(gap)));
         }
         seen.last_arrival = arrival;
+        r.series.at(arrival.saturating_sub(start_ns)).output_tokens += 1;
     }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use heisenbench_model::units::format_seconds;
 
-use super::result::RunReport;
+use super::result::{Goodput, RunReport};
 use crate::files::write_atomic;
 
 impl RunReport {
@@ -22,12 +22,12 @@ impl RunReport {
             let mut rows = report.merged.rows.clone();
             rows.sort_by_key(|r| r.index);
             let mut text = String::from(
-                "index,shard,outcome,intended_ns,sent_ns,headers_ns,first_token_ns,end_ns,tokens_stream,tokens_usage,first_token_server_ns\n",
+                "index,shard,outcome,intended_ns,sent_ns,headers_ns,first_token_ns,end_ns,tokens_stream,tokens_usage,first_token_server_ns,last_token_ns,max_itl_ns,warmup\n",
             );
             let opt = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
             for r in rows {
                 text += &format!(
-                    "{},{},{},{},{},{},{},{},{},{},{}\n",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                     r.index,
                     r.shard,
                     r.outcome,
@@ -38,7 +38,10 @@ impl RunReport {
                     opt(r.end_ns),
                     r.tokens_stream,
                     r.tokens_usage.map_or(String::new(), |t| t.to_string()),
-                    opt(r.first_token_server_ns)
+                    opt(r.first_token_server_ns),
+                    opt(r.last_token_ns),
+                    opt(r.max_itl_ns),
+                    u8::from(r.warmup)
                 );
             }
             write_atomic(&dir.join("requests.csv"), text.as_bytes())?;
@@ -72,6 +75,39 @@ impl RunReport {
             r.achieved_qps,
             r.duration_s
         )?;
+        let t = &r.throughput;
+        writeln!(
+            out,
+            "  tokens/s: output {:.0} (peak {:.0} in one second), input {:.0}, total {:.0}; {}{}",
+            t.output_tokens_per_s,
+            t.peak_output_tokens_per_s,
+            t.input_tokens_per_s,
+            t.total_tokens_per_s,
+            match (
+                t.per_request_output_tokens_per_s_p50,
+                t.per_request_output_tokens_per_s_p1
+            ) {
+                (Some(m), Some(slow)) =>
+                    format!("per request {m:.1} tok/s median, below {slow:.1} for the slowest 1 %"),
+                _ => "per request: no decode rate (tokens arrived at once)".into(),
+            },
+            match t.tokens_per_chunk {
+                Some(k) => format!("; {k:.2} tokens per chunk (usage over chunks)"),
+                None => "; no usage: a chunk counts as one token".into(),
+            }
+        )?;
+        if let Some(w) = &r.warmup {
+            writeln!(
+                out,
+                "  warm-up ({}): {} request(s), {} completed, kept out of the statistics",
+                match w.warmup {
+                    super::config::Warmup::Seconds { seconds } => format_seconds(seconds),
+                    super::config::Warmup::Requests { requests } => format!("first {requests}"),
+                },
+                w.requests,
+                w.completed
+            )?;
+        }
         let failed: Vec<String> = a
             .failed
             .iter()
@@ -223,6 +259,28 @@ impl RunReport {
                 100.0 * share
             )?;
         }
+        if let Some(g) = &r.goodput {
+            write_goodput(out, g)?;
+        }
+        if let Some(st) = &r.steady_state {
+            match &st.saturated {
+                Some(who) => writeln!(
+                    out,
+                    "  NOT STEADY: {} grew through the run; saturated: {who}",
+                    st.growing.join(" and ")
+                )?,
+                None if st.settled => writeln!(
+                    out,
+                    "  steady state: TTFT settled after {} of {} whole second(s)",
+                    st.transient_windows, st.windows
+                )?,
+                None => writeln!(
+                    out,
+                    "  steady state: TTFT did not settle in {} whole second(s), though nothing grew steadily",
+                    st.windows
+                )?,
+            }
+        }
         let c = &r.prefix_cache;
         if let Some(rate) = c.hit_rate() {
             writeln!(
@@ -236,4 +294,36 @@ impl RunReport {
         }
         Ok(())
     }
+}
+
+/// The goodput block: each origin's good requests and attainment, and the client's share.
+fn write_goodput(out: &mut dyn Write, g: &Goodput) -> io::Result<()> {
+    writeln!(
+        out,
+        "  goodput against {} ({} requests judged; failures count against it):",
+        g.slo, g.judged
+    )?;
+    for (name, v) in [
+        ("from intended", &g.from_intended),
+        ("from actual send", &g.from_actual),
+    ] {
+        let met: Vec<String> = v
+            .attainment
+            .iter()
+            .map(|(c, a)| format!("{} {:.1} %", c.key(), 100.0 * a))
+            .collect();
+        writeln!(
+            out,
+            "    {name:<17} {:.1} req/s, {:.0} tok/s, {:.1} % good ({})",
+            v.requests_per_s,
+            v.output_tokens_per_s,
+            100.0 * v.good_fraction,
+            met.join(", ")
+        )?;
+    }
+    writeln!(
+        out,
+        "    the client's share: {:.1} % of requests missed only because of the client's own delay",
+        100.0 * g.client_share
+    )
 }
