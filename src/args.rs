@@ -148,6 +148,9 @@ pub struct MergeArgs {
     /// Write the merged report here (atomically).
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
+    /// Write the merged report's page here (self-contained HTML, as `run --out` writes).
+    #[arg(long)]
+    pub html: Option<std::path::PathBuf>,
     /// Print the merged report as one JSON object.
     #[arg(long)]
     pub json: bool,

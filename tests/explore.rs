@@ -80,7 +80,8 @@ impl Browser {
             std::thread::sleep(Duration::from_millis(50));
         }
         let profile =
-            std::env::temp_dir().join(format!("heisenbench-chromium-{}", std::process::id()));
+            // One profile a browser: two tests' browsers may run at once.
+            std::env::temp_dir().join(format!("heisenbench-chromium-{}-{port}", std::process::id()));
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
             "goog:chromeOptions": {
@@ -315,4 +316,80 @@ fn the_page_teaches_in_a_real_browser() {
     let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("explore.png");
     std::fs::write(&shot, png).expect("screenshot written");
     eprintln!("screenshot: {}", shot.display());
+}
+
+/// `run --out DIR` writes report.html: opened from disk in a real browser, it shows its
+/// tables and five drawn charts, loads nothing from outside and runs no script.
+#[test]
+fn the_run_report_page_renders_in_a_real_browser() {
+    let have = std::path::Path::new(CHROMIUM).exists() && std::path::Path::new(DRIVER).exists();
+    if !have {
+        assert!(
+            std::env::var_os("HEISENBENCH_REQUIRE_BROWSER").is_none(),
+            "HEISENBENCH_REQUIRE_BROWSER is set but {CHROMIUM} or {DRIVER} is missing"
+        );
+        eprintln!("skipped: no {CHROMIUM} and {DRIVER} (apt-get install chromium chromium-driver)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("heisenbench-page-{}", std::process::id()));
+    let status = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+        .args([
+            "run",
+            "--qps",
+            "200",
+            "--duration",
+            "3s",
+            "--output-tokens",
+            "20",
+            "--shards",
+            "1",
+            "--shard-mode",
+            "thread",
+            "--slo",
+            "ttft=5ms,tpot=1ms",
+            "--warmup",
+            "1s",
+            "--out",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run starts");
+    assert!(status.success());
+    let page = dir.join("report.html");
+    let html = std::fs::read_to_string(&page).expect("report.html written");
+    assert!(!html.contains("<script") && !html.contains("src=\"http"));
+    let b = Browser::start();
+    b.go(&format!("file://{}", page.display()));
+    b.wait_for("return document.readyState === 'complete' ? true : null;");
+    assert_eq!(
+        b.script("return document.querySelectorAll('figure svg').length;"),
+        json!(5)
+    );
+    // Every chart drew lines, not only its frame.
+    let drawn = b.script(
+        "return Array.from(document.querySelectorAll('figure svg')).map(s => s.querySelectorAll('polyline, path').length);",
+    );
+    assert!(
+        drawn
+            .as_array()
+            .is_some_and(|a| a.iter().all(|n| n.as_u64() > Some(2))),
+        "{drawn}"
+    );
+    let caption = b.script("return Array.from(document.querySelectorAll('caption')).map(c => c.textContent).join(' | ');");
+    assert!(
+        caption
+            .as_str()
+            .is_some_and(|c| c.contains("Goodput against ttft=5ms,tpot=1ms")),
+        "{caption}"
+    );
+    let resources = b.script("return performance.getEntriesByType('resource').length;");
+    assert_eq!(resources, json!(0), "the page loads nothing");
+    let png = base64_decode(b.call("GET", "screenshot", None).as_str().expect("base64"));
+    assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
+    let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-page.png");
+    std::fs::write(&shot, png).expect("screenshot written");
+    eprintln!("screenshot: {}", shot.display());
+    let _ = std::fs::remove_dir_all(&dir);
 }

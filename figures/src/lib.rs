@@ -56,6 +56,7 @@ use style::{FONT, SIZE};
 
 mod chart;
 pub mod explore;
+pub mod page;
 pub mod paper;
 mod figure {
     pub(crate) mod audit;

@@ -29,6 +29,9 @@ pub fn run(a: MergeArgs, out: &mut dyn Write) -> Result<(), Failure> {
             &serde_json::to_vec_pretty(&report).map_err(|e| Failure::Runtime(e.into()))?,
         )?;
     }
+    if let Some(path) = &a.html {
+        write_atomic(path, super::report_page::html(&report)?.as_bytes())?;
+    }
     if a.json {
         let mut v = serde_json::to_value(&report).map_err(|e| Failure::Runtime(e.into()))?;
         if let Some(o) = v.as_object_mut() {

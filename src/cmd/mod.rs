@@ -16,6 +16,7 @@ mod merge;
 mod mock;
 mod model;
 mod plan;
+mod report_page;
 mod reproduce;
 mod run;
 mod sim;

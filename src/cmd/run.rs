@@ -123,6 +123,10 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     };
     if let Some(dir) = &a.out {
         report.write_files(dir, a.csv)?;
+        super::write_atomic(
+            &dir.join("report.html"),
+            super::report_page::html(&report)?.as_bytes(),
+        )?;
     }
     if a.json {
         let mut v = serde_json::to_value(&report).map_err(|e| Failure::Runtime(e.into()))?;

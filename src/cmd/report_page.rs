@@ -1,0 +1,280 @@
+//! A live run's report as a page: what `run --out DIR` writes as `report.html`, drawn by
+//! `figures` from the report's own numbers.
+
+use heisenbench_figures::Series;
+use heisenbench_figures::page::{Axis, Chart, Marker, Page, Table};
+use heisenbench_live::generator::config::Warmup;
+use heisenbench_live::generator::result::RunReport;
+use heisenbench_model::stats::Dist;
+use heisenbench_model::units::format_seconds;
+
+/// The page of `report` as HTML.
+pub(crate) fn html(report: &RunReport) -> Result<String, crate::Failure> {
+    heisenbench_figures::page::render(&run_page(report))
+        .map_err(|e| crate::Failure::Runtime(e.into()))
+}
+
+/// The page of `report`.
+pub(crate) fn run_page(report: &RunReport) -> Page {
+    let r = report;
+    let c = &r.config;
+    let mut warnings = Vec::new();
+    if let Some(p) = r.accounting_problem() {
+        warnings.push(format!("Accounting: {p}."));
+    }
+    if r.interrupted {
+        warnings.push("Interrupted: stopped before the end of its schedule.".into());
+    }
+    if c.insecure {
+        warnings.push("TLS certificate verification was off (--insecure).".into());
+    }
+    if let Some(who) = r.steady_state.as_ref().and_then(|s| s.saturated.as_ref()) {
+        warnings.push(format!("Not steady: saturated: {who}."));
+    }
+    let mut text = Vec::new();
+    let _ = r.write_summary(&mut text);
+    Page {
+        title: format!("heisenbench run: {}", c.name),
+        subtitle: format!(
+            "{} against {} ({:?}, {}), {} shard(s), seed {}: offered {:.1} req/s, achieved {:.1} req/s over {:.2} s",
+            arrivals(&c.workload.arrivals),
+            c.url,
+            c.api,
+            if c.stream {
+                "streamed"
+            } else {
+                "whole responses"
+            },
+            c.shards,
+            c.seed,
+            r.offered_qps,
+            r.achieved_qps,
+            r.duration_s
+        ),
+        warnings,
+        tables: tables(r),
+        charts: charts(r),
+        text: String::from_utf8_lossy(&text).into_owned(),
+        config_json: serde_json::to_string_pretty(c).unwrap_or_default(),
+    }
+}
+
+/// The arrival process in a few words.
+fn arrivals(a: &heisenbench_model::scenario::Arrivals) -> String {
+    use heisenbench_model::scenario::Arrivals::*;
+    match a {
+        Poisson { rate_per_s } => format!("Poisson arrivals at {rate_per_s} req/s"),
+        Constant { rate_per_s } => format!("arrivals every 1/{rate_per_s} s"),
+        Gamma { rate_per_s, .. } => format!("gamma arrivals at {rate_per_s} req/s"),
+        Trace { .. } => "a trace's arrivals".into(),
+        Closed { users, .. } => format!("{users} closed-loop users"),
+    }
+}
+
+fn tables(r: &RunReport) -> Vec<Table> {
+    let t = &r.throughput;
+    let a = &r.accounting;
+    let opt = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+    let mut out = vec![
+        Table {
+            caption: "Requests".into(),
+            head: [
+                "scheduled",
+                "completed",
+                "failed",
+                "timed out",
+                "not sent",
+                "lost",
+                "accounting",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: vec![vec![
+                a.scheduled.to_string(),
+                a.completed.to_string(),
+                a.failed.values().sum::<u64>().to_string(),
+                a.timed_out.to_string(),
+                a.not_sent.to_string(),
+                a.lost.to_string(),
+                if a.balanced {
+                    "balanced"
+                } else {
+                    "NOT balanced"
+                }
+                .into(),
+            ]],
+        },
+        Table {
+            caption: "Throughput (the measured part of the run)".into(),
+            head: [
+                "requests/s",
+                "output tok/s",
+                "peak output tok/s (1 s)",
+                "input tok/s",
+                "total tok/s",
+                "per request tok/s, median",
+                "per request, slowest 1 %",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: vec![vec![
+                format!("{:.1}", r.achieved_qps),
+                format!("{:.0}", t.output_tokens_per_s),
+                format!("{:.0}", t.peak_output_tokens_per_s),
+                format!("{:.0}", t.input_tokens_per_s),
+                format!("{:.0}", t.total_tokens_per_s),
+                opt(t.per_request_output_tokens_per_s_p50),
+                opt(t.per_request_output_tokens_per_s_p1),
+            ]],
+        },
+    ];
+    let f = format_seconds;
+    let row = |name: &str, d: &Dist| {
+        vec![
+            name.to_string(),
+            d.count.to_string(),
+            f(d.p50_s),
+            f(d.p90_s),
+            f(d.p99_s),
+            f(d.p999_s),
+            f(d.max_s),
+        ]
+    };
+    out.push(Table {
+        caption: "Latency".into(),
+        head: ["", "count", "p50", "p90", "p99", "p99.9", "max"]
+            .map(String::from)
+            .to_vec(),
+        rows: vec![
+            row("send lag", &r.send_lag),
+            row("TTFT from the intended send", &r.ttft.from_intended),
+            row("TTFT from the actual send", &r.ttft.from_actual),
+            row("TPOT", &r.tpot),
+            row("ITL (per chunk)", &r.itl),
+            row("E2E from the intended send", &r.e2e.from_intended),
+            row("E2E from the actual send", &r.e2e.from_actual),
+        ],
+    });
+    if let Some(g) = &r.goodput {
+        let mut head = vec![
+            "origin".to_string(),
+            "good req/s".into(),
+            "good tok/s".into(),
+            "good".into(),
+        ];
+        head.extend(g.slo.bounded().map(|k| format!("{} met", k.key())));
+        let view = |name: &str, v: &heisenbench_live::generator::result::GoodputView| {
+            let mut cells = vec![
+                name.to_string(),
+                format!("{:.1}", v.requests_per_s),
+                format!("{:.0}", v.output_tokens_per_s),
+                format!("{:.1} %", 100.0 * v.good_fraction),
+            ];
+            cells.extend(v.attainment.values().map(|a| format!("{:.1} %", 100.0 * a)));
+            cells
+        };
+        out.push(Table {
+            caption: format!(
+                "Goodput against {} ({} requests judged; the client's own delay failed {:.1} % of them)",
+                g.slo,
+                g.judged,
+                100.0 * g.client_share
+            ),
+            head,
+            rows: vec![
+                view("from the intended send", &g.from_intended),
+                view("from the actual send", &g.from_actual),
+            ],
+        });
+    }
+    out
+}
+
+fn charts(r: &RunReport) -> Vec<Chart> {
+    let s = &r.series;
+    let line =
+        |label: &str,
+         f: &dyn Fn(&heisenbench_live::generator::series::SeriesPoint) -> Option<f64>| {
+            Series {
+                label: label.into(),
+                points: s.iter().filter_map(|p| f(p).map(|y| (p.t_s, y))).collect(),
+            }
+        };
+    let markers: Vec<Marker> = match r.warmup.map(|w| w.warmup) {
+        Some(Warmup::Seconds { seconds }) => vec![Marker {
+            x: seconds,
+            label: "warm-up ends".into(),
+        }],
+        _ => Vec::new(),
+    };
+    let over_time = |title: &str, y_desc: &str, y_axis: Axis, series: Vec<Series>| Chart {
+        title: title.into(),
+        x_desc: "seconds into the run".into(),
+        x_axis: Axis::Count,
+        y_desc: y_desc.into(),
+        y_axis,
+        series,
+        markers: markers.clone(),
+    };
+    let cdf = |label: &str, rec: &heisenbench_model::stats::Recorder| Series {
+        label: label.into(),
+        points: rec.cdf(200),
+    };
+    let rec = &r.merged.recorders;
+    vec![
+        over_time(
+            "Requests per second",
+            "requests per second",
+            Axis::Count,
+            vec![
+                line("offered (intended send)", &|p| Some(p.offered_per_s)),
+                line("sent", &|p| Some(p.sent_per_s)),
+                line("completed", &|p| Some(p.completed_per_s)),
+                line("failed", &|p| Some(p.failed_per_s)),
+            ],
+        ),
+        over_time(
+            "Output tokens per second",
+            "tokens per second",
+            Axis::Count,
+            vec![line("output tokens", &|p| Some(p.output_tokens_per_s))],
+        ),
+        over_time(
+            "Latency by the second of the intended send",
+            "seconds (log scale)",
+            Axis::LogSeconds,
+            vec![
+                line("TTFT p50 from the intended send", &|p| p.ttft_p50_s),
+                line("TTFT p99 from the intended send", &|p| p.ttft_p99_s),
+                line("send lag p99", &|p| p.send_lag_p99_s),
+            ],
+        ),
+        over_time(
+            "Requests in flight (time-weighted mean)",
+            "requests",
+            Axis::Count,
+            vec![line("in flight", &|p| Some(p.in_flight_mean))],
+        ),
+        Chart {
+            title: "TTFT from the intended and the actual send".into(),
+            x_desc: "TTFT (log scale)".into(),
+            x_axis: Axis::LogSeconds,
+            y_desc: "fraction of requests".into(),
+            y_axis: Axis::Fraction,
+            series: vec![
+                cdf("from the intended send", &rec.ttft_intended),
+                cdf("from the actual send", &rec.ttft_actual),
+            ],
+            markers: r
+                .config
+                .slo
+                .and_then(|s| s.ttft_s)
+                .map(|b| Marker {
+                    x: b,
+                    label: "TTFT bound".into(),
+                })
+                .into_iter()
+                .collect(),
+        },
+    ]
+}
