@@ -210,10 +210,7 @@ pub fn ntpot_decomposition(sim_s: f64) -> Result<NtpotDecomposition, ExperimentE
 
 /// The profile's criterion, the `sweep` defaults.
 pub fn profile_criterion() -> Criterion {
-    Criterion {
-        min_achieved_ratio: 0.99,
-        max_p99_s: 0.1,
-    }
+    Criterion::new(0.99, 0.1).expect("the sweep defaults are valid")
 }
 
 /// Figure 5: the simulated server's latency profile (p99 and achieved rate over offered

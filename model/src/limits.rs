@@ -20,6 +20,8 @@ pub const MAX_TOKENS: u32 = 10_000_000;
 pub const MAX_SIM_WORKERS: u32 = 100_000;
 /// Shards one machine starts (threads or processes); more machines take `--shard I/N`.
 pub const MAX_LOCAL_SHARDS: u32 = 1_024;
+/// Closed-loop users one sweep stage may hold (each is a request in flight).
+pub const MAX_USERS: u32 = 100_000;
 /// Squared coefficient of variation of a random service time: below the minimum it is
 /// deterministic in every digit a report prints (use deterministic), above the maximum no
 /// finite sample is meaningful.

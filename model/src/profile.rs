@@ -11,6 +11,38 @@ pub struct Stage {
     pub achieved_qps: f64,
     /// The stage's p99 latency (TTFT from the intended send), seconds.
     pub p99_s: f64,
+    /// Closed-loop users, when the stage held a concurrency instead of a rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<u32>,
+    /// The share of the stage's requests that met its SLO from the intended send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub good_fraction: Option<f64>,
+    /// Little's law, measured: the time-weighted mean of requests in flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight_mean: Option<f64>,
+    /// Little's law, predicted: achieved rate times mean time in the system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub little_in_flight: Option<f64>,
+}
+
+impl Stage {
+    /// A stage of a rate sweep, without goodput or Little's law.
+    pub fn at_rate(offered_qps: f64, achieved_qps: f64, p99_s: f64) -> Self {
+        Self {
+            offered_qps,
+            achieved_qps,
+            p99_s,
+            users: None,
+            good_fraction: None,
+            in_flight_mean: None,
+            little_in_flight: None,
+        }
+    }
+
+    /// What the stage held: its users for a concurrency ladder, else its offered rate.
+    pub fn load(&self) -> f64 {
+        self.users.map_or(self.offered_qps, f64::from)
+    }
 }
 
 /// What a stage must do to count as keeping up.
@@ -20,6 +52,9 @@ pub struct Criterion {
     pub min_achieved_ratio: f64,
     /// The p99 latency must not exceed this, seconds.
     pub max_p99_s: f64,
+    /// The share of requests meeting the SLO must be at least this (goodput's target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_good_fraction: Option<f64>,
 }
 
 impl Criterion {
@@ -43,21 +78,53 @@ impl Criterion {
         Ok(Self {
             min_achieved_ratio,
             max_p99_s,
+            min_good_fraction: None,
         })
     }
 
-    /// Whether `s` meets it.
+    /// This criterion, also asking that at least `fraction` (in (0, 1]) of a stage's
+    /// requests meet its SLO.
+    pub fn with_goodput(self, fraction: f64) -> crate::error::Result<Self> {
+        if !(fraction > 0.0 && fraction <= 1.0) {
+            return Err(crate::ModelError::invalid(
+                "goodput target",
+                fraction,
+                "must be in (0, 1]",
+            ));
+        }
+        Ok(Self {
+            min_good_fraction: Some(fraction),
+            ..self
+        })
+    }
+
+    /// Whether `s` meets it (a stage that judged no SLO fails a goodput target). A
+    /// closed loop's achieved rate is what it offered, so the ratio always holds there.
     pub fn is_met_by(&self, s: &Stage) -> bool {
-        s.achieved_qps >= self.min_achieved_ratio * s.offered_qps && s.p99_s <= self.max_p99_s
+        let keeps_up =
+            s.users.is_some() || s.achieved_qps >= self.min_achieved_ratio * s.offered_qps;
+        keeps_up && s.p99_s <= self.max_p99_s && self.good_enough(s)
+    }
+
+    /// Whether `s` meets the goodput target alone (true without one).
+    pub fn good_enough(&self, s: &Stage) -> bool {
+        match self.min_good_fraction {
+            None => true,
+            Some(min) => s.good_fraction.is_some_and(|g| g >= min),
+        }
     }
 
     /// In words.
     pub fn describe(&self) -> String {
-        format!(
+        let mut text = format!(
             "achieved >= {:.0}% of offered and p99 TTFT <= {}",
             self.min_achieved_ratio * 100.0,
             crate::units::format_seconds(self.max_p99_s)
-        )
+        );
+        if let Some(g) = self.min_good_fraction {
+            text += &format!(" and >= {:.1}% of requests within the SLO", 100.0 * g);
+        }
+        text
     }
 }
 
@@ -65,13 +132,14 @@ impl Criterion {
 /// criterion (a lucky stage above a failing one does not count). `None` when even the
 /// lowest stage fails.
 pub fn knee(stages: &[Stage], c: &Criterion) -> Option<f64> {
+    knee_stage(stages, |s| c.is_met_by(s)).map(|s| s.offered_qps)
+}
+
+/// The stage of highest load such that it and every stage of lower load pass `ok`.
+pub fn knee_stage(stages: &[Stage], ok: impl Fn(&Stage) -> bool) -> Option<&Stage> {
     let mut sorted: Vec<&Stage> = stages.iter().collect();
-    sorted.sort_by(|a, b| a.offered_qps.total_cmp(&b.offered_qps));
-    sorted
-        .iter()
-        .take_while(|s| c.is_met_by(s))
-        .last()
-        .map(|s| s.offered_qps)
+    sorted.sort_by(|a, b| a.load().total_cmp(&b.load()));
+    sorted.into_iter().take_while(|s| ok(s)).last()
 }
 
 /// A finished (or stopped) sweep.
@@ -85,8 +153,49 @@ pub struct Profile {
     pub stages: Vec<Stage>,
     /// The knee ([`knee`]).
     pub knee_qps: Option<f64>,
+    /// The knee's users, for a concurrency ladder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee_users: Option<u32>,
+    /// The knee by goodput alone: the highest load whose stages up to it met the goodput
+    /// target (None without one, or when even the lowest missed it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_knee_load: Option<f64>,
     /// Stopped after two failing stages in a row, before the last rate.
     pub stopped_early: bool,
+    /// The search that chose the stages, if the sweep was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchResult>,
+}
+
+/// How a search ended: the highest load that met the criterion and the lowest that
+/// missed it, within the tolerance of each other.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    /// The relative tolerance asked for (0.05: the bracket within 5 %).
+    pub tolerance: f64,
+    /// The highest load that met the criterion (None: not even the lowest).
+    pub met: Option<f64>,
+    /// The lowest load that missed it (None: not even the highest missed).
+    pub missed: Option<f64>,
+}
+
+impl Profile {
+    fn of(criterion: Criterion, stages: Vec<Stage>, stopped_early: bool) -> Self {
+        let k = knee_stage(&stages, |s| criterion.is_met_by(s)).copied();
+        let goodput_knee_load = criterion
+            .min_good_fraction
+            .and_then(|_| knee_stage(&stages, |s| criterion.good_enough(s)).map(Stage::load));
+        Self {
+            criterion,
+            criterion_text: criterion.describe(),
+            knee_qps: k.map(|s| s.offered_qps),
+            knee_users: k.and_then(|s| s.users),
+            goodput_knee_load,
+            stages,
+            stopped_early,
+            search: None,
+        }
+    }
 }
 
 /// Runs a sweep: `run_stage(i, rate)` measures stage i at each of `rates` in turn (it
@@ -114,13 +223,79 @@ pub fn sweep<E>(
             break;
         }
     }
-    Ok(Profile {
-        criterion,
-        criterion_text: criterion.describe(),
-        knee_qps: knee(&stages, &criterion),
-        stages,
-        stopped_early,
-    })
+    Ok(Profile::of(criterion, stages, stopped_early))
+}
+
+/// Searches for the highest load in `[lo, hi]` that meets `criterion`, by bisection:
+/// `lo` and `hi` first, then the middle of the bracket (geometric with `geometric`,
+/// whole numbers with `whole`, for users) until the highest load met and the lowest
+/// missed are within `tolerance` of each other (relative; whole numbers stop at
+/// neighbours). It assumes what a server's saturation gives, a criterion met below some
+/// load and missed above; a stage that breaks this (a lucky one above a miss) moves the
+/// bracket like any other. `run_stage(i, load)` runs stage i (`None`: interrupted).
+pub fn search<E>(
+    lo: f64,
+    hi: f64,
+    tolerance: f64,
+    geometric: bool,
+    whole: bool,
+    criterion: Criterion,
+    mut run_stage: impl FnMut(usize, f64) -> Result<Option<Stage>, E>,
+) -> Result<Profile, E> {
+    let mut stages = Vec::new();
+    let mut result = SearchResult {
+        tolerance,
+        met: None,
+        missed: None,
+    };
+    let close = |a: f64, b: f64| {
+        if whole {
+            b - a <= 1.0
+        } else {
+            b <= a * (1.0 + tolerance)
+        }
+    };
+    let mut next = Some(lo);
+    while let Some(load) = next {
+        let Some(stage) = run_stage(stages.len(), load)? else {
+            break;
+        };
+        if criterion.is_met_by(&stage) {
+            result.met = Some(result.met.map_or(load, |m: f64| m.max(load)));
+        } else {
+            result.missed = Some(result.missed.map_or(load, |m: f64| m.min(load)));
+        }
+        stages.push(stage);
+        next = match (result.met, result.missed) {
+            // The lowest missed: nothing below to find.
+            (None, Some(_)) => None,
+            // Only the lowest run, and it met: try the highest.
+            (Some(m), None) if m < hi => Some(hi),
+            (Some(_), None) => None,
+            (Some(a), Some(b)) if a < b && !close(a, b) => {
+                let mid = if geometric {
+                    (a * b).sqrt()
+                } else {
+                    (a + b) / 2.0
+                };
+                let mid = if whole { mid.round() } else { mid };
+                (mid > a && mid < b).then_some(mid)
+            }
+            _ => None,
+        };
+    }
+    let mut p = Profile::of(criterion, stages, false);
+    p.search = Some(result);
+    // The search's own answer: the highest load met, whatever lies below it unrun.
+    if let Some(m) = result.met {
+        let s = p.stages.iter().find(|s| s.load() == m).copied();
+        p.knee_qps = s.map(|s| s.offered_qps);
+        p.knee_users = s.and_then(|s| s.users);
+    } else {
+        p.knee_qps = None;
+        p.knee_users = None;
+    }
+    Ok(p)
 }
 
 /// `steps` rates from `from` to `to`, evenly spaced or geometric.
@@ -163,16 +338,9 @@ mod tests {
 
     #[test]
     fn a_sweep_stops_after_two_misses_and_keeps_what_it_ran() {
-        let c = Criterion {
-            min_achieved_ratio: 0.99,
-            max_p99_s: 0.1,
-        };
+        let c = Criterion::new(0.99, 0.1).unwrap();
         // A server that keeps up to 30 req/s.
-        let stage = |q: f64| Stage {
-            offered_qps: q,
-            achieved_qps: q.min(30.0),
-            p99_s: if q <= 30.0 { 0.01 } else { 1.0 },
-        };
+        let stage = |q: f64| Stage::at_rate(q, q.min(30.0), if q <= 30.0 { 0.01 } else { 1.0 });
         let rates = rates(10.0, 60.0, 6, false);
         let p = sweep::<()>(&rates, c, true, |_, q| Ok(Some(stage(q)))).unwrap();
         assert_eq!(p.stages.len(), 5, "stops after 40 and 50 miss");
@@ -187,15 +355,8 @@ mod tests {
 
     #[test]
     fn knee_is_the_last_stage_before_the_first_failure() {
-        let c = Criterion {
-            min_achieved_ratio: 0.99,
-            max_p99_s: 0.1,
-        };
-        let st = |o: f64, a: f64, p: f64| Stage {
-            offered_qps: o,
-            achieved_qps: a,
-            p99_s: p,
-        };
+        let c = Criterion::new(0.99, 0.1).unwrap();
+        let st = Stage::at_rate;
         let stages = [
             st(10.0, 10.0, 0.01),
             st(20.0, 20.0, 0.02),
@@ -206,5 +367,73 @@ mod tests {
         assert_eq!(knee(&stages[2..3], &c), None);
         assert_eq!(rates(10.0, 1000.0, 3, true), vec![10.0, 100.0, 1000.0]);
         assert_eq!(rates(10.0, 30.0, 3, false), vec![10.0, 20.0, 30.0]);
+    }
+
+    /// A server that keeps up to 37.3 req/s: the search brackets it within its
+    /// tolerance in about log2(range / tolerance) stages; a whole-number search of users
+    /// stops at neighbours; a lowest load that misses ends it at once.
+    #[test]
+    fn a_search_brackets_the_knee_within_its_tolerance() {
+        let c = Criterion::new(0.99, 0.1).unwrap();
+        let stage = |q: f64| Stage::at_rate(q, q.min(37.3), if q <= 37.3 { 0.01 } else { 1.0 });
+        let p = search::<()>(1.0, 1000.0, 0.02, true, false, c, |_, q| Ok(Some(stage(q)))).unwrap();
+        let r = p.search.unwrap();
+        let (met, missed) = (r.met.unwrap(), r.missed.unwrap());
+        assert!(
+            met <= 37.3 && missed > 37.3 && missed <= met * 1.02,
+            "{r:?}"
+        );
+        assert_eq!(p.knee_qps, Some(met));
+        assert!(p.stages.len() <= 2 + 10, "{} stages", p.stages.len());
+        // Users: 1 to 64, the server keeps p99 under the bound up to 13 users.
+        let users = |n: f64| Stage {
+            users: Some(n as u32),
+            ..Stage::at_rate(n * 10.0, n * 10.0, if n <= 13.0 { 0.05 } else { 0.2 })
+        };
+        let p = search::<()>(1.0, 64.0, 0.0, true, true, c, |_, n| Ok(Some(users(n)))).unwrap();
+        assert_eq!(p.knee_users, Some(13));
+        assert_eq!(p.search.unwrap().missed, Some(14.0));
+        let none = search::<()>(50.0, 100.0, 0.05, false, false, c, |_, q| {
+            Ok(Some(stage(q)))
+        })
+        .unwrap();
+        assert_eq!((none.stages.len(), none.knee_qps), (1, None));
+        let all =
+            search::<()>(1.0, 30.0, 0.05, false, false, c, |_, q| Ok(Some(stage(q)))).unwrap();
+        assert_eq!((all.stages.len(), all.knee_qps), (2, Some(30.0)));
+    }
+
+    /// A goodput target fails a stage below it and a stage that judged nothing; the
+    /// profile's goodput knee is judged on goodput alone.
+    #[test]
+    fn a_goodput_target_is_part_of_the_criterion() {
+        let c = Criterion::new(0.99, 1.0)
+            .unwrap()
+            .with_goodput(0.9)
+            .unwrap();
+        assert!(
+            Criterion::new(0.99, 1.0)
+                .unwrap()
+                .with_goodput(0.0)
+                .is_err()
+        );
+        let st = |q: f64, g: Option<f64>| Stage {
+            good_fraction: g,
+            ..Stage::at_rate(q, q, 0.01)
+        };
+        assert!(c.is_met_by(&st(10.0, Some(0.95))));
+        assert!(!c.is_met_by(&st(10.0, Some(0.85))));
+        assert!(!c.is_met_by(&st(10.0, None)));
+        let stages = [
+            st(10.0, Some(0.99)),
+            st(20.0, Some(0.95)),
+            st(30.0, Some(0.5)),
+        ];
+        let p = sweep::<()>(&[10.0, 20.0, 30.0], c, false, |i, _| Ok(Some(stages[i]))).unwrap();
+        assert_eq!((p.knee_qps, p.goodput_knee_load), (Some(20.0), Some(20.0)));
+        assert!(
+            p.criterion_text
+                .contains("90.0% of requests within the SLO")
+        );
     }
 }

@@ -183,11 +183,11 @@ impl SimReport {
     /// This run as a stage of a latency profile offered `offered_qps` (its p99 is TTFT's
     /// from the intended send).
     pub fn profile_stage(&self, offered_qps: f64) -> heisenbench_model::profile::Stage {
-        heisenbench_model::profile::Stage {
+        heisenbench_model::profile::Stage::at_rate(
             offered_qps,
-            achieved_qps: self.achieved_qps,
-            p99_s: self.ttft.from_intended.p99_s,
-        }
+            self.achieved_qps,
+            self.ttft.from_intended.p99_s,
+        )
     }
 
     pub(crate) fn build(

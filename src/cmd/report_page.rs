@@ -278,3 +278,123 @@ fn charts(r: &RunReport) -> Vec<Chart> {
         },
     ]
 }
+
+/// The page of a sweep's profile: its stages as a table, and latency, rate and goodput
+/// against load with the knee marked.
+pub(crate) fn sweep_page(
+    p: &heisenbench_model::profile::Profile,
+    subtitle: String,
+) -> Result<String, crate::Failure> {
+    let closed = p.stages.iter().any(|s| s.users.is_some());
+    let x_desc = if closed {
+        "closed-loop users"
+    } else {
+        "offered requests per second"
+    };
+    let knee = p.knee_users.map(f64::from).or(p.knee_qps);
+    let mut markers: Vec<Marker> = knee
+        .map(|k| Marker {
+            x: k,
+            label: "knee".into(),
+        })
+        .into_iter()
+        .collect();
+    if let Some(g) = p.goodput_knee_load.filter(|g| Some(*g) != knee) {
+        markers.push(Marker {
+            x: g,
+            label: "knee by goodput".into(),
+        });
+    }
+    let mut stages = p.stages.clone();
+    stages.sort_by(|a, b| a.load().total_cmp(&b.load()));
+    let line =
+        |label: &str, f: &dyn Fn(&heisenbench_model::profile::Stage) -> Option<f64>| Series {
+            label: label.into(),
+            points: stages
+                .iter()
+                .filter_map(|s| f(s).map(|y| (s.load(), y)))
+                .collect(),
+        };
+    let chart = |title: &str, y_desc: &str, y_axis: Axis, series: Vec<Series>| Chart {
+        title: title.into(),
+        x_desc: x_desc.into(),
+        x_axis: Axis::Count,
+        y_desc: y_desc.into(),
+        y_axis,
+        series,
+        markers: markers.clone(),
+    };
+    let mut charts = vec![
+        chart(
+            "p99 TTFT from the intended send",
+            "seconds (log scale)",
+            Axis::LogSeconds,
+            vec![line("p99 TTFT", &|s| Some(s.p99_s))],
+        ),
+        chart(
+            "Achieved requests per second",
+            "requests per second",
+            Axis::Count,
+            vec![line("achieved", &|s| Some(s.achieved_qps))],
+        ),
+    ];
+    if stages.iter().any(|s| s.good_fraction.is_some()) {
+        charts.push(chart(
+            "Requests within the SLO (from the intended send)",
+            "fraction of requests",
+            Axis::Fraction,
+            vec![line("good", &|s| s.good_fraction)],
+        ));
+    }
+    let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".to_string(), f);
+    let rows = stages
+        .iter()
+        .map(|s| {
+            vec![
+                s.users.map_or(format!("{:.1} req/s", s.offered_qps), |u| {
+                    format!("{u} users")
+                }),
+                format!("{:.1}", s.achieved_qps),
+                format_seconds(s.p99_s),
+                opt(s.good_fraction, &|g| format!("{:.1} %", 100.0 * g)),
+                opt(s.in_flight_mean, &|l| format!("{l:.2}")),
+                opt(s.little_in_flight, &|l| format!("{l:.2}")),
+                if p.criterion.is_met_by(s) {
+                    "met"
+                } else {
+                    "missed"
+                }
+                .into(),
+            ]
+        })
+        .collect();
+    let knee_text = match (p.knee_users, p.knee_qps) {
+        (Some(u), Some(q)) => format!("knee: {u} users ({q:.1} req/s)"),
+        (None, Some(q)) => format!("knee: {q:.1} req/s"),
+        _ => "no knee: even the lowest stage missed".into(),
+    };
+    let page = Page {
+        title: "heisenbench sweep".into(),
+        subtitle,
+        warnings: Vec::new(),
+        tables: vec![Table {
+            caption: format!("{knee_text}; criterion: {}", p.criterion_text),
+            head: [
+                "load",
+                "achieved req/s",
+                "p99 TTFT",
+                "good",
+                "in flight (measured)",
+                "in flight (Little: rate x E2E)",
+                "criterion",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        }],
+        charts,
+        text: String::new(),
+        config_json: serde_json::to_string_pretty(p).unwrap_or_default(),
+    };
+    heisenbench_figures::page::render(&page).map_err(|e| crate::Failure::Runtime(e.into()))
+}

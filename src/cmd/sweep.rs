@@ -5,7 +5,7 @@ use std::io::Write;
 use crate::flags::model::SweepFlags;
 use heisenbench_live::generator::config::RunConfig;
 use heisenbench_live::generator::{RunOptions, run as run_live};
-use heisenbench_model::profile::sweep;
+use heisenbench_model::profile::{search, sweep};
 use heisenbench_model::scenario::{Arrivals, Stop};
 use heisenbench_model::units::format_seconds;
 use heisenbench_sim::engine::Simulation;
@@ -33,34 +33,62 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
     if let Some(dir) = &a.out {
         super::check_out_dir(dir)?;
     }
-    let plan = a.rates();
+    if a.slo.is_some() && a.url.is_none() {
+        return Err(Failure::Usage(
+            "--slo judges live requests: give the server's --url (the simulator reports no goodput)"
+                .into(),
+        ));
+    }
+    let loads = a.loads();
+    let closed = a.users.is_some();
     // Resolved at the first live stage when not given.
     let mut model = a.model.clone().unwrap_or_default();
     // Ctrl-C ends the sweep after the stages done; the one running is dropped.
     let stop = heisenbench_live::generator::stop::StopSignal::new();
     heisenbench_live::generator::stop::listen_for_signals(stop.clone(), true)?;
-    let stages = plan.len();
-    let profile = sweep(&plan, criterion, !a.no_early_stop, |i, q| {
+    let of = if a.search {
+        String::new()
+    } else {
+        format!("/{}", loads.len())
+    };
+    let arrivals = |load: f64| {
+        if closed {
+            Arrivals::Closed {
+                users: load as u32,
+                think_s: 0.0,
+            }
+        } else {
+            Arrivals::Poisson { rate_per_s: load }
+        }
+    };
+    let run_stage = |i: usize, q: f64| {
         if stop.is_stopped() {
             return Ok(None);
         }
         let (stage, report) = match &base {
             Some(sc) => {
                 let mut sc = sc.clone();
-                sc.workload.arrivals = Arrivals::Poisson { rate_per_s: q };
+                sc.workload.arrivals = arrivals(q);
                 let r = Simulation::new(sc).run();
-                (r.profile_stage(q), serde_json::to_vec_pretty(&r))
+                let mut stage = r.profile_stage(q);
+                if closed {
+                    stage.users = Some(q as u32);
+                    stage.offered_qps = stage.achieved_qps;
+                }
+                (stage, serde_json::to_vec_pretty(&r))
             }
             None => {
                 let mut cfg = RunConfig::profile_stage(
                     i,
-                    q,
+                    if closed { 1.0 } else { q },
                     secs,
                     (a.prompt_tokens, a.output_tokens),
                     a.url.as_deref().unwrap_or_default(),
                     &model,
                     a.shards,
                 );
+                cfg.workload.arrivals = arrivals(q);
+                cfg.slo = a.slo;
                 if cfg.model.is_empty() {
                     cfg.model = super::run::served_model(&cfg)?;
                     model.clone_from(&cfg.model);
@@ -88,12 +116,24 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
             )?;
         }
         if !a.json {
+            let load = match stage.users {
+                Some(u) => format!("{u} users, {:.1} req/s", stage.achieved_qps),
+                None => format!(
+                    "offered {:.1}, achieved {:.1} req/s",
+                    stage.offered_qps, stage.achieved_qps
+                ),
+            };
+            let good = stage
+                .good_fraction
+                .map_or(String::new(), |g| format!(", {:.1} % good", 100.0 * g));
+            let little = match (stage.in_flight_mean, stage.little_in_flight) {
+                (Some(l), Some(p)) => format!(", in flight {l:.1} (Little: {p:.1})"),
+                _ => String::new(),
+            };
             writeln!(
                 out,
-                "[sweep] stage {}/{stages}: offered {:.1}, achieved {:.1} req/s, p99 TTFT {} {}",
+                "[sweep] stage {}{of}: {load}, p99 TTFT {}{good}{little} {}",
                 i + 1,
-                stage.offered_qps,
-                stage.achieved_qps,
                 format_seconds(stage.p99_s),
                 if criterion.is_met_by(&stage) {
                     "ok"
@@ -104,12 +144,44 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
             out.flush()?;
         }
         Ok::<_, Failure>(Some(stage))
-    })?;
+    };
+    let profile = if a.search {
+        let (lo, hi) = (loads[0], loads[loads.len() - 1]);
+        search(
+            lo,
+            hi,
+            a.tolerance,
+            a.geometric || closed,
+            closed,
+            criterion,
+            run_stage,
+        )?
+    } else {
+        sweep(&loads, criterion, !a.no_early_stop, run_stage)?
+    };
     let stopped_early = profile.stopped_early;
     if let Some(dir) = &a.out {
         write_atomic(
             &dir.join("profile.json"),
             &serde_json::to_vec_pretty(&profile).map_err(|e| Failure::Runtime(e.into()))?,
+        )?;
+        let target = a.url.as_deref().map_or_else(
+            || "the simulator".to_string(),
+            heisenbench_live::net::client::redact_url,
+        );
+        let subtitle = format!(
+            "{} stage(s) of {} against {target}{}",
+            profile.stages.len(),
+            format_seconds(secs),
+            if a.search {
+                ", searched by bisection"
+            } else {
+                ""
+            }
+        );
+        write_atomic(
+            &dir.join("sweep.html"),
+            super::report_page::sweep_page(&profile, subtitle)?.as_bytes(),
         )?;
     }
     if a.json {
@@ -122,9 +194,36 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
     }
     match profile.knee_qps {
         _ if profile.stages.is_empty() => writeln!(out, "no stage finished")?,
+        Some(k) if profile.search.is_some() => {
+            let missed = profile.search.and_then(|s| s.missed);
+            let load = |v: f64| {
+                if closed {
+                    format!("{v:.0} users")
+                } else {
+                    format!("{v:.1} req/s")
+                }
+            };
+            writeln!(
+                out,
+                "knee: {}, the highest load the search found meeting: {}{}",
+                profile
+                    .knee_users
+                    .map_or(format!("{k:.1} req/s"), |u| format!(
+                        "{u} users ({k:.1} req/s)"
+                    )),
+                profile.criterion_text,
+                missed.map_or(" (even the highest met it)".into(), |m| format!(
+                    "; {} missed it",
+                    load(m)
+                ))
+            )?;
+        }
         Some(k) => writeln!(
             out,
-            "knee: {k:.1} req/s, the highest rate at which every stage up to it met: {}",
+            "knee: {}{k:.1} req/s, the highest load at which every stage up to it met: {}",
+            profile
+                .knee_users
+                .map_or(String::new(), |u| format!("{u} users, ")),
             profile.criterion_text
         )?,
         None => writeln!(
@@ -132,6 +231,19 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
             "no knee: even the lowest stage missed: {}",
             profile.criterion_text
         )?,
+    }
+    if let Some(g) = profile.goodput_knee_load {
+        writeln!(
+            out,
+            "knee by goodput alone: {} (every stage up to it had at least {:.1} % of its requests within {})",
+            if closed {
+                format!("{g:.0} users")
+            } else {
+                format!("{g:.1} req/s")
+            },
+            100.0 * a.min_goodput,
+            a.slo.map(|s| s.to_string()).unwrap_or_default()
+        )?;
     }
     if stopped_early {
         writeln!(out, "(stopped after two failing stages in a row)")?;

@@ -15,6 +15,7 @@ use heisenbench_model::plan::{Assignment, Budget, Hardware, Load};
 use heisenbench_model::queue::WaitModel;
 use heisenbench_model::scenario::{Gaps, Lengths, Popularity, WorkloadFlags};
 use heisenbench_model::service::{Service, ServiceKind};
+use heisenbench_model::slo::Slo;
 use heisenbench_model::units::{Rate, Seconds};
 
 /// What `heisenbench model` evaluates: a queue, or a prefix cache.
@@ -381,11 +382,30 @@ pub struct SweepFlags {
     #[arg(long)]
     pub url: Option<String>,
     /// Lowest rate.
-    #[arg(long)]
-    pub from: Rate,
+    #[arg(long, required_unless_present = "users", conflicts_with = "users")]
+    pub from: Option<Rate>,
     /// Highest rate.
+    #[arg(long, required_unless_present = "users", conflicts_with = "users")]
+    pub to: Option<Rate>,
+    /// A concurrency ladder instead of rates: closed-loop users per stage, as a list
+    /// (1,2,4,8) or a doubling ladder (1..64: 1, 2, 4, ... 64).
+    #[arg(long, value_parser = parse_users)]
+    pub users: Option<UserLadder>,
+    /// Search for the highest rate (or users) that meets the criterion, by bisection
+    /// between --from and --to (or the ladder's ends), instead of stepping through stages.
     #[arg(long)]
-    pub to: Rate,
+    pub search: bool,
+    /// The search's tolerance: it stops when the highest load met and the lowest missed
+    /// are this close (relative; users stop at neighbours).
+    #[arg(long, default_value = "5%", value_parser = parse_percent)]
+    pub tolerance: f64,
+    /// Live: service-level objectives for goodput (as `run --slo`); a stage must also
+    /// have at least --min-goodput of its requests within them.
+    #[arg(long, value_parser = |s: &str| s.parse::<Slo>())]
+    pub slo: Option<Slo>,
+    /// With --slo: the share of a stage's requests that must meet it.
+    #[arg(long, default_value = "90%", value_parser = parse_percent)]
+    pub min_goodput: f64,
     /// Stages.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(2..1000))]
     pub steps: u32,
@@ -424,20 +444,84 @@ pub struct SweepFlags {
     pub json: bool,
 }
 
+/// Closed-loop users, stage by stage, lowest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserLadder(pub Vec<u32>);
+
+/// `1,2,4,8` or `1..64` (doubling from the first to the last, the last always included).
+fn parse_users(s: &str) -> std::result::Result<UserLadder, heisenbench_model::ModelError> {
+    let bad = |reason| heisenbench_model::ModelError::invalid("users", s, reason);
+    let one = |t: &str| match t.trim().parse::<u32>() {
+        Ok(n) if (1..=heisenbench_model::limits::MAX_USERS).contains(&n) => Ok(n),
+        _ => Err(bad(
+            "each must be a whole number of users from 1 to 100,000",
+        )),
+    };
+    let mut users = if let Some((a, b)) = s.split_once("..") {
+        let (a, b) = (one(a)?, one(b)?);
+        if a >= b {
+            return Err(bad(
+                "a ladder runs from fewer users to more: write e.g. 1..64",
+            ));
+        }
+        let mut v: Vec<u32> = std::iter::successors(Some(a), |n| n.checked_mul(2))
+            .take_while(|n| *n < b)
+            .collect();
+        v.push(b);
+        v
+    } else {
+        s.split(',')
+            .map(one)
+            .collect::<std::result::Result<Vec<_>, _>>()?
+    };
+    users.sort_unstable();
+    users.dedup();
+    if users.len() < 2 {
+        return Err(bad("a ladder needs at least two stages"));
+    }
+    Ok(UserLadder(users))
+}
+
+/// `5%` or a fraction such as `0.05`, in (0, 1].
+fn parse_percent(s: &str) -> std::result::Result<f64, heisenbench_model::ModelError> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match v {
+        Ok(v) if v > 0.0 && v <= 1.0 => Ok(v),
+        _ => Err(heisenbench_model::ModelError::invalid(
+            "fraction",
+            s,
+            "write a percentage such as 5% (above 0, at most 100%)",
+        )),
+    }
+}
+
 impl SweepFlags {
     /// The stopping rule the flags set.
     pub fn criterion(&self) -> Result<heisenbench_model::profile::Criterion> {
-        heisenbench_model::profile::Criterion::new(self.min_achieved, self.max_p99.get())
+        let c = heisenbench_model::profile::Criterion::new(self.min_achieved, self.max_p99.get())?;
+        match self.slo {
+            Some(_) => c.with_goodput(self.min_goodput),
+            None => Ok(c),
+        }
     }
 
-    /// The stages' rates, lowest first.
-    pub fn rates(&self) -> Vec<f64> {
-        heisenbench_model::profile::rates(
-            self.from.get(),
-            self.to.get(),
-            self.steps as usize,
-            self.geometric,
-        )
+    /// The stages' loads, lowest first: rates, or users with --users.
+    pub fn loads(&self) -> Vec<f64> {
+        match (&self.users, self.from, self.to) {
+            (Some(u), _, _) => u.0.iter().map(|n| f64::from(*n)).collect(),
+            (None, Some(from), Some(to)) => heisenbench_model::profile::rates(
+                from.get(),
+                to.get(),
+                self.steps as usize,
+                self.geometric,
+            ),
+            // clap requires --from and --to without --users.
+            _ => Vec::new(),
+        }
     }
 }
 
@@ -498,7 +582,7 @@ mod tests {
     #[test]
     fn a_sweep_steps_evenly_or_geometrically_under_its_criterion() {
         let even = sweep(&["--from", "10", "--to", "40", "--steps", "4"]);
-        assert_eq!(even.rates(), [10.0, 20.0, 30.0, 40.0]);
+        assert_eq!(even.loads(), [10.0, 20.0, 30.0, 40.0]);
         let geo = sweep(&[
             "--from",
             "10",
@@ -508,7 +592,7 @@ mod tests {
             "3",
             "--geometric",
         ]);
-        let r = geo.rates();
+        let r = geo.loads();
         assert!(
             (r[1] - 100.0).abs() < 1e-9 && (r[2] - 1000.0).abs() < 1e-9,
             "{r:?}"
@@ -516,5 +600,43 @@ mod tests {
         assert!(even.criterion().is_ok());
         let bad = sweep(&["--from", "1", "--to", "2", "--min-achieved", "1.5"]);
         assert!(bad.criterion().is_err());
+    }
+
+    /// Users as a list or a doubling ladder (its end always included), sorted and without
+    /// repeats; a ladder of one stage, zero users or a bad range is refused, and so is a
+    /// rate beside a ladder.
+    #[test]
+    fn users_ladders_and_their_refusals() {
+        let list = sweep(&["--users", "8,1,4,4"]);
+        assert_eq!(list.loads(), [1.0, 4.0, 8.0]);
+        let ladder = sweep(&["--users", "1..48", "--search", "--tolerance", "2%"]);
+        assert_eq!(ladder.loads(), [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 48.0]);
+        assert!(ladder.search && (ladder.tolerance - 0.02).abs() < 1e-12);
+        for bad in [
+            &["--users", "4"][..],
+            &["--users", "0,2"],
+            &["--users", "8..2"],
+            &["--users", "1..x"],
+            &["--users", "1,2", "--from", "10"],
+            &["--from", "10"],
+            &["--from", "1", "--to", "2", "--tolerance", "0%"],
+            &["--from", "1", "--to", "2", "--min-goodput", "120%"],
+        ] {
+            assert!(
+                crate::flags::parse_flags::<SweepFlags>(bad).is_err(),
+                "{bad:?}"
+            );
+        }
+        let goodput = sweep(&[
+            "--from",
+            "1",
+            "--to",
+            "2",
+            "--slo",
+            "ttft=1s",
+            "--min-goodput",
+            "95%",
+        ]);
+        assert_eq!(goodput.criterion().unwrap().min_good_fraction, Some(0.95));
     }
 }

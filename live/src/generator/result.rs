@@ -860,12 +860,42 @@ impl RunReport {
     }
 
     /// This run as a stage of a latency profile offered `offered_qps` (its p99 is TTFT's
-    /// from the intended send).
+    /// from the intended send), with its goodput and Little's law: the time-weighted
+    /// mean in flight over the schedule's whole seconds (after the first, when there are
+    /// three or more) against the achieved rate times the mean E2E from the actual send.
     pub fn profile_stage(&self, offered_qps: f64) -> heisenbench_model::profile::Stage {
+        let users = match self.config.workload.arrivals {
+            heisenbench_model::scenario::Arrivals::Closed { users, .. } => Some(users),
+            _ => None,
+        };
+        // The whole seconds of the schedule (the first left out when there are three or
+        // more: connections are set up in it).
+        let whole = match self.config.workload.stop {
+            heisenbench_model::scenario::Stop::Duration { seconds } => seconds.floor() as usize,
+            heisenbench_model::scenario::Stop::Count { .. } => self
+                .series
+                .iter()
+                .rposition(|p| p.offered_per_s > 0.0)
+                .unwrap_or(0),
+        }
+        .min(self.series.len());
+        let first = usize::from(whole >= 3);
+        let loaded = (whole > first).then(|| &self.series[first..whole]);
         heisenbench_model::profile::Stage {
-            offered_qps,
-            achieved_qps: self.achieved_qps,
-            p99_s: self.ttft.from_intended.p99_s,
+            users,
+            good_fraction: self.goodput.as_ref().map(|g| g.from_intended.good_fraction),
+            in_flight_mean: loaded
+                .map(|w| w.iter().map(|p| p.in_flight_mean).sum::<f64>() / w.len() as f64),
+            little_in_flight: loaded.map(|_| self.achieved_qps * self.e2e.from_actual.mean_s),
+            ..heisenbench_model::profile::Stage::at_rate(
+                if users.is_some() {
+                    self.achieved_qps
+                } else {
+                    offered_qps
+                },
+                self.achieved_qps,
+                self.ttft.from_intended.p99_s,
+            )
         }
     }
 }
