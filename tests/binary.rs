@@ -707,3 +707,59 @@ fn the_mock_does_not_spin_out_of_descriptors() {
         "the mock used {used:.2} s of CPU in 2 s out of descriptors"
     );
 }
+
+/// Under a low descriptor limit (soft and hard: nothing to raise) and a server slow enough
+/// that the schedule's requests pile up past it, `run` drops the excess at its due time
+/// and fails no connection; the report states the bound.
+#[test]
+fn a_run_under_a_low_descriptor_limit_drops_instead_of_failing_connections() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let exe = env!("CARGO_BIN_EXE_heisenbench");
+    let mut mock = Command::new(exe)
+        .args(["mock", "--port", "0", "--time-to-first-token", "200ms"])
+        .args(["--max-num-seqs", "10000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the mock starts");
+    let mut line = String::new();
+    BufReader::new(mock.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = format!(
+        "http://{}",
+        line.split("http://")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+    );
+    // 2,000 req/s for 1 s, each held 200 ms: about 400 in flight against 256 descriptors.
+    let out = Command::new("bash")
+        .args([
+            "-c",
+            &format!(
+                "ulimit -n 256 && exec '{exe}' run --url {url} --qps 2000 --duration 1s \
+                 --output-tokens 2 --shards 1 --shard-mode thread --json"
+            ),
+        ])
+        .output()
+        .expect("bash starts the run");
+    let _ = mock.kill();
+    let _ = mock.wait();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    let failed = &v["accounting"]["failed"];
+    assert!(failed.get("connect_failed").is_none(), "{failed}");
+    assert!(failed["dropped"].as_u64().unwrap_or(0) > 0, "{failed}");
+    assert_eq!(v["accounting"]["balanced"], true);
+    assert_eq!(v["config"]["in_flight_bound"], 192, "{}", v["config"]);
+    assert!(v["merged"].is_null());
+    assert!(
+        v["saturated"]
+            .as_str()
+            .is_some_and(|s| s.contains("dropped")),
+        "{}",
+        v["saturated"]
+    );
+}

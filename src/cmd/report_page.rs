@@ -28,8 +28,8 @@ pub(crate) fn run_page(report: &RunReport) -> Page {
     if c.insecure {
         warnings.push("TLS certificate verification was off (--insecure).".into());
     }
-    if let Some(who) = r.steady_state.as_ref().and_then(|s| s.saturated.as_ref()) {
-        warnings.push(format!("Not steady: saturated: {who}."));
+    if let Some(who) = &r.saturated {
+        warnings.push(format!("Saturated: {who}."));
     }
     let mut text = Vec::new();
     let _ = r.write_summary(&mut text);

@@ -92,6 +92,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
             &RunOptions {
                 shards_reasoning: reasoning.clone(),
                 stop: stop.clone(),
+                server_in_process: mock.is_some(),
                 ..RunOptions::default()
             },
         )

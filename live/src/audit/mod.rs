@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::mock::config::MockConfig;
 use crate::mock::{MockError, MockServer, Served};
+use crate::time::thread_cpu_ns;
 use adapters::Reported;
 
 /// The placeholders a client command may hold, and what each becomes.
@@ -481,11 +482,6 @@ fn kill(pid: i32) {
     if let Some(p) = rustix::process::Pid::from_raw(pid) {
         let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
     }
-}
-
-fn thread_cpu_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 #[cfg(test)]

@@ -126,6 +126,11 @@ pub struct RunConfig {
     /// The first requests, kept out of the statistics (still accounted for).
     #[serde(default)]
     pub warmup: Option<Warmup>,
+    /// Requests one shard holds in flight before a request due is dropped instead of
+    /// sent (None: no bound; a run sets it from this machine's limits when not given,
+    /// see [`super::shards::in_flight_bound`]).
+    #[serde(default)]
+    pub in_flight_bound: Option<u32>,
 }
 
 /// The start of a run that its statistics leave out: connection set-up, a cold cache.
@@ -348,6 +353,7 @@ impl RunConfig {
             prompts: crate::openai::prompt::Prompts::words().with_content(flags.prompt_content),
             slo: flags.slo,
             warmup: flags.warmup,
+            in_flight_bound: None,
         };
         cfg.validate()?;
         Ok((cfg, shards.is_some()))
@@ -380,6 +386,7 @@ impl RunConfig {
             prompts: crate::openai::prompt::Prompts::words(),
             slo: None,
             warmup: None,
+            in_flight_bound: None,
         }
     }
 
@@ -433,6 +440,9 @@ impl RunConfig {
                 self.shards.to_string(),
                 "must be between 1 and 1,024 on one machine (more machines: --shard I/N)",
             );
+        }
+        if self.in_flight_bound == Some(0) {
+            return bad("in_flight_bound", "0".into(), "must be >= 1");
         }
         if self.max_in_flight_per_shard == Some(0) {
             return bad("max_in_flight", "0".into(), "must be >= 1");

@@ -140,8 +140,15 @@ pub fn run_one_shard(
     let start = start_utc_s.unwrap_or(now_utc + 0.05);
     // The host's UTC start expressed on its monotonic clock.
     let ahead_ns = ((start - now_utc).max(0.0) * 1e9) as u64;
+    // One shard on this host: its bound is what this host allows one process.
+    let mut config = cfg.clone();
+    if config.in_flight_bound.is_none() {
+        let descriptors = super::shards::raise_descriptor_limit();
+        config.in_flight_bound =
+            Some(super::shards::in_flight_bound(1, false, false, descriptors).0);
+    }
     let task = ShardTask {
-        config: cfg.clone(),
+        config,
         shard,
         start_mono_ns: mono_ns() + ahead_ns,
         crash_halfway: false,

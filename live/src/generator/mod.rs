@@ -32,6 +32,7 @@ use heisenbench_model::metrics::NtpotParts;
 use heisenbench_model::scenario::{Arrivals, Stop};
 use heisenbench_model::slo::Slo;
 use heisenbench_model::steady::{grew, mser};
+use result::MachineLoad;
 use result::{
     Accounting, Attained, Goodput, GoodputView, Origins, Outcome, RunReport, ShardResult,
     ShardStatus, SloCounts, SteadyState, Throughput, WarmupReport,
@@ -121,6 +122,9 @@ pub struct RunOptions {
     /// Fault injection for tests: the process of this shard aborts halfway through its
     /// slice, as a crash would (process shards only; a thread cannot crash alone).
     pub crash_shard: Option<u32>,
+    /// The server runs in this process (the embedded mock): its ends of the connections
+    /// share this process's descriptors, and its CPU is this process's.
+    pub server_in_process: bool,
 }
 
 /// Slack past a run's expected end (its schedule, the per-request timeout, the grace
@@ -132,6 +136,23 @@ const DEADLINE_SLACK: Duration = Duration::from_secs(5);
 /// past it is killed and its slice counted as lost).
 pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
     cfg.validate()?;
+    let descriptors = shards::raise_descriptor_limit();
+    let mut cfg = cfg.clone();
+    let mut opts = opts.clone();
+    if cfg.in_flight_bound.is_none() {
+        let (bound, why) = shards::in_flight_bound(
+            cfg.shards,
+            cfg.shard_mode == ShardMode::Thread,
+            opts.server_in_process,
+            descriptors,
+        );
+        cfg.in_flight_bound = Some(bound);
+        opts.shards_reasoning.push(why);
+    }
+    let (cfg, opts) = (&cfg, &opts);
+    let cpu0 = crate::time::process_cpu_ns();
+    let wall0 = mono_ns();
+    let ticks0 = result::machine_ticks();
     // Fail before any shard starts if the client cannot be built.
     crate::net::client::client(cfg.server())?;
     let exe = match (cfg.shard_mode, &opts.exe) {
@@ -239,6 +260,14 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
         .collect();
     let mut rep = report(cfg, opts, outcomes);
     rep.interrupted |= opts.stop.is_stopped();
+    rep.note_machine(MachineLoad::measured(
+        cfg,
+        &rep,
+        crate::time::process_cpu_ns().saturating_sub(cpu0),
+        mono_ns().saturating_sub(wall0),
+        opts.server_in_process,
+        ticks0.zip(result::machine_ticks()),
+    ));
     Ok(rep)
 }
 
@@ -438,6 +467,7 @@ pub fn report(
     };
     let n = completed.saturating_sub(merged.warmup.completed).max(1) as f64;
     let rec = &merged.recorders;
+    let steady = steady_state(&merged.series);
     let tpot = rec.tpot.summary();
     let rate = |t: f64| (t > 0.0).then(|| 1.0 / t);
     let throughput = Throughput {
@@ -519,8 +549,10 @@ pub fn report(
         throughput,
         goodput,
         warmup,
-        steady_state: steady_state(&merged.series),
+        saturated: steady.as_ref().and_then(|s| s.saturated.clone()),
+        steady_state: steady,
         series: merged.series.points(),
+        machine: None,
         merged,
     }
 }

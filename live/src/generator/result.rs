@@ -36,11 +36,14 @@ pub enum Outcome {
     Malformed,
     /// Any other client error (request building, TLS).
     OtherError,
+    /// Due while its shard already held its in-flight bound: never sent (a load
+    /// generator past its machine's limits, as k6 counts dropped iterations).
+    Dropped,
 }
 
 impl Outcome {
     /// Every outcome but an HTTP status, for reading keys back.
-    const KEYED: [Outcome; 9] = [
+    const KEYED: [Outcome; 10] = [
         Self::Completed,
         Self::ConnectFailed,
         Self::TimedOut,
@@ -50,6 +53,7 @@ impl Outcome {
         Self::Cancelled,
         Self::Malformed,
         Self::OtherError,
+        Self::Dropped,
     ];
 
     /// The outcome a report key names (`completed`, `http_429`, ...).
@@ -78,6 +82,7 @@ impl Outcome {
             Self::Cancelled => "cancelled".into(),
             Self::Malformed => "malformed".into(),
             Self::OtherError => "other_error".into(),
+            Self::Dropped => "dropped".into(),
         }
     }
 }
@@ -743,8 +748,104 @@ pub struct RunReport {
     /// The run second by second.
     #[serde(default)]
     pub series: Vec<SeriesPoint>,
+    /// The CPU this machine gave the run (None: a report merged from shard files).
+    #[serde(default)]
+    pub machine: Option<MachineLoad>,
+    /// Which side saturated, in words, when one did: the machine (generator and server
+    /// together at its cores, or requests dropped at the in-flight bound), the generator
+    /// (its send lag grew), or the server (TTFT grew while the send lag held).
+    #[serde(default)]
+    pub saturated: Option<String>,
     /// The merged raw result (histograms included), so reports can be merged again.
     pub merged: ShardResult,
+}
+
+/// The CPU a run took of this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MachineLoad {
+    /// Cores this machine offers.
+    pub cores: u32,
+    /// From the shards' start to their last report, seconds.
+    pub wall_s: f64,
+    /// The shards' loops, CPU seconds.
+    pub generator_cpu_s: f64,
+    /// The embedded mock's, CPU seconds (None: the server ran elsewhere).
+    pub server_cpu_s: Option<f64>,
+    /// Both over the wall time: the cores kept busy.
+    pub busy_cores: f64,
+    /// The whole machine's busy share over the run, from `/proc/stat` (every process,
+    /// the kernel's interrupt work included; None where it cannot be read).
+    #[serde(default)]
+    pub machine_busy: Option<f64>,
+}
+
+/// The machine's CPU time so far, from `/proc/stat`'s first line: (busy, total) in clock
+/// ticks, busy being everything but idle and I/O wait.
+pub fn machine_ticks() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().next()?.strip_prefix("cpu ")?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest time is inside user).
+    let total: u64 = v.iter().take(8).sum();
+    let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
+    Some((total.saturating_sub(idle), total))
+}
+
+/// The median TTFT from the actual send past which the embedded (zero-latency) mock is
+/// late: the machine running it and the generator together is saturated.
+pub const EMBEDDED_LATE_S: f64 = 1e-3;
+
+/// Busy over cores at which a machine counts as saturated.
+pub const SATURATED_BUSY: f64 = 0.9;
+
+impl MachineLoad {
+    /// The load of a run that took `process_cpu_ns` of this process's CPU over `wall_ns`,
+    /// with its shards' CPU from `rep`; with `server_here`, the server is this process
+    /// (less its thread shards, which are this process's too).
+    pub fn measured(
+        cfg: &RunConfig,
+        rep: &RunReport,
+        process_cpu_ns: u64,
+        wall_ns: u64,
+        server_here: bool,
+        ticks: Option<((u64, u64), (u64, u64))>,
+    ) -> Self {
+        let shards_ns = rep.merged.cpu_ns;
+        let own_ns = match cfg.shard_mode {
+            super::config::ShardMode::Thread => process_cpu_ns.saturating_sub(shards_ns),
+            super::config::ShardMode::Process => process_cpu_ns,
+        };
+        let wall_s = wall_ns as f64 * 1e-9;
+        let server = server_here.then_some(own_ns as f64 * 1e-9);
+        let generator = shards_ns as f64 * 1e-9;
+        Self {
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            wall_s,
+            generator_cpu_s: generator,
+            server_cpu_s: server,
+            busy_cores: if wall_s > 0.0 {
+                (generator + server.unwrap_or(0.0)) / wall_s
+            } else {
+                0.0
+            },
+            machine_busy: ticks.and_then(|((b0, t0), (b1, t1))| {
+                (t1 > t0).then(|| b1.saturating_sub(b0) as f64 / (t1 - t0) as f64)
+            }),
+        }
+    }
+
+    /// Whether the run kept this machine's cores busy: the whole machine's busy share
+    /// (or, where it cannot be read, the run's own processes') at least
+    /// [`SATURATED_BUSY`].
+    pub fn saturated(&self) -> bool {
+        match self.machine_busy {
+            Some(b) => b >= SATURATED_BUSY,
+            None => self.busy_cores >= SATURATED_BUSY * f64::from(self.cores),
+        }
+    }
 }
 
 /// Tokens per second over the measured part of the run (the completed requests past the
@@ -834,6 +935,63 @@ pub struct SteadyState {
 }
 
 impl RunReport {
+    /// Records the machine's load and, from it, the dropped requests and the steady-state
+    /// verdict, which side saturated.
+    pub fn note_machine(&mut self, m: MachineLoad) {
+        self.machine = Some(m);
+        let dropped = self.merged.count(Outcome::Dropped);
+        let cpu = match m.server_cpu_s {
+            Some(s) => format!(
+                "the generator's shards used {:.2} cores and the embedded mock {:.2}, of {}",
+                m.generator_cpu_s / m.wall_s.max(1e-9),
+                s / m.wall_s.max(1e-9),
+                m.cores
+            ),
+            None => format!(
+                "the generator's shards used {:.2} of {} cores",
+                m.generator_cpu_s / m.wall_s.max(1e-9),
+                m.cores
+            ),
+        };
+        let cpu = match m.machine_busy {
+            Some(b) => format!("{cpu}; the machine was {:.0} % busy", 100.0 * b),
+            None => cpu,
+        };
+        let bound = self.config.in_flight_bound.unwrap_or(0);
+        // The embedded mock answers at once: a TTFT from the actual send of more than a
+        // millisecond is this machine failing to serve and generate the load together.
+        let late_mock = m.server_cpu_s.is_some() && self.ttft.from_actual.p50_s > EMBEDDED_LATE_S;
+        let cpu = if late_mock {
+            format!(
+                "the embedded mock, which answers at once, took {} to the first token (median from the actual send); {cpu}",
+                heisenbench_model::units::format_seconds(self.ttft.from_actual.p50_s)
+            )
+        } else {
+            cpu
+        };
+        self.saturated = if m.saturated() || late_mock {
+            Some(format!(
+                "the machine: {cpu}{}",
+                if dropped > 0 {
+                    format!(
+                        "; {dropped} request(s) dropped at the in-flight bound of {bound} a shard"
+                    )
+                } else {
+                    String::new()
+                }
+            ))
+        } else if dropped > 0 {
+            Some(format!(
+                "requests piled up past the in-flight bound ({bound} a shard): {dropped} dropped; {cpu}"
+            ))
+        } else {
+            self.steady_state
+                .as_ref()
+                .and_then(|s| s.saturated.clone())
+                .map(|s| format!("{s}; {cpu}"))
+        };
+    }
+
     /// What is wrong with the accounting, in one line: requests lost with their shards,
     /// or counts that do not add up to the schedule. None when every scheduled request
     /// is accounted for.

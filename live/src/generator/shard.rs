@@ -31,7 +31,7 @@ use crate::openai::sse::{SseEvent, SseParser};
 use crate::openai::stream::{
     Ending, RepeatedHead, StreamEvent, StreamState, error_text, interpret, interpret_after,
 };
-use crate::time::mono_ns;
+use crate::time::{mono_ns, thread_cpu_ns};
 
 /// What a shard is told: the run, its index, and the common start (CLOCK_MONOTONIC ns).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -67,13 +67,6 @@ pub fn run_shard(task: &ShardTask, stop: &StopSignal) -> std::io::Result<ShardRe
     result.cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
     result.wall_ns = mono_ns().saturating_sub(wall0);
     Ok(result)
-}
-
-fn thread_cpu_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    (t.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(t.tv_nsec as u64)
 }
 
 struct Ctx {
@@ -170,6 +163,15 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                     }
                 };
                 ctx.wake.woken();
+                if ctx
+                    .cfg
+                    .in_flight_bound
+                    .is_some_and(|b| ctx.in_flight.get() >= b)
+                {
+                    ctx.wake.started();
+                    drop_request(&ctx, &p);
+                    continue;
+                }
                 let c = ctx.clone();
                 let mut send = Box::pin(async move {
                     request(&c, p, Some(woken), payload).await;
@@ -239,6 +241,38 @@ async fn closed_user(ctx: &Rc<Ctx>, user: u32, users: u32, think_s: f64) {
         if think_s > 0.0 {
             tokio::time::sleep(Duration::from_secs_f64(think_s)).await;
         }
+    }
+}
+
+/// Accounts request `p`, due while the shard held its in-flight bound, as dropped: never
+/// sent, ended at its due time, judged (and failed) against the SLO like any other.
+fn drop_request(ctx: &Ctx, p: &Planned) {
+    let mut r = ctx.result.borrow_mut();
+    r.record(Outcome::Dropped);
+    let now = mono_ns().saturating_sub(ctx.start_ns);
+    r.series.at(now).failed += 1;
+    if ctx.cfg.warmup.is_some_and(|w| w.covers(p.index, p.at_ns)) {
+        r.warmup.requests += 1;
+    } else if let Some(slo) = &ctx.cfg.slo {
+        r.slo.note(slo, Verdict::FAILED, Verdict::FAILED, 0);
+    }
+    if ctx.cfg.csv {
+        r.rows.push(Row {
+            index: p.index,
+            shard: ctx.shard,
+            outcome: Outcome::Dropped.key(),
+            intended_ns: p.at_ns,
+            sent_ns: now,
+            headers_ns: None,
+            first_token_ns: None,
+            first_token_server_ns: None,
+            end_ns: None,
+            tokens_stream: 0,
+            tokens_usage: None,
+            last_token_ns: None,
+            max_itl_ns: None,
+            warmup: ctx.cfg.warmup.is_some_and(|w| w.covers(p.index, p.at_ns)),
+        });
     }
 }
 

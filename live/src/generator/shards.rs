@@ -78,3 +78,116 @@ pub fn default_run_shards(
     why.extend(reasons);
     Ok((k, why))
 }
+
+/// Descriptors a process of a run keeps free of connections (its files, pipes, the
+/// runtime's own), or a quarter of its limit when that is less.
+const RESERVED_DESCRIPTORS: u64 = 256;
+
+/// Raises this process's soft limit on open files to its hard limit (shard processes
+/// inherit it) and returns the limit in force: a fresh machine's soft limit (often 1,024)
+/// is far below what a load generator needs, and the hard limit is the machine's consent.
+pub fn raise_descriptor_limit() -> u64 {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let now = getrlimit(Resource::Nofile);
+    if let (Some(soft), Some(hard)) = (now.current, now.maximum)
+        && soft < hard
+    {
+        let _ = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(hard),
+                maximum: Some(hard),
+            },
+        );
+    }
+    getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX)
+}
+
+/// Local ports for outgoing connections (`ip_local_port_range`; 28,232 by Linux's
+/// default when it cannot be read).
+fn local_ports() -> u64 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| {
+            let mut it = t.split_whitespace().map(|v| v.parse::<u64>().ok());
+            match (it.next()??, it.next()??) {
+                (lo, hi) if hi >= lo => Some(hi - lo + 1),
+                _ => None,
+            }
+        })
+        .unwrap_or(60_999 - 32_768 + 1)
+}
+
+/// The default bound on one shard's requests in flight, and why, in one line: what this
+/// machine's descriptor limit (`descriptors`, per process) and local ports allow `shards`
+/// shards (processes, each with its own descriptors, or threads sharing this process's),
+/// with `server_here`: the server runs in this process (the embedded mock), so its end of
+/// every connection is a descriptor here too. Past the bound, a request due is not sent
+/// but counted as dropped: a generator that opens connections without bound runs out of
+/// descriptors or ports and then fails every request, not only the excess.
+pub fn in_flight_bound(
+    shards: u32,
+    threads: bool,
+    server_here: bool,
+    descriptors: u64,
+) -> (u32, String) {
+    let shards_u = u64::from(shards.max(1));
+    let free = descriptors
+        .saturating_sub(RESERVED_DESCRIPTORS.min(descriptors / 4))
+        .max(1);
+    // Connections whose descriptors share one table: all of them with threads, the
+    // server's ends with it in this process.
+    let per_table = match (threads, server_here) {
+        (true, true) => free / (2 * shards_u),
+        (true, false) | (false, true) => free / shards_u,
+        (false, false) => free,
+    };
+    // Ports stay free for connections closing (TIME_WAIT): 90 % of the range.
+    let ports = local_ports();
+    let per_ports = ports * 9 / 10 / shards_u;
+    let bound = per_table.min(per_ports).clamp(1, u64::from(u32::MAX)) as u32;
+    let by = if per_table <= per_ports {
+        format!(
+            "{descriptors} open files a process{}",
+            if server_here {
+                ", the embedded mock's ends included"
+            } else {
+                ""
+            }
+        )
+    } else {
+        format!("{ports} local ports shared by {shards} shard(s)")
+    };
+    (
+        bound,
+        format!(
+            "in flight: at most {bound} request(s) a shard by default ({by}); a request due past it is not sent and counts as dropped (--max-in-flight sets a cap that waits instead)"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    /// The bound follows the table the descriptors share and the ports, and never
+    /// reaches zero.
+    #[test]
+    fn the_bound_divides_what_is_shared() {
+        let ports = local_ports() * 9 / 10;
+        let lim = |n: u64| n.min(ports) as u32;
+        assert_eq!(in_flight_bound(1, false, false, 10_256).0, lim(10_000));
+        assert_eq!(
+            in_flight_bound(2, false, true, 10_256).0,
+            lim(5_000).min((ports / 2) as u32)
+        );
+        assert_eq!(in_flight_bound(2, true, true, 10_256).0, lim(2_500));
+        assert_eq!(in_flight_bound(4, false, false, 1).0, 1);
+        assert_eq!(in_flight_bound(1, false, false, 512).0, lim(384));
+        let (_, why) = in_flight_bound(2, false, true, 1_280);
+        assert!(
+            why.contains("1280 open files") && why.contains("dropped"),
+            "{why}"
+        );
+    }
+}

@@ -132,6 +132,9 @@ impl RunReport {
                 "NOT BALANCED"
             }
         )?;
+        if let Some(who) = &r.saturated {
+            writeln!(out, "  SATURATED: {who}")?;
+        }
         for (message, n) in &r.merged.server_messages {
             writeln!(out, "  error ({n}x): {message}")?;
         }
@@ -227,12 +230,31 @@ impl RunReport {
             .collect();
         writeln!(
             out,
-            "  tokens: {} streamed, {} by usage ({} mismatched); shard utilisation: {}",
+            "  tokens: {} streamed, {} by usage ({} mismatched); shard utilisation: {}{}",
             r.tokens_stream,
             r.tokens_usage,
             r.token_mismatches,
-            utils.join(" ")
+            utils.join(" "),
+            r.config
+                .in_flight_bound
+                .map_or(String::new(), |b| format!("; in-flight bound {b} a shard"))
         )?;
+        if let Some(m) = &r.machine {
+            writeln!(
+                out,
+                "  machine: {} core(s); the shards used {:.2}{}{}",
+                m.cores,
+                m.generator_cpu_s / m.wall_s.max(1e-9),
+                m.server_cpu_s.map_or(String::new(), |s| format!(
+                    ", the embedded mock {:.2}",
+                    s / m.wall_s.max(1e-9)
+                )),
+                m.machine_busy.map_or(String::new(), |b| format!(
+                    "; the machine {:.0} % busy",
+                    100.0 * b
+                ))
+            )?;
+        }
         writeln!(out, "  {}", r.config.prompts.describe())?;
         let p = &r.prompt_tokens;
         match p.usual_overhead {
@@ -264,9 +286,9 @@ impl RunReport {
         }
         if let Some(st) = &r.steady_state {
             match &st.saturated {
-                Some(who) => writeln!(
+                Some(_) => writeln!(
                     out,
-                    "  NOT STEADY: {} grew through the run; saturated: {who}",
+                    "  NOT STEADY: {} grew through the run",
                     st.growing.join(" and ")
                 )?,
                 None if st.settled => writeln!(

@@ -26,6 +26,18 @@ pub(crate) fn realtime_ns() -> u64 {
     read_ns(rustix::time::ClockId::Realtime)
 }
 
+/// CPU time of the calling thread, nanoseconds.
+#[inline]
+pub fn thread_cpu_ns() -> u64 {
+    read_ns(rustix::time::ClockId::ThreadCPUTime)
+}
+
+/// CPU time of this whole process (every thread), nanoseconds.
+#[inline]
+pub fn process_cpu_ns() -> u64 {
+    read_ns(rustix::time::ClockId::ProcessCPUTime)
+}
+
 /// `clock` now, in nanoseconds.
 #[inline]
 fn read_ns(clock: rustix::time::ClockId) -> u64 {
