@@ -57,6 +57,7 @@ pub mod mg1;
 pub mod mmc;
 pub mod plan;
 pub mod prefix_cache;
+pub mod priority;
 pub mod profile;
 pub mod queue;
 pub mod sample;
