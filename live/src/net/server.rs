@@ -35,6 +35,12 @@ pub enum ServeError {
 pub(crate) fn bind(addr: SocketAddr) -> Result<(std::net::TcpListener, SocketAddr), ServeError> {
     let fail = |source| ServeError::Bind { addr, source };
     let listener = std::net::TcpListener::bind(addr).map_err(fail)?;
+    // std listens with a backlog of 128: a load generator opening thousands of
+    // connections at once overflows it, and each connection dropped there waits a second
+    // or more for its SYN to be sent again. Listening again sets the backlog to the
+    // kernel's cap (somaxconn).
+    nix::sys::socket::listen(&listener, nix::sys::socket::Backlog::MAXCONN)
+        .map_err(|e| fail(std::io::Error::from(e)))?;
     listener.set_nonblocking(true).map_err(fail)?;
     let bound = listener.local_addr().map_err(fail)?;
     Ok((listener, bound))
@@ -181,5 +187,31 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
+
+    /// 600 connections opened at once all reach the accept queue: none waits for its SYN
+    /// to be sent again, as the 129th and later would behind std's backlog of 128.
+    #[test]
+    fn a_burst_of_connections_fits_the_backlog() {
+        let (listener, addr) = super::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let clients: Vec<TcpStream> = (0..600)
+            .filter_map(|_| TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok())
+            .collect();
+        assert_eq!(clients.len(), 600);
+        let t0 = Instant::now();
+        let mut accepted = 0;
+        while accepted < 600 && t0.elapsed() < Duration::from_millis(500) {
+            match listener.accept() {
+                Ok(_) => accepted += 1,
+                Err(_) => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+        assert_eq!(accepted, 600, "only {accepted} in the accept queue at once");
     }
 }
