@@ -39,7 +39,7 @@ where
         async move { Ok::<_, Infallible>(answer(req, pages).await) }
     };
     Running::spawn("heisenbench-pages", runtime, listener, addr, |l, rx| {
-        serve(l, HEADER_TIMEOUT, handler, rx)
+        serve(l, HEADER_TIMEOUT, false, handler, rx)
     })
 }
 

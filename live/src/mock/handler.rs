@@ -77,8 +77,12 @@ impl ServerState {
         shutdown: watch::Receiver<bool>,
     ) {
         let header_timeout = self.cfg.header_timeout;
+        // Whole responses at once: the next work is another request, and the client it
+        // woke should read first. Timed streams: the next work is other streams' tokens,
+        // due now.
+        let hand_off = self.cfg.is_instant();
         let handler = move |req| handle(req, self.clone());
-        crate::net::server::serve(listener, header_timeout, handler, shutdown).await;
+        crate::net::server::serve(listener, header_timeout, hand_off, handler, shutdown).await;
     }
 
     /// The prompt tokens of `prompt` the prefix cache serves (0 without a cache), counted

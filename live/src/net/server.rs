@@ -53,10 +53,12 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 const DRAIN: Duration = Duration::from_secs(2);
 
 /// Serves `handler` on `listener` until `shutdown` turns true, then lets open connections
-/// finish for up to [`DRAIN`].
+/// finish for up to [`DRAIN`]. With `hand_off`, each connection yields the thread after
+/// its writes ([`HandOff`]).
 pub(crate) async fn serve<H, F, B>(
     listener: std::net::TcpListener,
     header_timeout: Duration,
+    hand_off: bool,
     handler: H,
     mut shutdown: watch::Receiver<bool>,
 ) where
@@ -106,7 +108,7 @@ pub(crate) async fn serve<H, F, B>(
                     let conn = hyper::server::conn::http1::Builder::new()
                         .timer(hyper_util::rt::TokioTimer::new())
                         .header_read_timeout(header_timeout)
-                        .serve_connection(hyper_util::rt::TokioIo::new(HandOff::new(stream)), svc);
+                        .serve_connection(hyper_util::rt::TokioIo::new(HandOff::new(stream, hand_off)), svc);
                     tokio::pin!(conn);
                     tokio::select! {
                         _ = conn.as_mut() => {}

@@ -21,19 +21,24 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-/// A TCP connection that yields the thread after every write that moved bytes.
+/// A TCP connection that yields the thread after every write that moved bytes (when
+/// `yields`; otherwise a plain connection).
 pub(crate) struct HandOff {
     stream: TcpStream,
+    yields: bool,
 }
 
 impl HandOff {
-    pub(crate) fn new(stream: TcpStream) -> Self {
-        Self { stream }
+    /// `stream`, yielding after its writes when `yields`. A server of timed streams should
+    /// not: its next work is other streams' tokens, due now, and a yield on a core the
+    /// clients want can cost them a whole time slice (bench/RESULTS.md, "Timed streams").
+    pub(crate) fn new(stream: TcpStream, yields: bool) -> Self {
+        Self { stream, yields }
     }
 
     /// Passes a write's result through, yielding the thread when it moved bytes.
-    fn after_write(written: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
-        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
+    fn after_write(&self, written: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
+        if self.yields && matches!(written, Poll::Ready(Ok(n)) if n > 0) {
             std::thread::yield_now();
         }
         written
@@ -56,7 +61,9 @@ impl AsyncWrite for HandOff {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Self::after_write(Pin::new(&mut self.get_mut().stream).poll_write(cx, buf))
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.after_write(written)
     }
 
     fn poll_write_vectored(
@@ -64,7 +71,9 @@ impl AsyncWrite for HandOff {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Self::after_write(Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs))
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        this.after_write(written)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -99,7 +108,7 @@ mod tests {
             got
         });
         let (s, _) = listener.accept().await.unwrap();
-        let mut conn = HandOff::new(s);
+        let mut conn = HandOff::new(s, true);
         let mut req = [0u8; 7];
         conn.read_exact(&mut req).await.unwrap();
         assert_eq!(&req, b"request");
