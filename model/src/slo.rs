@@ -224,8 +224,10 @@ impl FromStr for Slo {
                 .ok_or_else(|| {
                     ModelError::invalid("slo", name, "use ttft, tpot, itl, ntpot or e2e")
                 })?;
-            let bound = Seconds::parse_positive(value)
-                .map_err(|_| ModelError::invalid(c.key(), value, "write a duration, e.g. 200ms"))?;
+            let bound = Seconds::parse_positive(value).map_err(|e| match e {
+                ModelError::Invalid { reason, .. } => ModelError::invalid(c.key(), value, reason),
+                other => other,
+            })?;
             let slot = slo.bound_mut(c);
             if slot.is_some() {
                 return Err(ModelError::invalid("slo", name, "is given twice"));
