@@ -251,6 +251,9 @@ impl Calibration {
                 plan.utilization
             ),
         ];
+        if whole_responses {
+            why.push(embedded_mock_line(plan.offered_erlangs, cores));
+        }
         let k = plan.workers.min(cores).max(1);
         if k < plan.workers {
             why.push(format!(
@@ -373,6 +376,24 @@ pub fn store(path: &Path, c: &Calibration) -> Result<(), CalibrationError> {
     crate::files::write_atomic(path, &serde_json::to_vec_pretty(c).unwrap_or_default()).map_err(io)
 }
 
+/// The embedded mock's CPU per event over the generator's, as measured on a 2-core machine
+/// at 8,000-10,000 req/s x 200 tokens (0.34-0.39; bench/RESULTS.md, "Past the knee").
+pub const EMBEDDED_MOCK_COST_RATIO: f64 = 0.4;
+
+/// What the embedded mock adds to `generator_cores` of event handling on a machine of
+/// `cores` cores, in one line, warning when the two together would keep it 90 % busy.
+pub fn embedded_mock_line(generator_cores: f64, cores: u32) -> String {
+    let mock = generator_cores * EMBEDDED_MOCK_COST_RATIO;
+    let total = generator_cores + mock;
+    let mut line = format!(
+        "the embedded mock serves on the same cores: about {mock:.2} more ({EMBEDDED_MOCK_COST_RATIO} of the generator's cost per event, as measured); {total:.2} of {cores} together"
+    );
+    if total >= 0.9 * f64::from(cores) {
+        line += "; WARNING: this machine cannot serve and generate this load at once, so the run will measure the machine's saturation (give --url a server elsewhere)";
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,6 +416,22 @@ mod tests {
             points: vec![pt(2e4, 2e-6), pt(1e5, 1e-6), pt(4e5, 0.5e-6)],
             build: BUILD.into(),
         }
+    }
+
+    /// The embedded mock's share is added to the generator's, and past 90 % of the cores
+    /// the line warns.
+    #[test]
+    fn the_embedded_mock_is_counted_with_the_generator() {
+        let calm = embedded_mock_line(1.0, 2);
+        assert!(
+            calm.contains("0.40 more") && calm.contains("1.40 of 2") && !calm.contains("WARNING"),
+            "{calm}"
+        );
+        let busy = embedded_mock_line(1.573, 2);
+        assert!(
+            busy.contains("2.20 of 2") && busy.contains("WARNING"),
+            "{busy}"
+        );
     }
 
     #[test]
