@@ -393,3 +393,62 @@ fn the_run_report_page_renders_in_a_real_browser() {
     eprintln!("screenshot: {}", shot.display());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `sweep --out DIR` writes sweep.html: opened from disk in a real browser, it shows the
+/// stages' table with the knee and its charts, and loads nothing.
+#[test]
+fn the_sweep_page_renders_in_a_real_browser() {
+    let have = std::path::Path::new(CHROMIUM).exists() && std::path::Path::new(DRIVER).exists();
+    if !have {
+        assert!(
+            std::env::var_os("HEISENBENCH_REQUIRE_BROWSER").is_none(),
+            "HEISENBENCH_REQUIRE_BROWSER is set but {CHROMIUM} or {DRIVER} is missing"
+        );
+        eprintln!("skipped: no {CHROMIUM} and {DRIVER} (apt-get install chromium chromium-driver)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("heisenbench-sweep-page-{}", std::process::id()));
+    let status = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+        .args([
+            "sweep",
+            "--from",
+            "20",
+            "--to",
+            "160",
+            "--steps",
+            "4",
+            "--stage-duration",
+            "5s",
+            "--out",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("sweep starts");
+    assert!(status.success());
+    let page = dir.join("sweep.html");
+    let b = Browser::start();
+    b.go(&format!("file://{}", page.display()));
+    b.wait_for("return document.readyState === 'complete' ? true : null;");
+    assert_eq!(
+        b.script("return document.querySelectorAll('figure svg').length;"),
+        json!(2)
+    );
+    let caption = b.script("return document.querySelector('caption').textContent;");
+    assert!(
+        caption.as_str().is_some_and(|c| c.starts_with("knee: ")),
+        "{caption}"
+    );
+    let rows = b.script("return document.querySelectorAll('table tr').length;");
+    assert!(rows.as_u64().is_some_and(|n| n >= 3), "{rows}");
+    assert_eq!(
+        b.script("return performance.getEntriesByType('resource').length;"),
+        json!(0)
+    );
+    let png = base64_decode(b.call("GET", "screenshot", None).as_str().expect("base64"));
+    let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sweep-page.png");
+    std::fs::write(&shot, png).expect("screenshot written");
+    eprintln!("screenshot: {}", shot.display());
+    let _ = std::fs::remove_dir_all(&dir);
+}
