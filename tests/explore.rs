@@ -165,6 +165,20 @@ impl Drop for Browser {
     }
 }
 
+/// Whether Chromium and its driver are installed. Without them a test says so and passes,
+/// unless HEISENBENCH_REQUIRE_BROWSER is set, when their absence fails it.
+fn browser_here() -> bool {
+    let have = std::path::Path::new(CHROMIUM).exists() && std::path::Path::new(DRIVER).exists();
+    if !have {
+        assert!(
+            std::env::var_os("HEISENBENCH_REQUIRE_BROWSER").is_none(),
+            "HEISENBENCH_REQUIRE_BROWSER is set but {CHROMIUM} or {DRIVER} is missing"
+        );
+        eprintln!("skipped: no {CHROMIUM} and {DRIVER} (apt-get install chromium chromium-driver)");
+    }
+    have
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -201,13 +215,7 @@ const STATE: &str = "rate=1000&tokens=200&cost_us=25&scv=0.5&loops=8&policy=roun
 
 #[test]
 fn the_page_teaches_in_a_real_browser() {
-    let have = std::path::Path::new(CHROMIUM).exists() && std::path::Path::new(DRIVER).exists();
-    if !have {
-        assert!(
-            std::env::var_os("HEISENBENCH_REQUIRE_BROWSER").is_none(),
-            "HEISENBENCH_REQUIRE_BROWSER is set but {CHROMIUM} or {DRIVER} is missing"
-        );
-        eprintln!("skipped: no {CHROMIUM} and {DRIVER} (apt-get install chromium chromium-driver)");
+    if !browser_here() {
         return;
     }
     let mut server = Guard(
@@ -322,13 +330,7 @@ fn the_page_teaches_in_a_real_browser() {
 /// tables and five drawn charts, loads nothing from outside and runs no script.
 #[test]
 fn the_run_report_page_renders_in_a_real_browser() {
-    let have = std::path::Path::new(CHROMIUM).exists() && std::path::Path::new(DRIVER).exists();
-    if !have {
-        assert!(
-            std::env::var_os("HEISENBENCH_REQUIRE_BROWSER").is_none(),
-            "HEISENBENCH_REQUIRE_BROWSER is set but {CHROMIUM} or {DRIVER} is missing"
-        );
-        eprintln!("skipped: no {CHROMIUM} and {DRIVER} (apt-get install chromium chromium-driver)");
+    if !browser_here() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("heisenbench-page-{}", std::process::id()));
@@ -398,13 +400,7 @@ fn the_run_report_page_renders_in_a_real_browser() {
 /// stages' table with the knee and its charts, and loads nothing.
 #[test]
 fn the_sweep_page_renders_in_a_real_browser() {
-    let have = std::path::Path::new(CHROMIUM).exists() && std::path::Path::new(DRIVER).exists();
-    if !have {
-        assert!(
-            std::env::var_os("HEISENBENCH_REQUIRE_BROWSER").is_none(),
-            "HEISENBENCH_REQUIRE_BROWSER is set but {CHROMIUM} or {DRIVER} is missing"
-        );
-        eprintln!("skipped: no {CHROMIUM} and {DRIVER} (apt-get install chromium chromium-driver)");
+    if !browser_here() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("heisenbench-sweep-page-{}", std::process::id()));

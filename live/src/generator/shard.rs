@@ -247,11 +247,12 @@ async fn closed_user(ctx: &Rc<Ctx>, user: u32, users: u32, think_s: f64) {
 /// Accounts request `p`, due while the shard held its in-flight bound, as dropped: never
 /// sent, ended at its due time, judged (and failed) against the SLO like any other.
 fn drop_request(ctx: &Ctx, p: &Planned) {
+    let warm = ctx.cfg.warmup.is_some_and(|w| w.covers(p.index, p.at_ns));
     let mut r = ctx.result.borrow_mut();
     r.record(Outcome::Dropped);
     let now = mono_ns().saturating_sub(ctx.start_ns);
     r.series.at(now).failed += 1;
-    if ctx.cfg.warmup.is_some_and(|w| w.covers(p.index, p.at_ns)) {
+    if warm {
         r.warmup.requests += 1;
     } else if let Some(slo) = &ctx.cfg.slo {
         r.slo.note(slo, Verdict::FAILED, Verdict::FAILED, 0);
@@ -271,7 +272,7 @@ fn drop_request(ctx: &Ctx, p: &Planned) {
             tokens_usage: None,
             last_token_ns: None,
             max_itl_ns: None,
-            warmup: ctx.cfg.warmup.is_some_and(|w| w.covers(p.index, p.at_ns)),
+            warmup: warm,
         });
     }
 }
