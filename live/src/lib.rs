@@ -10,6 +10,9 @@
 //! * [`audit`]: another benchmark client run against the mock, whose truth is known.
 //! * [`measure`]: this machine's loopback floor and the generator's stored cost curve.
 //! * [`pages`]: the page server `heisenbench explore` serves its page with.
+//! * [`scrape`]: the server's side of a run: its Prometheus endpoint read on the run's
+//!   clock, the engines' families in one vocabulary, and TTFT split between the client and
+//!   the server.
 //!
 //! What they share:
 //! * [`openai`]: the wire format without I/O: server-sent events, what a stream's events
@@ -20,7 +23,8 @@
 //!
 //! Arrows point one way: `time` and `openai` use nothing here; `net` uses them; `measure`
 //! uses `net` and `time`; the mock uses `net` and `time`; the generator uses all of them
-//! (the mock only to calibrate against it and for its model name); the audit uses the mock. The mock never
+//! (the mock only to calibrate against it and for its model name); the audit uses the mock; `scrape` uses `net` and `time`, and the generator's
+//! series for the client's side. The mock never
 //! knows the generator, the generator never knows the audit.
 //!
 //! Reading a server's stream: the bytes as they come (split anywhere), each event's meaning,
@@ -51,4 +55,5 @@ pub mod mock;
 pub mod net;
 pub mod openai;
 pub mod pages;
+pub mod scrape;
 pub mod time;

@@ -214,6 +214,15 @@ pub struct RunFlags {
     /// are still sent, accounted for and reported apart.
     #[arg(long, value_parser = parse_flag::<Warmup>)]
     pub warmup: Option<Warmup>,
+    /// The server's Prometheus metrics, read during the run on its clock: auto (the
+    /// --url's /metrics when it answers; the default), off, or an endpoint URL (repeat
+    /// for several servers). The report splits TTFT into the client's part and the
+    /// server's queue and prefill.
+    #[arg(long = "server-metrics", value_name = "auto|off|URL")]
+    pub server_metrics: Vec<String>,
+    /// Time between two scrapes of the server's metrics (10ms to 1h).
+    #[arg(long = "scrape-interval", value_name = "INTERVAL", default_value = "1s", value_parser = seconds)]
+    pub scrape_interval_s: f64,
     /// Keep a row per request (`run --csv`, declared with the `--out` it needs).
     #[arg(skip)]
     pub csv: bool,
@@ -242,6 +251,8 @@ impl From<RunFlags> for RunOverrides {
             csv: f.csv,
             slo: f.slo,
             warmup: f.warmup,
+            server_metrics: f.server_metrics,
+            scrape_interval_s: f.scrape_interval_s,
             workload: f.workload,
         }
     }

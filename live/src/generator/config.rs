@@ -131,6 +131,87 @@ pub struct RunConfig {
     /// see [`super::shards::in_flight_bound`]).
     #[serde(default)]
     pub in_flight_bound: Option<u32>,
+    /// The server's Prometheus endpoints read during the run (none in a config made in
+    /// code; the command line's default is the `--url`'s `/metrics` when it answers).
+    #[serde(default)]
+    pub server_metrics: ServerMetrics,
+}
+
+/// What of the server's own metrics a run reads, and how often.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerMetrics {
+    /// Which endpoints.
+    pub targets: crate::scrape::Targets,
+    /// Seconds between scrapes, on the run's clock.
+    pub interval_s: f64,
+}
+
+impl Default for ServerMetrics {
+    /// Nothing scraped (1 s apart, were it asked).
+    fn default() -> Self {
+        Self {
+            targets: crate::scrape::Targets::Off,
+            interval_s: 1.0,
+        }
+    }
+}
+
+impl ServerMetrics {
+    /// The shortest interval allowed, seconds.
+    pub const MIN_INTERVAL_S: f64 = 0.01;
+    /// The longest interval allowed, seconds.
+    pub const MAX_INTERVAL_S: f64 = 3600.0;
+
+    /// From `--server-metrics` values (none: `auto`; `off`; `auto`; or endpoint URLs,
+    /// repeatable) and `--scrape-interval`.
+    pub fn from_flags(values: &[String], interval_s: f64) -> Result<Self, ModelError> {
+        use crate::scrape::Targets;
+        let bad = |v: &str, reason: &'static str| {
+            Err(ModelError::invalid("server-metrics", v, reason))
+        };
+        let targets = match values {
+            [] => Targets::Auto,
+            [one] if one == "auto" => Targets::Auto,
+            [one] if one == "off" => Targets::Off,
+            many => {
+                for v in many {
+                    if v == "off" || v == "auto" {
+                        return bad(v, "off and auto stand alone, not beside URLs");
+                    }
+                    if !(v.starts_with("http://") || v.starts_with("https://")) {
+                        return bad(v, "write off, auto, or an http:// or https:// URL");
+                    }
+                }
+                Targets::Urls(many.to_vec())
+            }
+        };
+        let m = Self {
+            targets,
+            interval_s,
+        };
+        m.validate()?;
+        Ok(m)
+    }
+
+    fn validate(&self) -> Result<(), ModelError> {
+        if !(Self::MIN_INTERVAL_S..=Self::MAX_INTERVAL_S).contains(&self.interval_s) {
+            return Err(ModelError::invalid(
+                "scrape-interval",
+                &format!("{}s", self.interval_s),
+                "must be between 10ms and 1h",
+            ));
+        }
+        if let crate::scrape::Targets::Urls(u) = &self.targets
+            && u.len() > 64
+        {
+            return Err(ModelError::invalid(
+                "server-metrics",
+                &u.len().to_string(),
+                "at most 64 endpoints",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The start of a run that its statistics leave out: connection set-up, a cold cache.
@@ -235,6 +316,11 @@ pub struct RunOverrides {
     pub slo: Option<Slo>,
     /// The first requests kept out of the statistics (`--warmup 30s` or `--warmup 500`).
     pub warmup: Option<Warmup>,
+    /// `--server-metrics` as given (none: `auto`), checked with the interval by
+    /// [`ServerMetrics::from_flags`].
+    pub server_metrics: Vec<String>,
+    /// `--scrape-interval`, seconds.
+    pub scrape_interval_s: f64,
     /// The workload's overrides.
     pub workload: heisenbench_model::scenario::WorkloadFlags,
 }
@@ -261,6 +347,8 @@ impl Default for RunOverrides {
             csv: false,
             slo: None,
             warmup: None,
+            server_metrics: Vec::new(),
+            scrape_interval_s: 1.0,
             workload: heisenbench_model::scenario::WorkloadFlags::default(),
         }
     }
@@ -354,6 +442,10 @@ impl RunConfig {
             slo: flags.slo,
             warmup: flags.warmup,
             in_flight_bound: None,
+            server_metrics: ServerMetrics::from_flags(
+                &flags.server_metrics,
+                flags.scrape_interval_s,
+            )?,
         };
         cfg.validate()?;
         Ok((cfg, shards.is_some()))
@@ -387,6 +479,7 @@ impl RunConfig {
             slo: None,
             warmup: None,
             in_flight_bound: None,
+            server_metrics: ServerMetrics::default(),
         }
     }
 
@@ -441,6 +534,7 @@ impl RunConfig {
                 "must be between 1 and 1,024 on one machine (more machines: --shard I/N)",
             );
         }
+        self.server_metrics.validate()?;
         if self.in_flight_bound == Some(0) {
             return bad("in_flight_bound", "0".into(), "must be >= 1");
         }
@@ -484,8 +578,15 @@ impl RunConfig {
 
     /// This config as reports show it: credentials in the URL replaced by `***`.
     pub fn redacted(&self) -> RunConfig {
+        let mut server_metrics = self.server_metrics.clone();
+        if let crate::scrape::Targets::Urls(u) = &mut server_metrics.targets {
+            for url in u.iter_mut() {
+                *url = redact_url(url);
+            }
+        }
         RunConfig {
             url: redact_url(&self.url),
+            server_metrics,
             ..self.clone()
         }
     }

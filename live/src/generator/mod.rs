@@ -41,6 +41,7 @@ use series::Series;
 use shard::{ShardTask, run_shard, slice_len};
 use stop::{GRACE, StopSignal, listen_for_signals};
 
+use crate::scrape;
 use crate::time::mono_ns;
 use config::{RunConfig, ShardMode};
 
@@ -164,6 +165,7 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
     let lead_ns =
         50_000_000 + u64::from(cfg.shards) * if exe.is_some() { 10_000_000 } else { 1_000_000 };
     let start = mono_ns() + lead_ns;
+    let (scraper, server_note) = start_scraper(cfg, start);
     let tasks: Vec<ShardTask> = (0..cfg.shards)
         .map(|shard| ShardTask {
             config: cfg.clone(),
@@ -258,8 +260,13 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
         .into_iter()
         .map(|o| o.unwrap_or(Err(ShardError::Silent)))
         .collect();
+    let scrapes = scraper.map(scrape::Scraper::finish);
     let mut rep = report(cfg, opts, outcomes);
     rep.interrupted |= opts.stop.is_stopped();
+    rep.server_note = server_note;
+    if let Some(s) = &scrapes {
+        rep.server = Some(server_view(&rep, s));
+    }
     rep.note_machine(MachineLoad::measured(
         cfg,
         &rep,
@@ -269,6 +276,43 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
         ticks0.zip(result::machine_ticks()),
     ));
     Ok(rep)
+}
+
+/// Starts reading the server's metrics, when asked and (for `auto`) when the endpoint
+/// answers; says why not otherwise.
+fn start_scraper(cfg: &RunConfig, start: u64) -> (Option<scrape::Scraper>, Option<String>) {
+    let urls = match &cfg.server_metrics.targets {
+        scrape::Targets::Off => return (None, None),
+        scrape::Targets::Urls(u) => u.clone(),
+        scrape::Targets::Auto => {
+            let url = scrape::metrics_url(&cfg.url);
+            if let Err(why) = scrape::answers(cfg.server(), &url) {
+                let shown = crate::net::client::redact_url(&url);
+                return (None, Some(format!("no server metrics at {shown}: {why}")));
+            }
+            vec![url]
+        }
+    };
+    let interval = Duration::from_secs_f64(cfg.server_metrics.interval_s);
+    match scrape::Scraper::start(cfg.server(), urls, interval, start) {
+        Ok(s) => (Some(s), None),
+        Err(e) => (None, Some(format!("cannot start the scraper: {e}"))),
+    }
+}
+
+/// The server's side of a finished run, its split against the run's measured span.
+fn server_view(rep: &RunReport, s: &scrape::Scrapes) -> scrape::view::ServerView {
+    let m = &rep.merged;
+    let from = m.measured_from_ns.or(m.first_send_ns).unwrap_or(0);
+    let to = m.last_end_ns.unwrap_or(from);
+    let t = &rep.ttft;
+    let client = scrape::view::ClientSide {
+        ttft_mean_s: t.from_intended.mean_s,
+        send_lag_mean_s: t.from_intended.mean_s - t.from_actual.mean_s,
+        completed: rep.accounting.completed.saturating_sub(m.warmup.completed) as f64,
+        span_s: rep.duration_s,
+    };
+    scrape::view::view(s, &m.series, from, to, client)
 }
 
 fn spawn_process(exe: &PathBuf, task: &ShardTask) -> Result<std::process::Child, ShardError> {
@@ -553,6 +597,8 @@ pub fn report(
         steady_state: steady,
         series: merged.series.points(),
         machine: None,
+        server: None,
+        server_note: None,
         merged,
     }
 }

@@ -756,6 +756,12 @@ pub struct RunReport {
     /// (its send lag grew), or the server (TTFT grew while the send lag held).
     #[serde(default)]
     pub saturated: Option<String>,
+    /// The server's side, from its metrics endpoint (None: nothing was scraped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::scrape::view::ServerView>,
+    /// Why the server's side is missing, when it was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_note: Option<String>,
     /// The merged raw result (histograms included), so reports can be merged again.
     pub merged: ShardResult,
 }

@@ -39,6 +39,13 @@ pub struct Window {
     pub ttft: LogHist,
     /// Send lag of the requests offered in it, nanoseconds.
     pub send_lag: LogHist,
+    /// The sum of the TTFTs in `ttft` (exact), nanoseconds: the window's mean.
+    #[serde(default)]
+    pub ttft_sum_ns: u64,
+    /// The sum of the send lags of the requests in `ttft`, nanoseconds: the client's part
+    /// of that mean.
+    #[serde(default)]
+    pub ttft_send_lag_sum_ns: u64,
 }
 
 /// A run's windows, from its start.
@@ -87,6 +94,8 @@ impl Series {
             add(&mut a.failed, b.failed);
             add(&mut a.output_tokens, b.output_tokens);
             add(&mut a.in_flight_ns, b.in_flight_ns);
+            add(&mut a.ttft_sum_ns, b.ttft_sum_ns);
+            add(&mut a.ttft_send_lag_sum_ns, b.ttft_send_lag_sum_ns);
             a.ttft.merge(&b.ttft);
             a.send_lag.merge(&b.send_lag);
         }

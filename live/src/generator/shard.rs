@@ -428,7 +428,10 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
         if outcome == Outcome::Completed
             && let Some(first) = seen.first_arrival
         {
-            w.ttft.record(first.saturating_sub(intended));
+            let ttft = first.saturating_sub(intended);
+            w.ttft.record(ttft);
+            w.ttft_sum_ns = w.ttft_sum_ns.saturating_add(ttft);
+            w.ttft_send_lag_sum_ns = w.ttft_send_lag_sum_ns.saturating_add(send_lag);
         }
     }
     let usage = seen

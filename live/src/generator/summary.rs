@@ -303,6 +303,11 @@ impl RunReport {
                 )?,
             }
         }
+        if let Some(v) = &r.server {
+            write_server(out, v)?;
+        } else if let Some(note) = &r.server_note {
+            writeln!(out, "  server: {note}")?;
+        }
         let c = &r.prefix_cache;
         if let Some(rate) = c.hit_rate() {
             writeln!(
@@ -316,6 +321,82 @@ impl RunReport {
         }
         Ok(())
     }
+}
+
+/// The server's side: what its endpoint answered, its gauges and histograms over the run,
+/// and the split of TTFT.
+fn write_server(out: &mut dyn Write, v: &crate::scrape::view::ServerView) -> io::Result<()> {
+    use crate::scrape::engines::Quantity as Q;
+    let f = format_seconds;
+    for t in &v.targets {
+        let failed = match (&t.last_error, t.failures) {
+            (Some(e), n) if n > 0 => format!(", {n} failed (last: {e})"),
+            _ => String::new(),
+        };
+        writeln!(
+            out,
+            "  server: {} at {}, {} scrape(s) every {}{}; {} quantities found, {} other families kept raw",
+            t.engine.as_deref().unwrap_or("an unknown engine"),
+            t.url,
+            t.scrapes,
+            f(v.interval_s),
+            failed,
+            t.found.len(),
+            t.raw.len()
+        )?;
+    }
+    let tot = &v.totals;
+    let mut gauges = Vec::new();
+    for (q, name) in [
+        (Q::Running, "running"),
+        (Q::Waiting, "waiting"),
+        (Q::KvCacheUsage, "KV cache"),
+    ] {
+        if let (Some(m), Some(x)) = (tot.gauges_mean.get(&q), tot.gauges_max.get(&q)) {
+            gauges.push(if q == Q::KvCacheUsage {
+                format!("{name} {:.0} % mean (max {:.0} %)", m * 100.0, x * 100.0)
+            } else {
+                format!("{name} {m:.1} mean (max {x:.0})")
+            });
+        }
+    }
+    if let Some(p) = tot.counters.get(&Q::Preemptions) {
+        gauges.push(format!("{p:.0} preempted"));
+    }
+    if let Some(h) = tot.prefix_hit_rate {
+        gauges.push(format!("prefix cache {:.1} % of prompt tokens", h * 100.0));
+    }
+    if !gauges.is_empty() {
+        writeln!(out, "    {}", gauges.join(", "))?;
+    }
+    let mut hists = Vec::new();
+    for (q, name) in [
+        (Q::Ttft, "TTFT"),
+        (Q::Queue, "queue"),
+        (Q::Prefill, "prefill"),
+        (Q::Decode, "decode"),
+        (Q::E2e, "E2E"),
+    ] {
+        if let Some(h) = tot.histograms.get(&q) {
+            hists.push(format!(
+                "{name} mean {} p99 {}",
+                f(h.mean_s),
+                h.p99_s.map_or("-".into(), f)
+            ));
+        }
+    }
+    if !hists.is_empty() {
+        writeln!(out, "    its own account: {}", hists.join("; "))?;
+    }
+    if let Some(a) = &v.attribution {
+        writeln!(out, "  TTFT split: {}", a.verdict)?;
+    }
+    writeln!(
+        out,
+        "    scraping cost {} of CPU, {} a scrape",
+        f(v.cost.cpu_s),
+        f(v.cost.mean_scrape_s)
+    )
 }
 
 /// The goodput block: each origin's good requests and attainment, and the client's share.

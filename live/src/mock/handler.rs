@@ -337,6 +337,7 @@ pub(super) async fn generate(api: Api, body: &[u8], state: Arc<ServerState>) -> 
         cached_tokens,
         id,
         created,
+        arrived,
         start,
         _permit: permit,
     };

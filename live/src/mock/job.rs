@@ -24,6 +24,9 @@ pub(super) struct Job {
     pub(super) cached_tokens: u32,
     pub(super) id: u64,
     pub(super) created: u64,
+    /// When the request was admitted to the waiting line (the server's TTFT counts from it).
+    pub(super) arrived: Instant,
+    /// When it took its slot (the prefill counts from it).
     pub(super) start: Instant,
     pub(super) _permit: tokio::sync::OwnedSemaphorePermit,
 }
@@ -51,7 +54,7 @@ impl Job {
     pub(super) fn finished(&self, emitted: usize, end: Instant) {
         let m = &self.state.metrics;
         m.generation_tokens.fetch_add(emitted as u64, Relaxed);
-        m.e2e.observe_ns((end - self.start).as_nanos() as u64);
+        m.e2e.observe_ns((end - self.arrived).as_nanos() as u64);
         if emitted == self.tokens.len() {
             let counter = if self.finish == "stop" {
                 &m.success_stop
@@ -60,6 +63,14 @@ impl Job {
             };
             counter.fetch_add(1, Relaxed);
         }
+    }
+
+    /// The first token is out at `at`: the server's TTFT (from arrival, the queue
+    /// included, as vLLM counts it) and the prefill (from the slot).
+    fn first_token(&self, at: Instant) {
+        let m = &self.state.metrics;
+        m.ttft.observe_ns((at - self.arrived).as_nanos() as u64);
+        m.prefill.observe_ns((at - self.start).as_nanos() as u64);
     }
 
     /// The whole SSE body at once (every latency zero).
@@ -87,10 +98,8 @@ impl Job {
         ChunkWriter::done(&mut out);
         late.fill(&mut out, clock.stamp_ns());
         let now = clock.now();
-        self.state
-            .metrics
-            .ttft
-            .observe_ns((now - self.start).as_nanos() as u64);
+        self.first_token(now);
+        self.state.metrics.decode.observe_ns(0);
         for _ in 1..n {
             self.state.metrics.itl.observe_ns(0);
         }
@@ -115,6 +124,7 @@ impl Job {
         let n = self.tokens.len();
         let mut deadline = self.start + self.state.ttft(self.prompt_tokens - self.cached_tokens);
         let mut last = self.start;
+        let mut first = self.start;
         for i in 0..n {
             if i > 0 {
                 deadline += self.state.itl();
@@ -122,10 +132,8 @@ impl Job {
             clock.sleep_until(deadline).await;
             let now = clock.now();
             if i == 0 {
-                self.state
-                    .metrics
-                    .ttft
-                    .observe_ns((now - self.start).as_nanos() as u64);
+                self.first_token(now);
+                first = now;
             } else {
                 self.state
                     .metrics
@@ -150,6 +158,10 @@ impl Job {
                 return;
             }
         }
+        self.state
+            .metrics
+            .decode
+            .observe_ns((last - first).as_nanos() as u64);
         self.finished(n, last);
     }
 
@@ -157,9 +169,10 @@ impl Job {
     pub(super) async fn whole(self) -> Response<MockBody> {
         let n = self.tokens.len();
         let mut ttft = Duration::ZERO;
+        let mut total = Duration::ZERO;
         if !self.state.cfg.is_instant() {
             ttft = self.state.ttft(self.prompt_tokens - self.cached_tokens);
-            let mut total = ttft;
+            total = ttft;
             for _ in 1..n {
                 let itl = self.state.itl();
                 self.state.metrics.itl.observe_ns(itl.as_nanos() as u64);
@@ -180,7 +193,11 @@ impl Job {
             self.usage(n as u32),
         );
         // Nothing is sent before the end: the TTFT recorded is the generation's own.
-        self.state.metrics.ttft.observe_ns(ttft.as_nanos() as u64);
+        self.first_token(self.start + ttft);
+        self.state
+            .metrics
+            .decode
+            .observe_ns((total - ttft).as_nanos() as u64);
         self.finished(n, self.state.clock.now());
         response(StatusCode::OK, "application/json", body)
     }

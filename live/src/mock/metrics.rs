@@ -95,6 +95,10 @@ pub struct Metrics {
     pub e2e: Histogram,
     /// Wait for a slot.
     pub queue: Histogram,
+    /// From the slot to the first token.
+    pub prefill: Histogram,
+    /// From the first token to the last.
+    pub decode: Histogram,
 }
 
 impl Default for Metrics {
@@ -117,6 +121,8 @@ impl Default for Metrics {
             itl: Histogram::new(&ITL_BUCKETS),
             e2e: Histogram::new(&LATENCY_BUCKETS),
             queue: Histogram::new(&LATENCY_BUCKETS),
+            prefill: Histogram::new(&LATENCY_BUCKETS),
+            decode: Histogram::new(&LATENCY_BUCKETS),
         }
     }
 }
@@ -227,6 +233,18 @@ impl Metrics {
             &mut out,
             "vllm:request_queue_time_seconds",
             "Time waiting for a batch slot.",
+            &l,
+        );
+        self.prefill.render(
+            &mut out,
+            "vllm:request_prefill_time_seconds",
+            "From a batch slot to the first token.",
+            &l,
+        );
+        self.decode.render(
+            &mut out,
+            "vllm:request_decode_time_seconds",
+            "From the first token to the last.",
             &l,
         );
         out

@@ -1,0 +1,287 @@
+//! The server's side of a run: its Prometheus endpoint read on the run's clock.
+//!
+//! A scraper is one thread with its own single-threaded runtime, apart from the shards:
+//! it reads each target once before the run starts (the baseline), then at every tick of
+//! its interval counted from the run's time zero, until the run ends, and once more after
+//! the last shard has reported. Each answer is stamped when it arrived, on the run's clock,
+//! parsed ([`exposition`]) and reduced to the engines' shared vocabulary ([`engines`]);
+//! [`view`] turns the snapshots into per-window series, run totals and the split of TTFT
+//! between the client and the server.
+//!
+//! A body is read up to [`MAX_EXPOSITION_BYTES`]; a longer one, an error status, a timeout
+//! (the interval, at least a second) or text that does not parse counts as a failed scrape
+//! with its reason, and the run goes on.
+
+pub mod engines;
+pub mod exposition;
+pub mod view;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use engines::Snapshot;
+
+use crate::net::client::{Server, authorization, client, error_chain, redact_url};
+use crate::time::mono_ns;
+
+/// The largest exposition read (vLLM's is about 100 kB with a few models).
+pub const MAX_EXPOSITION_BYTES: usize = 16 << 20;
+
+/// Snapshots kept per target; past it every other one is dropped (the span is kept, the
+/// resolution halved), so a long run at a short interval stays bounded.
+pub const MAX_SNAPSHOTS: usize = 50_000;
+
+/// The shortest interval between scrapes.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
+/// What to scrape.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Targets {
+    /// The `--url`'s `/metrics` when it answers with an exposition; nothing otherwise.
+    Auto,
+    /// Nothing.
+    Off,
+    /// These endpoints (every one is reported, answering or not).
+    Urls(Vec<String>),
+}
+
+/// One target's scrapes.
+#[derive(Debug, Clone, Default)]
+pub struct TargetScrapes {
+    /// The endpoint (credentials redacted).
+    pub url: String,
+    /// Snapshots and their arrival, nanoseconds from the run's start (negative: before).
+    pub snapshots: Vec<(i64, Snapshot)>,
+    /// Scrapes that failed.
+    pub failures: u64,
+    /// The last failure's reason.
+    pub last_error: Option<String>,
+    /// Whether snapshots were thinned to stay under [`MAX_SNAPSHOTS`].
+    pub thinned: bool,
+    /// Wall time of the scrapes, summed, nanoseconds.
+    pub busy_ns: u64,
+}
+
+/// Every target's scrapes, and what they cost.
+#[derive(Debug, Clone, Default)]
+pub struct Scrapes {
+    /// Per target, in the order given.
+    pub targets: Vec<TargetScrapes>,
+    /// The interval asked for.
+    pub interval: Duration,
+    /// The scraper thread's CPU time, nanoseconds.
+    pub cpu_ns: u64,
+}
+
+/// A running scraper.
+#[derive(Debug)]
+pub struct Scraper {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Scrapes>,
+}
+
+impl Scraper {
+    /// Starts scraping `urls` (full endpoint URLs) every `interval` from `start_mono_ns`,
+    /// with the TLS trust of `server`; the bearer token goes only to endpoints on the
+    /// `server`'s own origin.
+    pub fn start(
+        server: Server<'_>,
+        urls: Vec<String>,
+        interval: Duration,
+        start_mono_ns: u64,
+    ) -> std::io::Result<Scraper> {
+        let interval = interval.max(MIN_INTERVAL);
+        let http = client(server).map_err(std::io::Error::other)?;
+        let auth = authorization(server);
+        let origin = origin(server.url).map(str::to_string);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("heisenbench-scrape".into())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                let mut out = Scrapes {
+                    targets: urls
+                        .iter()
+                        .map(|u| TargetScrapes {
+                            url: redact_url(u),
+                            ..Default::default()
+                        })
+                        .collect(),
+                    interval,
+                    cpu_ns: 0,
+                };
+                let Ok(rt) = rt else {
+                    for t in &mut out.targets {
+                        t.last_error = Some("cannot start the scraper's runtime".into());
+                    }
+                    return out;
+                };
+                let cpu0 = crate::time::thread_cpu_ns();
+                let auths: Vec<Option<String>> = urls
+                    .iter()
+                    .map(|u| {
+                        (origin.is_some() && origin.as_deref() == self::origin(u))
+                            .then(|| auth.clone())
+                            .flatten()
+                    })
+                    .collect();
+                let timeout = interval.max(Duration::from_secs(1));
+                let scrape_all = |out: &mut Scrapes| {
+                    rt.block_on(async {
+                        for (i, url) in urls.iter().enumerate() {
+                            let t0 = mono_ns();
+                            let got = get(&http, url, auths[i].as_deref(), timeout).await;
+                            let t1 = mono_ns();
+                            let target = &mut out.targets[i];
+                            target.busy_ns += t1 - t0;
+                            match got.and_then(|text| {
+                                exposition::parse(&text).map_err(|e| format!("not an exposition: {e}"))
+                            }) {
+                                Ok(e) => {
+                                    let at = t1 as i64 - start_mono_ns as i64;
+                                    push(target, at, Snapshot::of(&e));
+                                }
+                                Err(reason) => {
+                                    target.failures += 1;
+                                    target.last_error = Some(reason);
+                                }
+                            }
+                        }
+                    });
+                };
+                scrape_all(&mut out);
+                let step = interval.as_nanos() as u64;
+                let mut k: u64 = 1;
+                while !stopped.load(Ordering::Relaxed) {
+                    let due = start_mono_ns.saturating_add(k.saturating_mul(step));
+                    let now = mono_ns();
+                    if now < due {
+                        // Sleep in slices, so a stop is seen within 50 ms.
+                        std::thread::sleep(Duration::from_nanos((due - now).min(50_000_000)));
+                        continue;
+                    }
+                    scrape_all(&mut out);
+                    // Ticks missed by a slow scrape are skipped, not made up.
+                    let after = mono_ns();
+                    k = (after.saturating_sub(start_mono_ns) / step + 1).max(k + 1);
+                }
+                scrape_all(&mut out);
+                out.cpu_ns = crate::time::thread_cpu_ns().saturating_sub(cpu0);
+                out
+            })?;
+        Ok(Scraper { stop, handle })
+    }
+
+    /// Stops (after one last scrape) and returns what was scraped.
+    pub fn finish(self) -> Scrapes {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+fn push(t: &mut TargetScrapes, at: i64, s: Snapshot) {
+    if t.snapshots.len() >= MAX_SNAPSHOTS {
+        // Keep the first (the baseline) and every other one after it.
+        let mut i = 0;
+        t.snapshots.retain(|_| {
+            i += 1;
+            i == 1 || i % 2 == 0
+        });
+        t.thinned = true;
+    }
+    t.snapshots.push((at, s));
+}
+
+/// `scheme://host:port` of a URL.
+fn origin(url: &str) -> Option<&str> {
+    let scheme_end = url.find("://")? + 3;
+    let rest = &url[scheme_end..];
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    Some(&url[..scheme_end + end])
+}
+
+/// The `/metrics` endpoint beside a server's base URL (`http://h:p/v1` -> `http://h:p/metrics`).
+pub fn metrics_url(base: &str) -> String {
+    let base = base.trim_end_matches('/');
+    let base = base.strip_suffix("/v1").unwrap_or(base);
+    format!("{base}/metrics")
+}
+
+/// One GET, its body read up to [`MAX_EXPOSITION_BYTES`] as UTF-8 text.
+async fn get(
+    http: &reqwest::Client,
+    url: &str,
+    auth: Option<&str>,
+    timeout: Duration,
+) -> Result<String, String> {
+    let mut req = http
+        .get(url)
+        .timeout(timeout)
+        .header("accept", "text/plain;version=0.0.4");
+    if let Some(a) = auth {
+        req = req.header("authorization", a);
+    }
+    let mut resp = req.send().await.map_err(|e| error_chain(&e))?;
+    let status = resp.status().as_u16();
+    if !(200..300).contains(&status) {
+        return Err(format!("HTTP {status}"));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| error_chain(&e))? {
+        if body.len() + chunk.len() > MAX_EXPOSITION_BYTES {
+            return Err(format!(
+                "the exposition is longer than {} MiB",
+                MAX_EXPOSITION_BYTES >> 20
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    String::from_utf8(body).map_err(|_| "the exposition is not UTF-8".to_string())
+}
+
+/// Whether `url` answers now with an exposition (one GET, 2 s at most): how `auto` decides.
+pub fn answers(server: Server<'_>, url: &str) -> Result<(), String> {
+    let http = client(server).map_err(|e| e.to_string())?;
+    let auth = authorization(server);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let text = rt.block_on(get(&http, url, auth.as_deref(), Duration::from_secs(2)))?;
+    let e = exposition::parse(&text).map_err(|e| format!("not an exposition: {e}"))?;
+    if e.samples.is_empty() {
+        return Err("an empty exposition".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metrics_endpoint_sits_beside_the_api() {
+        assert_eq!(metrics_url("http://h:1/v1/"), "http://h:1/metrics");
+        assert_eq!(metrics_url("http://h:1"), "http://h:1/metrics");
+        assert_eq!(origin("https://a:2/x?y"), Some("https://a:2"));
+        assert_eq!(origin("nope"), None);
+    }
+
+    #[test]
+    fn thinning_keeps_the_baseline_and_halves_the_rest() {
+        let mut t = TargetScrapes::default();
+        for i in 0..MAX_SNAPSHOTS as i64 + 1 {
+            push(&mut t, i, Snapshot::default());
+        }
+        assert!(t.thinned);
+        assert_eq!(t.snapshots[0].0, 0);
+        assert_eq!(t.snapshots.len(), MAX_SNAPSHOTS / 2 + 2);
+        assert_eq!(t.snapshots.last().unwrap().0, MAX_SNAPSHOTS as i64);
+    }
+}
