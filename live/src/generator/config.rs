@@ -166,9 +166,8 @@ impl ServerMetrics {
     /// repeatable) and `--scrape-interval`.
     pub fn from_flags(values: &[String], interval_s: f64) -> Result<Self, ModelError> {
         use crate::scrape::Targets;
-        let bad = |v: &str, reason: &'static str| {
-            Err(ModelError::invalid("server-metrics", v, reason))
-        };
+        let bad =
+            |v: &str, reason: &'static str| Err(ModelError::invalid("server-metrics", v, reason));
         let targets = match values {
             [] => Targets::Auto,
             [one] if one == "auto" => Targets::Auto,
@@ -197,7 +196,7 @@ impl ServerMetrics {
         if !(Self::MIN_INTERVAL_S..=Self::MAX_INTERVAL_S).contains(&self.interval_s) {
             return Err(ModelError::invalid(
                 "scrape-interval",
-                &format!("{}s", self.interval_s),
+                format!("{}s", self.interval_s),
                 "must be between 10ms and 1h",
             ));
         }
@@ -206,7 +205,7 @@ impl ServerMetrics {
         {
             return Err(ModelError::invalid(
                 "server-metrics",
-                &u.len().to_string(),
+                u.len().to_string(),
                 "at most 64 endpoints",
             ));
         }

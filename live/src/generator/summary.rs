@@ -329,6 +329,16 @@ fn write_server(out: &mut dyn Write, v: &crate::scrape::view::ServerView) -> io:
     use crate::scrape::engines::Quantity as Q;
     let f = format_seconds;
     for t in &v.targets {
+        if t.scrapes == 0 {
+            writeln!(
+                out,
+                "  server: {} never answered ({} scrape(s) failed; last: {})",
+                t.url,
+                t.failures,
+                t.last_error.as_deref().unwrap_or("no reason")
+            )?;
+            continue;
+        }
         let failed = match (&t.last_error, t.failures) {
             (Some(e), n) if n > 0 => format!(", {n} failed (last: {e})"),
             _ => String::new(),

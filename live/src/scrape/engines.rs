@@ -96,48 +96,165 @@ impl Engine {
 const FAMILIES: &[(Engine, &str, Quantity)] = &[
     (Engine::Vllm, "vllm:num_requests_running", Quantity::Running),
     (Engine::Vllm, "vllm:num_requests_waiting", Quantity::Waiting),
-    (Engine::Vllm, "vllm:kv_cache_usage_perc", Quantity::KvCacheUsage),
-    (Engine::Vllm, "vllm:gpu_cache_usage_perc", Quantity::KvCacheUsage),
-    (Engine::Vllm, "vllm:prefix_cache_queries", Quantity::PrefixQueries),
-    (Engine::Vllm, "vllm:gpu_prefix_cache_queries", Quantity::PrefixQueries),
+    (
+        Engine::Vllm,
+        "vllm:kv_cache_usage_perc",
+        Quantity::KvCacheUsage,
+    ),
+    (
+        Engine::Vllm,
+        "vllm:gpu_cache_usage_perc",
+        Quantity::KvCacheUsage,
+    ),
+    (
+        Engine::Vllm,
+        "vllm:prefix_cache_queries",
+        Quantity::PrefixQueries,
+    ),
+    (
+        Engine::Vllm,
+        "vllm:gpu_prefix_cache_queries",
+        Quantity::PrefixQueries,
+    ),
     (Engine::Vllm, "vllm:prefix_cache_hits", Quantity::PrefixHits),
-    (Engine::Vllm, "vllm:gpu_prefix_cache_hits", Quantity::PrefixHits),
+    (
+        Engine::Vllm,
+        "vllm:gpu_prefix_cache_hits",
+        Quantity::PrefixHits,
+    ),
     (Engine::Vllm, "vllm:num_preemptions", Quantity::Preemptions),
     (Engine::Vllm, "vllm:prompt_tokens", Quantity::PromptTokens),
-    (Engine::Vllm, "vllm:generation_tokens", Quantity::GenerationTokens),
+    (
+        Engine::Vllm,
+        "vllm:generation_tokens",
+        Quantity::GenerationTokens,
+    ),
     (Engine::Vllm, "vllm:request_success", Quantity::Finished),
-    (Engine::Vllm, "vllm:time_to_first_token_seconds", Quantity::Ttft),
-    (Engine::Vllm, "vllm:request_queue_time_seconds", Quantity::Queue),
-    (Engine::Vllm, "vllm:request_prefill_time_seconds", Quantity::Prefill),
-    (Engine::Vllm, "vllm:request_decode_time_seconds", Quantity::Decode),
-    (Engine::Vllm, "vllm:e2e_request_latency_seconds", Quantity::E2e),
-    (Engine::Vllm, "vllm:inter_token_latency_seconds", Quantity::Itl),
-    (Engine::Vllm, "vllm:time_per_output_token_seconds", Quantity::Itl),
+    (
+        Engine::Vllm,
+        "vllm:time_to_first_token_seconds",
+        Quantity::Ttft,
+    ),
+    (
+        Engine::Vllm,
+        "vllm:request_queue_time_seconds",
+        Quantity::Queue,
+    ),
+    (
+        Engine::Vllm,
+        "vllm:request_prefill_time_seconds",
+        Quantity::Prefill,
+    ),
+    (
+        Engine::Vllm,
+        "vllm:request_decode_time_seconds",
+        Quantity::Decode,
+    ),
+    (
+        Engine::Vllm,
+        "vllm:e2e_request_latency_seconds",
+        Quantity::E2e,
+    ),
+    (
+        Engine::Vllm,
+        "vllm:inter_token_latency_seconds",
+        Quantity::Itl,
+    ),
+    (
+        Engine::Vllm,
+        "vllm:time_per_output_token_seconds",
+        Quantity::Itl,
+    ),
     (Engine::Sglang, "sglang:num_running_reqs", Quantity::Running),
     (Engine::Sglang, "sglang:num_queue_reqs", Quantity::Waiting),
     (Engine::Sglang, "sglang:token_usage", Quantity::KvCacheUsage),
-    (Engine::Sglang, "sglang:num_retracted_reqs", Quantity::Preemptions),
-    (Engine::Sglang, "sglang:prompt_tokens", Quantity::PromptTokens),
-    (Engine::Sglang, "sglang:generation_tokens", Quantity::GenerationTokens),
+    (
+        Engine::Sglang,
+        "sglang:num_retracted_reqs",
+        Quantity::Preemptions,
+    ),
+    (
+        Engine::Sglang,
+        "sglang:prompt_tokens",
+        Quantity::PromptTokens,
+    ),
+    (
+        Engine::Sglang,
+        "sglang:generation_tokens",
+        Quantity::GenerationTokens,
+    ),
     (Engine::Sglang, "sglang:num_requests", Quantity::Finished),
-    (Engine::Sglang, "sglang:time_to_first_token_seconds", Quantity::Ttft),
+    (
+        Engine::Sglang,
+        "sglang:time_to_first_token_seconds",
+        Quantity::Ttft,
+    ),
     (Engine::Sglang, "sglang:queue_time_seconds", Quantity::Queue),
-    (Engine::Sglang, "sglang:e2e_request_latency_seconds", Quantity::E2e),
-    (Engine::Sglang, "sglang:inter_token_latency_seconds", Quantity::Itl),
-    (Engine::Sglang, "sglang:time_per_output_token_seconds", Quantity::Itl),
+    (
+        Engine::Sglang,
+        "sglang:e2e_request_latency_seconds",
+        Quantity::E2e,
+    ),
+    (
+        Engine::Sglang,
+        "sglang:inter_token_latency_seconds",
+        Quantity::Itl,
+    ),
+    (
+        Engine::Sglang,
+        "sglang:time_per_output_token_seconds",
+        Quantity::Itl,
+    ),
     (Engine::Tgi, "tgi_batch_current_size", Quantity::Running),
     (Engine::Tgi, "tgi_queue_size", Quantity::Waiting),
-    (Engine::Tgi, "tgi_request_input_count", Quantity::PromptTokens),
+    (
+        Engine::Tgi,
+        "tgi_request_input_count",
+        Quantity::PromptTokens,
+    ),
     (Engine::Tgi, "tgi_request_success", Quantity::Finished),
     (Engine::Tgi, "tgi_request_queue_duration", Quantity::Queue),
     (Engine::Tgi, "tgi_request_duration", Quantity::E2e),
-    (Engine::Tgi, "tgi_request_mean_time_per_token_duration", Quantity::Itl),
-    (Engine::LlamaCpp, "llamacpp:requests_processing", Quantity::Running),
-    (Engine::LlamaCpp, "llamacpp:requests_deferred", Quantity::Waiting),
-    (Engine::LlamaCpp, "llamacpp:kv_cache_usage_ratio", Quantity::KvCacheUsage),
-    (Engine::LlamaCpp, "llamacpp:prompt_tokens", Quantity::PromptTokens),
-    (Engine::LlamaCpp, "llamacpp:tokens_predicted", Quantity::GenerationTokens),
-    (Engine::LlamaCpp, "llamacpp:prompt_seconds", Quantity::PrefillBusySeconds),
+    (
+        Engine::Tgi,
+        "tgi_request_mean_time_per_token_duration",
+        Quantity::Itl,
+    ),
+    (
+        Engine::LlamaCpp,
+        "llamacpp:requests_processing",
+        Quantity::Running,
+    ),
+    (
+        Engine::LlamaCpp,
+        "llamacpp:requests_deferred",
+        Quantity::Waiting,
+    ),
+    (
+        Engine::LlamaCpp,
+        "llamacpp:kv_cache_usage_ratio",
+        Quantity::KvCacheUsage,
+    ),
+    (
+        Engine::LlamaCpp,
+        "llamacpp:prompt_tokens",
+        Quantity::PromptTokens,
+    ),
+    (
+        Engine::LlamaCpp,
+        "llamacpp:tokens_predicted",
+        Quantity::GenerationTokens,
+    ),
+    (
+        Engine::LlamaCpp,
+        "llamacpp:prompt_tokens_cached",
+        Quantity::PrefixHits,
+    ),
+    (
+        Engine::LlamaCpp,
+        "llamacpp:prompt_seconds",
+        Quantity::PrefillBusySeconds,
+    ),
 ];
 
 /// Families a quantity may be read from, for the documentation and reports.
@@ -165,7 +282,11 @@ impl Buckets {
     pub fn since(&self, earlier: &Buckets) -> Buckets {
         let reset = earlier.bounds != self.bounds
             || earlier.count > self.count
-            || earlier.cumulative.iter().zip(&self.cumulative).any(|(a, b)| a > b);
+            || earlier
+                .cumulative
+                .iter()
+                .zip(&self.cumulative)
+                .any(|(a, b)| a > b);
         if reset {
             return self.clone();
         }
@@ -312,7 +433,9 @@ impl Snapshot {
             if snap.values.contains_key(&q) {
                 continue;
             }
-            let Some(v) = counted(family, q) else { continue };
+            let Some(v) = counted(family, q) else {
+                continue;
+            };
             if matches!(v, Value::Histogram(_)) != q.is_histogram() {
                 continue;
             }
@@ -399,6 +522,91 @@ mod tests {
         let h = hist(&[1.0, f64::INFINITY], &[1.0, 4.0]);
         assert_eq!(h.quantile(0.9), Some(1.0));
         assert_eq!(hist(&[1.0, f64::INFINITY], &[0.0, 0.0]).quantile(0.5), None);
+    }
+
+    fn fixture(name: &str) -> Snapshot {
+        let path = format!("{}/src/scrape/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        Snapshot::of(&super::super::exposition::parse(&text).unwrap())
+    }
+
+    fn scalar(s: &Snapshot, q: Quantity) -> f64 {
+        match s.values.get(&q) {
+            Some(Value::Scalar(x)) => *x,
+            other => panic!("{q:?}: {other:?}"),
+        }
+    }
+
+    fn mean(s: &Snapshot, q: Quantity) -> f64 {
+        match s.values.get(&q) {
+            Some(Value::Histogram(h)) => h.mean().unwrap(),
+            other => panic!("{q:?}: {other:?}"),
+        }
+    }
+
+    /// Each engine's exposition reduces to the same facts: 3 running, 5 waiting, a mean
+    /// queue time of 0.15 s over 10 requests (the fixtures state one situation).
+    #[test]
+    fn every_engines_fixture_speaks_the_vocabulary() {
+        for (file, engine) in [
+            ("vllm.txt", Engine::Vllm),
+            ("sglang.txt", Engine::Sglang),
+            ("tgi.txt", Engine::Tgi),
+        ] {
+            let s = fixture(file);
+            assert_eq!(s.engine, Some(engine), "{file}");
+            assert_eq!(scalar(&s, Quantity::Running), 3.0, "{file}");
+            assert_eq!(scalar(&s, Quantity::Waiting), 5.0, "{file}");
+            assert!((mean(&s, Quantity::Queue) - 0.15).abs() < 1e-12, "{file}");
+            assert!((mean(&s, Quantity::E2e) - 2.25).abs() < 1e-12, "{file}");
+        }
+        let v = fixture("vllm.txt");
+        assert_eq!(scalar(&v, Quantity::KvCacheUsage), 0.25);
+        assert_eq!(scalar(&v, Quantity::PrefixHits), 400.0);
+        assert_eq!(scalar(&v, Quantity::PrefixQueries), 1000.0);
+        assert_eq!(scalar(&v, Quantity::Preemptions), 2.0);
+        // Finish reasons are label sets of one family: summed.
+        assert_eq!(scalar(&v, Quantity::Finished), 10.0);
+        assert!((mean(&v, Quantity::Prefill) - 0.09).abs() < 1e-12);
+        assert_eq!(
+            v.sources[&Quantity::Ttft],
+            "vllm:time_to_first_token_seconds"
+        );
+        assert!(v.raw.contains_key("vllm:cache_config_info"));
+        assert!(!v.raw.keys().any(|k| k.contains("_created")));
+        let g = fixture("sglang.txt");
+        assert_eq!(scalar(&g, Quantity::KvCacheUsage), 0.25);
+        assert_eq!(g.raw.get("sglang:cache_hit_rate"), Some(&0.4));
+        // Recorded from a real llama-server: its counters as it wrote them.
+        let l = fixture("llamacpp.txt");
+        assert_eq!(l.engine, Some(Engine::LlamaCpp));
+        assert_eq!(scalar(&l, Quantity::PromptTokens), 20370.0);
+        assert_eq!(scalar(&l, Quantity::PrefixHits), 1405.0);
+        assert_eq!(scalar(&l, Quantity::PrefillBusySeconds), 0.261451);
+        assert_eq!(scalar(&l, Quantity::Waiting), 0.0);
+    }
+
+    /// The mock speaks vLLM's names, including the prefill and decode histograms.
+    #[test]
+    fn the_mocks_exposition_is_vllms() {
+        let m = crate::mock::metrics::Metrics::default();
+        m.queue.observe_ns(2_000_000);
+        m.prefill.observe_ns(20_000_000);
+        let s = Snapshot::of(&super::super::exposition::parse(&m.render("m")).unwrap());
+        assert_eq!(s.engine, Some(Engine::Vllm));
+        for q in [
+            Quantity::Running,
+            Quantity::Waiting,
+            Quantity::Ttft,
+            Quantity::Queue,
+            Quantity::Prefill,
+            Quantity::Decode,
+            Quantity::E2e,
+            Quantity::Itl,
+        ] {
+            assert!(s.values.contains_key(&q), "{q:?}");
+        }
+        assert!((mean(&s, Quantity::Prefill) - 0.02).abs() < 1e-12);
     }
 
     #[test]

@@ -178,7 +178,10 @@ fn sample_line(line: &str) -> Result<Sample, String> {
         }
         let after = tail[ts.len()..].trim_start_matches([' ', '\t']);
         if !after.is_empty() && !after.starts_with('#') {
-            return Err(format!("{name}: unexpected {:?} after the value", clip(after)));
+            return Err(format!(
+                "{name}: unexpected {:?} after the value",
+                clip(after)
+            ));
         }
     }
     Ok(Sample {

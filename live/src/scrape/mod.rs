@@ -141,7 +141,8 @@ impl Scraper {
                             let target = &mut out.targets[i];
                             target.busy_ns += t1 - t0;
                             match got.and_then(|text| {
-                                exposition::parse(&text).map_err(|e| format!("not an exposition: {e}"))
+                                exposition::parse(&text)
+                                    .map_err(|e| format!("not an exposition: {e}"))
                             }) {
                                 Ok(e) => {
                                     let at = t1 as i64 - start_mono_ns as i64;

@@ -185,6 +185,9 @@ pub struct ClientSide {
     pub span_s: f64,
 }
 
+/// A part's mean, seconds, and how it was had.
+type Estimate = (f64, String);
+
 /// What the server's counters, histograms and gauges did over a span.
 #[derive(Debug, Clone, Default)]
 struct Span {
@@ -271,7 +274,7 @@ impl Span {
     }
 
     /// The queue and prefill means over this span and how each was had.
-    fn split(&self, client: &ClientSide) -> (Option<(f64, String)>, Option<(f64, String)>) {
+    fn split(&self, client: &ClientSide) -> (Option<Estimate>, Option<Estimate>) {
         let queue = self
             .mean(Quantity::Queue)
             .map(|m| (m, "the server's queue-time histogram".to_string()))
@@ -398,7 +401,10 @@ pub fn view(
     let mut windows = Vec::new();
     let mut splits = Vec::new();
     for i in 0..n_windows {
-        let (a, b) = (i as i64 * WINDOW_NS as i64, (i as i64 + 1) * WINDOW_NS as i64);
+        let (a, b) = (
+            i as i64 * WINDOW_NS as i64,
+            (i as i64 + 1) * WINDOW_NS as i64,
+        );
         let Some(span) = span_all(scrapes, a, b) else {
             continue;
         };
@@ -406,11 +412,7 @@ pub fn view(
         windows.push(ServerPoint {
             t_s: i as f64,
             gauges: span.gauges_mean.clone(),
-            rates: span
-                .counters
-                .iter()
-                .map(|(q, x)| (*q, x / secs))
-                .collect(),
+            rates: span.counters.iter().map(|(q, x)| (*q, x / secs)).collect(),
             means_s: span
                 .hists
                 .iter()

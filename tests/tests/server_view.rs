@@ -1,0 +1,120 @@
+//! The server's side of a run, against a mock whose split is known: a fixed prefill
+//! (its configured TTFT), two slots and a waiting line. Below the knee the queue is short
+//! and the split is mostly prefill; above it the queue dominates. Each part is checked
+//! against an account the split does not use: the configured prefill, and the mock's
+//! journal (arrival and first-token stamps of every request it served).
+
+use std::time::Duration;
+
+use heisenbench_live::generator::config::{RunConfig, ServerMetrics};
+use heisenbench_live::generator::result::RunReport;
+use heisenbench_live::generator::{RunOptions, run};
+use heisenbench_live::mock::MockServer;
+use heisenbench_live::mock::config::MockConfig;
+use heisenbench_live::scrape::view::Attribution;
+use heisenbench_live::scrape::{Targets, metrics_url};
+use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
+
+const PREFILL: Duration = Duration::from_millis(20);
+
+/// A run at `rate` for 3 s against a fresh mock with two slots (about 69 req/s of
+/// capacity: 20 ms to the first token and 9 more at 1 ms); the report and the journal's
+/// mean time from arrival to the first token, less the configured prefill.
+fn measured(rate: f64) -> (RunReport, f64) {
+    let mock = MockConfig {
+        port: 0,
+        time_to_first_token: PREFILL,
+        inter_token_latency: Duration::from_millis(1),
+        max_num_seqs: 2,
+        max_waiting_queue_length: 10_000,
+        ..MockConfig::default()
+    };
+    let (m, journal) = MockServer::start_recorded(mock).unwrap();
+    let workload = Workload {
+        arrivals: Arrivals::Poisson { rate_per_s: rate },
+        stop: Stop::Duration { seconds: 3.0 },
+        input_tokens: Lengths::Fixed { tokens: 16 },
+        output_tokens: Lengths::Fixed { tokens: 10 },
+        prefix: None,
+    };
+    let cfg = RunConfig {
+        seed: 11,
+        timeout_s: Some(30.0),
+        server_metrics: ServerMetrics {
+            targets: Targets::Urls(vec![metrics_url(&m.url())]),
+            interval_s: 0.1,
+        },
+        ..RunConfig::streaming("server-view", workload, &m.url(), "heisenbench-mock")
+    };
+    let report = run(&cfg, &RunOptions::default()).unwrap();
+    let served = journal.snapshot();
+    m.shutdown();
+    let waits: Vec<f64> = served
+        .iter()
+        .filter_map(|s| Some((s.first_token_ns? - s.arrival_ns) as f64 * 1e-9))
+        .collect();
+    let journal_queue = waits.iter().sum::<f64>() / waits.len() as f64 - PREFILL.as_secs_f64();
+    (report, journal_queue)
+}
+
+fn part(a: &Attribution, name: &str) -> f64 {
+    a.parts.iter().find(|p| p.name == name).unwrap().mean_s
+}
+
+/// The parts add up to the client's mean TTFT; the prefill is the configured one (the
+/// mock's timers wake a little late, never early: within 0 and 1.5 ms); the queue is what
+/// the journal's stamps say (within 2 ms plus 5 %: the timer's lateness and the journal
+/// stamping at the hand-over); the rest is loopback's (under 2 ms); the client's part is
+/// the run's own send lag.
+fn check(report: &RunReport, journal_queue: f64) -> Attribution {
+    assert!(report.accounting.balanced);
+    let view = report
+        .server
+        .as_ref()
+        .expect("the mock's metrics were scraped");
+    assert_eq!(view.targets[0].engine.as_deref(), Some("vLLM"));
+    assert_eq!(view.targets[0].failures, 0);
+    let a = view
+        .attribution
+        .clone()
+        .expect("queue and prefill histograms");
+    let sum: f64 = a.parts.iter().map(|p| p.mean_s).sum();
+    assert!((sum - a.ttft_mean_s).abs() < 1e-9, "{a:?}");
+    assert!((a.ttft_mean_s - report.ttft.from_intended.mean_s).abs() < 1e-12);
+    let prefill = part(&a, "prefill");
+    let p = PREFILL.as_secs_f64();
+    assert!(
+        prefill >= p - 1e-4 && prefill <= p + 1.5e-3,
+        "prefill {prefill} against {p}"
+    );
+    let queue = part(&a, "queue");
+    assert!(
+        (queue - journal_queue).abs() <= 2e-3 + 0.05 * journal_queue,
+        "queue {queue} against the journal's {journal_queue}"
+    );
+    let rest = part(&a, "rest");
+    assert!(rest.abs() < 2e-3, "rest {rest}: {a:?}");
+    let client = part(&a, "client");
+    let lag = report.ttft.from_intended.mean_s - report.ttft.from_actual.mean_s;
+    assert!((client - lag).abs() < 1e-12);
+    a
+}
+
+#[test]
+fn below_the_knee_the_split_is_mostly_prefill() {
+    let (report, journal_queue) = measured(25.0);
+    let a = check(&report, journal_queue);
+    assert!(part(&a, "prefill") > part(&a, "queue"), "{}", a.verdict);
+}
+
+#[test]
+fn above_the_knee_the_queue_dominates_and_the_verdict_says_so() {
+    let (report, journal_queue) = measured(100.0);
+    let a = check(&report, journal_queue);
+    let share = a.parts.iter().find(|p| p.name == "queue").unwrap().share;
+    assert!(share > 0.8, "{}", a.verdict);
+    assert!(a.verdict.contains("the server's queue"), "{}", a.verdict);
+    // The queue grew through the run, and the windows show it.
+    let q: Vec<f64> = a.windows.iter().filter_map(|w| w.queue_s).collect();
+    assert!(q.len() >= 3 && q[q.len() - 1] > 3.0 * q[0], "{q:?}");
+}
