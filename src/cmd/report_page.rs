@@ -187,6 +187,24 @@ fn tables(r: &RunReport) -> Vec<Table> {
             ],
         });
     }
+    if let Some(a) = r.server.as_ref().and_then(|v| v.attribution.as_ref()) {
+        out.push(Table {
+            caption: format!("TTFT split: {}", a.verdict),
+            head: ["part", "mean", "share", "how"].map(String::from).to_vec(),
+            rows: a
+                .parts
+                .iter()
+                .map(|p| {
+                    vec![
+                        p.name.clone(),
+                        format_seconds(p.mean_s),
+                        format!("{:.1} %", 100.0 * p.share),
+                        p.how.clone(),
+                    ]
+                })
+                .collect(),
+        });
+    }
     out
 }
 
@@ -221,7 +239,46 @@ fn charts(r: &RunReport) -> Vec<Chart> {
         points: rec.cdf(200),
     };
     let rec = &r.merged.recorders;
-    vec![
+    let mut server = Vec::new();
+    if let Some(v) = &r.server {
+        use heisenbench_live::scrape::engines::Quantity as Q;
+        let gauge = |label: &str, q: Q| Series {
+            label: label.into(),
+            points: v
+                .windows
+                .iter()
+                .filter_map(|w| w.gauges.get(&q).map(|y| (w.t_s, *y)))
+                .collect(),
+        };
+        server.push(over_time(
+            "The server's requests, by its own gauges",
+            "requests",
+            Axis::Count,
+            vec![gauge("running", Q::Running), gauge("waiting", Q::Waiting)],
+        ));
+        if let Some(a) = &v.attribution {
+            let part = |label: &str, f: &dyn Fn(&heisenbench_live::scrape::view::SplitPoint) -> Option<f64>| Series {
+                label: label.into(),
+                points: a
+                    .windows
+                    .iter()
+                    .filter_map(|w| f(w).map(|y| (w.t_s, y * 1e3)))
+                    .collect(),
+            };
+            server.push(over_time(
+                "TTFT split by the second of the first token (means)",
+                "milliseconds",
+                Axis::Count,
+                vec![
+                    part("TTFT from the intended send", &|w| Some(w.ttft_mean_s)),
+                    part("the server's queue", &|w| w.queue_s),
+                    part("the server's prefill", &|w| w.prefill_s),
+                    part("the client's send lag", &|w| Some(w.client_s)),
+                ],
+            ));
+        }
+    }
+    let mut charts = vec![
         over_time(
             "Requests per second",
             "requests per second",
@@ -276,7 +333,9 @@ fn charts(r: &RunReport) -> Vec<Chart> {
                 .into_iter()
                 .collect(),
         },
-    ]
+    ];
+    charts.extend(server);
+    charts
 }
 
 /// The page of a sweep's profile: its stages as a table, and latency, rate and goodput

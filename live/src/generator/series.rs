@@ -5,7 +5,8 @@
 //! the window of its intended send, *sent* in that of its actual send, and *completed* or
 //! *failed* in that of its end; a token in that of its chunk's arrival. Its TTFT and send
 //! lag, both measured from the intended send, go to the window of the intended send, so a
-//! window says what the users who asked then were served. The in-flight count is
+//! window says what the users who asked then were served; their sums go to the window of
+//! the first token's arrival, where a server's own histograms count the same requests. The in-flight count is
 //! time-weighted: each request adds the part of its life (actual send to end) that falls in
 //! the window.
 
@@ -39,11 +40,14 @@ pub struct Window {
     pub ttft: LogHist,
     /// Send lag of the requests offered in it, nanoseconds.
     pub send_lag: LogHist,
-    /// The sum of the TTFTs in `ttft` (exact), nanoseconds: the window's mean.
+    /// Completed requests whose first token arrived in it (the moment a server's own
+    /// TTFT histogram observes them too).
+    #[serde(default)]
+    pub first_tokens: u64,
+    /// Their TTFTs from the intended send, summed (exact), nanoseconds.
     #[serde(default)]
     pub ttft_sum_ns: u64,
-    /// The sum of the send lags of the requests in `ttft`, nanoseconds: the client's part
-    /// of that mean.
+    /// Their send lags, summed, nanoseconds: the client's part of that sum.
     #[serde(default)]
     pub ttft_send_lag_sum_ns: u64,
 }
@@ -94,6 +98,7 @@ impl Series {
             add(&mut a.failed, b.failed);
             add(&mut a.output_tokens, b.output_tokens);
             add(&mut a.in_flight_ns, b.in_flight_ns);
+            add(&mut a.first_tokens, b.first_tokens);
             add(&mut a.ttft_sum_ns, b.ttft_sum_ns);
             add(&mut a.ttft_send_lag_sum_ns, b.ttft_send_lag_sum_ns);
             a.ttft.merge(&b.ttft);

@@ -430,8 +430,10 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
         {
             let ttft = first.saturating_sub(intended);
             w.ttft.record(ttft);
-            w.ttft_sum_ns = w.ttft_sum_ns.saturating_add(ttft);
-            w.ttft_send_lag_sum_ns = w.ttft_send_lag_sum_ns.saturating_add(send_lag);
+            let f = r.series.at(rel(first));
+            f.first_tokens += 1;
+            f.ttft_sum_ns = f.ttft_sum_ns.saturating_add(ttft);
+            f.ttft_send_lag_sum_ns = f.ttft_send_lag_sum_ns.saturating_add(send_lag);
         }
     }
     let usage = seen

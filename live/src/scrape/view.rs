@@ -15,9 +15,10 @@
 //! over the client's completion rate); llama.cpp's prefill as its prompt-processing seconds
 //! over the client's completions.
 //!
-//! Windows are one second of the run's clock. The client's side of a window is the requests
-//! intended in it; the server's is what its counters gained in it; the two differ by about
-//! one TTFT at the window's edges, which averages out over the run.
+//! Windows are one second of the run's clock. The client's side of a window is the
+//! requests whose first token arrived in it, the moment the server's TTFT and prefill
+//! histograms observe them (its queue histogram a prefill earlier); the server's side is
+//! what its counters gained in it.
 
 use std::collections::BTreeMap;
 
@@ -159,7 +160,7 @@ pub struct Part {
 pub struct SplitPoint {
     /// The window's start, seconds after the run's.
     pub t_s: f64,
-    /// Mean TTFT from the intended send of the requests intended in it.
+    /// Mean TTFT from the intended send of the requests whose first token arrived in it.
     pub ttft_mean_s: f64,
     /// Their mean send lag (the client's part).
     pub client_s: f64,
@@ -420,9 +421,9 @@ pub fn view(
                 .collect(),
         });
         if let Some(w) = series.windows.get(i)
-            && w.ttft.count() > 0
+            && w.first_tokens > 0
         {
-            let n = w.ttft.count() as f64;
+            let n = w.first_tokens as f64;
             let c = ClientSide {
                 ttft_mean_s: w.ttft_sum_ns as f64 * 1e-9 / n,
                 send_lag_mean_s: w.ttft_send_lag_sum_ns as f64 * 1e-9 / n,
@@ -582,6 +583,7 @@ mod tests {
         for _ in 0..4 {
             let w = series.at(0);
             w.ttft.record(400_000_000);
+            w.first_tokens += 1;
             w.ttft_sum_ns += 400_000_000;
             w.ttft_send_lag_sum_ns += 100_000_000;
         }
