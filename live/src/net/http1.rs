@@ -52,6 +52,25 @@ impl Wire {
     /// The endpoint `url` if it is plain `http://` without credentials; `authorization`
     /// is sent with every request.
     pub(crate) fn for_url(url: &str, authorization: Option<&str>) -> Option<Self> {
+        Self::with_head(
+            url,
+            authorization,
+            "POST",
+            "*/*\r\ncontent-type: application/json",
+        )
+    }
+
+    /// The endpoint `url` for `GET`s (a metrics scrape), as [`Wire::for_url`].
+    pub(crate) fn for_get(url: &str, authorization: Option<&str>, accept: &str) -> Option<Self> {
+        Self::with_head(url, authorization, "GET", accept)
+    }
+
+    fn with_head(
+        url: &str,
+        authorization: Option<&str>,
+        method: &str,
+        accept: &str,
+    ) -> Option<Self> {
         let u = reqwest::Url::parse(url).ok()?;
         if u.scheme() != "http" || !u.username().is_empty() || u.password().is_some() {
             return None;
@@ -66,9 +85,8 @@ impl Wire {
             Some(p) => format!("{host}:{p}"),
             None => host.to_string(),
         };
-        let mut head = format!(
-            "POST {target} HTTP/1.1\r\nhost: {authority}\r\naccept: */*\r\ncontent-type: application/json\r\n"
-        );
+        let mut head =
+            format!("{method} {target} HTTP/1.1\r\nhost: {authority}\r\naccept: {accept}\r\n");
         if let Some(a) = authorization {
             head.push_str(&format!("authorization: {a}\r\n"));
         }
@@ -87,6 +105,19 @@ impl Wire {
         request.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
         request.extend_from_slice(b"\r\n\r\n");
         request.extend_from_slice(body);
+        self.exchange(&request).await
+    }
+
+    /// Sends a `GET` (no body) and reads the response's head.
+    pub(crate) async fn get(&self) -> Result<Response<'_>, WireError> {
+        let mut request = Vec::with_capacity(self.head.len() + 2);
+        request.extend_from_slice(&self.head);
+        request.extend_from_slice(b"\r\n");
+        self.exchange(&request).await
+    }
+
+    /// Writes `request` on an idle connection or a new one and reads the response's head.
+    async fn exchange(&self, request: &[u8]) -> Result<Response<'_>, WireError> {
         loop {
             let reused = self.idle.borrow_mut().pop();
             let fresh = reused.is_none();
@@ -102,7 +133,7 @@ impl Wire {
                     s
                 }
             };
-            if let Err(e) = sock.write_all(&request).await {
+            if let Err(e) = sock.write_all(request).await {
                 if fresh {
                     return Err(WireError::Broken(format!("writing the request: {e}")));
                 }

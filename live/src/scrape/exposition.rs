@@ -214,27 +214,28 @@ fn label_set<'a>(mut s: &'a str, labels: &mut Vec<(String, String)>) -> Result<&
             .strip_prefix('"')
             .ok_or_else(|| format!("label {key}: expected a quoted value"))?;
         let mut value = String::new();
-        let mut chars = s.char_indices();
-        let close = loop {
-            match chars.next() {
-                None => return Err(format!("label {key}: unterminated value")),
-                Some((i, '"')) => break i,
-                Some((_, '\\')) => match chars.next() {
-                    Some((_, 'n')) => value.push('\n'),
-                    Some((_, '\\')) => value.push('\\'),
-                    Some((_, '"')) => value.push('"'),
-                    Some((_, c)) => {
-                        // Unknown escapes are kept as written, as Prometheus does.
-                        value.push('\\');
-                        value.push(c);
-                    }
-                    None => return Err(format!("label {key}: unterminated value")),
-                },
-                Some((_, c)) => value.push(c),
+        let unterminated = || format!("label {key}: unterminated value");
+        loop {
+            let i = s.find(['"', '\\']).ok_or_else(unterminated)?;
+            value.push_str(&s[..i]);
+            if s.as_bytes()[i] == b'"' {
+                s = &s[i + 1..];
+                break;
             }
-        };
+            let escaped = s[i + 1..].chars().next().ok_or_else(unterminated)?;
+            match escaped {
+                'n' => value.push('\n'),
+                '\\' | '"' => value.push(escaped),
+                // Unknown escapes are kept as written, as Prometheus does.
+                c => {
+                    value.push('\\');
+                    value.push(c);
+                }
+            }
+            s = &s[i + 1 + escaped.len_utf8()..];
+        }
         labels.push((key.to_string(), value));
-        s = s[close + 1..].trim_start_matches([' ', '\t']);
+        s = s.trim_start_matches([' ', '\t']);
         if let Some(after) = s.strip_prefix(',') {
             s = after;
         } else if !s.starts_with('}') {
@@ -244,13 +245,12 @@ fn label_set<'a>(mut s: &'a str, labels: &mut Vec<(String, String)>) -> Result<&
 }
 
 fn parse_value(s: &str) -> Option<f64> {
-    match s.to_ascii_lowercase().as_str() {
-        "+inf" | "inf" => Some(f64::INFINITY),
-        "-inf" => Some(f64::NEG_INFINITY),
-        "nan" => Some(f64::NAN),
-        // Rust's parser also takes "infinity" and friends, covered above.
-        _ => s.parse::<f64>().ok(),
-    }
+    // Rust's parser takes "inf", "+Inf", "-inf", "NaN" and "infinity" in any case, as
+    // the format allows; it refuses a sign before NaN, which Prometheus accepts.
+    s.parse::<f64>().ok().or_else(|| {
+        let unsigned = s.strip_prefix(['+', '-'])?;
+        unsigned.eq_ignore_ascii_case("nan").then_some(f64::NAN)
+    })
 }
 
 fn clip(s: &str) -> &str {
