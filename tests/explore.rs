@@ -327,7 +327,8 @@ fn the_page_teaches_in_a_real_browser() {
 }
 
 /// `run --out DIR` writes report.html: opened from disk in a real browser, it shows its
-/// tables and five drawn charts, loads nothing from outside and runs no script.
+/// tables and seven drawn charts (five of the client's, two of the embedded mock's metrics,
+/// scraped by default), loads nothing from outside and runs no script.
 #[test]
 fn the_run_report_page_renders_in_a_real_browser() {
     if !browser_here() {
@@ -367,7 +368,7 @@ fn the_run_report_page_renders_in_a_real_browser() {
     b.wait_for("return document.readyState === 'complete' ? true : null;");
     assert_eq!(
         b.script("return document.querySelectorAll('figure svg').length;"),
-        json!(5)
+        json!(7)
     );
     // Every chart drew lines, not only its frame.
     let drawn = b.script(
@@ -383,7 +384,8 @@ fn the_run_report_page_renders_in_a_real_browser() {
     assert!(
         caption
             .as_str()
-            .is_some_and(|c| c.contains("Goodput against ttft=5ms,tpot=1ms")),
+            .is_some_and(|c| c.contains("Goodput against ttft=5ms,tpot=1ms")
+                && c.contains("TTFT split: TTFT from the intended send")),
         "{caption}"
     );
     let resources = b.script("return performance.getEntriesByType('resource').length;");

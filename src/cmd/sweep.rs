@@ -65,6 +65,7 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
         if stop.is_stopped() {
             return Ok(None);
         }
+        let mut server_split: Option<String> = None;
         let (stage, report) = match &base {
             Some(sc) => {
                 let mut sc = sc.clone();
@@ -89,6 +90,12 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
                 );
                 cfg.workload.arrivals = arrivals(q);
                 cfg.slo = a.slo;
+                cfg.server_metrics =
+                    heisenbench_live::generator::config::ServerMetrics::from_flags(
+                        &a.server_metrics,
+                        a.scrape_interval.get(),
+                    )
+                    .map_err(|e| Failure::Usage(e.to_string()))?;
                 if cfg.model.is_empty() {
                     cfg.model = super::run::served_model(&cfg)?;
                     model.clone_from(&cfg.model);
@@ -106,6 +113,24 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
                 if r.interrupted {
                     return Ok(None);
                 }
+                server_split = r
+                    .server
+                    .as_ref()
+                    .and_then(|v| v.attribution.as_ref())
+                    .map(|a| {
+                        let share = |n: &str| {
+                            a.parts
+                                .iter()
+                                .find(|p| p.name == n)
+                                .map_or(0.0, |p| 100.0 * p.share)
+                        };
+                        format!(
+                            ", TTFT {:.0} % server queue, {:.0} % prefill, {:.0} % client",
+                            share("queue"),
+                            share("prefill"),
+                            share("client")
+                        )
+                    });
                 (r.profile_stage(q), serde_json::to_vec_pretty(&r))
             }
         };
@@ -132,9 +157,10 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
             };
             writeln!(
                 out,
-                "[sweep] stage {}{of}: {load}, p99 TTFT {}{good}{little} {}",
+                "[sweep] stage {}{of}: {load}, p99 TTFT {}{good}{little}{} {}",
                 i + 1,
                 format_seconds(stage.p99_s),
+                server_split.take().unwrap_or_default(),
                 if criterion.is_met_by(&stage) {
                     "ok"
                 } else {

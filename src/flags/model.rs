@@ -406,6 +406,13 @@ pub struct SweepFlags {
     /// With --slo: the share of a stage's requests that must meet it.
     #[arg(long, default_value = "90%", value_parser = parse_percent)]
     pub min_goodput: f64,
+    /// Live: the server's Prometheus metrics, read during every stage (as `run
+    /// --server-metrics`: auto, off, or endpoint URLs); each stage's report splits TTFT.
+    #[arg(long = "server-metrics", value_name = "auto|off|URL")]
+    pub server_metrics: Vec<String>,
+    /// Live: time between two scrapes of the server's metrics (10ms to 1h).
+    #[arg(long = "scrape-interval", value_name = "INTERVAL", default_value = "1s", value_parser = Seconds::parse_positive)]
+    pub scrape_interval: Seconds,
     /// Stages.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(2..1000))]
     pub steps: u32,
