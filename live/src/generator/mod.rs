@@ -11,6 +11,7 @@ pub mod calibrate;
 pub mod config;
 pub mod distributed;
 pub mod k8s;
+pub mod llmd;
 pub mod prepare;
 pub mod result;
 pub mod series;

@@ -9,7 +9,8 @@ use super::result::{Goodput, RunReport};
 use crate::files::write_atomic;
 
 impl RunReport {
-    /// Writes `report.json` (and `requests.csv`, one row per request, with `csv`) into
+    /// Writes `report.json`, the same run in llm-d-benchmark's report format
+    /// ([`super::llmd::FILE`]), and `requests.csv` (one row per request, with `csv`) into
     /// `dir`, each file whole or not at all.
     pub fn write_files(&self, dir: &Path, csv: bool) -> io::Result<()> {
         let report = self;
@@ -18,6 +19,8 @@ impl RunReport {
         })?;
         let json = serde_json::to_vec_pretty(report)?;
         write_atomic(&dir.join("report.json"), &json)?;
+        let llmd = serde_json::to_vec_pretty(&super::llmd::benchmark_report(report))?;
+        write_atomic(&dir.join(super::llmd::FILE), &llmd)?;
         if csv {
             let mut rows = report.merged.rows.clone();
             rows.sort_by_key(|r| r.index);
