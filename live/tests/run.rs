@@ -636,3 +636,86 @@ fn shared_prefixes_hit_as_the_cache_law_and_che_say() {
         "Che {predicted:.4}, the mock {measured:.4}"
     );
 }
+
+/// A server that answers every request with `head`, then writes `piece` again and again
+/// until the client goes away (or 20 s pass): an endless line, body or list.
+fn endless_server(head: &'static str, piece: &'static [u8]) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in l.incoming().take(16) {
+            let Ok(mut s) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(head.as_bytes());
+                let until = std::time::Instant::now() + Duration::from_secs(20);
+                while std::time::Instant::now() < until && s.write_all(piece).is_ok() {}
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// Endless answers end within bounds, each request with its cause: a stream with no line
+/// end, a whole body that never ends, and a model list that never ends. (Each fills the
+/// client's limit in well under a second on loopback; the 5 s timeout is not what stops
+/// them.)
+#[test]
+fn endless_answers_end_at_the_stated_limits() {
+    let a: &'static [u8] = Box::leak(vec![b'a'; 64 * 1024].into_boxed_slice());
+    let line = endless_server(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: ",
+        a,
+    );
+    let t0 = std::time::Instant::now();
+    let r = go(&cfg(&line, 1, 2));
+    assert_eq!(
+        r.accounting.failed.get(&Outcome::Malformed),
+        Some(&2),
+        "{:?}",
+        r.accounting
+    );
+    assert!(
+        r.merged
+            .server_messages
+            .keys()
+            .any(|m| m.contains("line longer than 1 MiB")),
+        "{:?}",
+        r.merged.server_messages
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(4),
+        "ended by the limit, not the timeout"
+    );
+
+    let body = endless_server(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{\"x\":\"",
+        a,
+    );
+    let mut c = cfg(&body, 1, 2);
+    c.stream = false;
+    let r = go(&c);
+    assert_eq!(
+        r.accounting.failed.get(&Outcome::Malformed),
+        Some(&2),
+        "{:?}",
+        r.accounting
+    );
+    assert!(
+        r.merged
+            .server_messages
+            .keys()
+            .any(|m| m.contains("body is longer than 16 MiB")),
+        "{:?}",
+        r.merged.server_messages
+    );
+
+    let list = endless_server(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{\"data\":[",
+        b"{\"id\":\"m\"},",
+    );
+    let c = cfg(&list, 1, 1);
+    let e = heisenbench_live::net::client::served_models(c.server()).unwrap_err();
+    assert!(e.to_string().contains("longer than 16 MiB"), "{e}");
+}

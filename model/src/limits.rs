@@ -29,6 +29,20 @@ pub const MIN_RANDOM_SCV: f64 = 1e-6;
 /// See [`MIN_RANDOM_SCV`].
 pub const MAX_SCV: f64 = 1e6;
 
+/// What one response may hold, so that a hostile or broken server costs memory within a
+/// stated bound. Each is hundreds of times what a real server sends; past it the request
+/// ends as malformed, with the limit named.
+///
+/// The longest line of a server-sent event stream, bytes (a chunk of JSON is a few hundred).
+pub const MAX_SSE_LINE_BYTES: usize = 1 << 20;
+/// The most data one server-sent event accumulates over its lines, bytes.
+pub const MAX_SSE_EVENT_BYTES: usize = 4 << 20;
+/// The largest whole (non-streamed) response body, bytes (a million tokens of text is
+/// about 5 MiB). A shard holds at most this much per request in flight.
+pub const MAX_RESPONSE_BYTES: usize = 16 << 20;
+/// The largest model list (`/v1/models`), bytes.
+pub const MAX_MODEL_LIST_BYTES: usize = 16 << 20;
+
 /// Why a duration is refused, if it is: `None` when it is finite, >= 0, on the nanosecond
 /// clock and at most [`MAX_SECONDS`].
 pub fn duration_problem(s: f64) -> Option<&'static str> {

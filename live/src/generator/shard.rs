@@ -8,6 +8,7 @@
 //! intended send and from the actual send; the read's lateness after the arrival is the
 //! read lag.
 
+use heisenbench_model::limits::{MAX_RESPONSE_BYTES, MAX_SSE_EVENT_BYTES, MAX_SSE_LINE_BYTES};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::task::Poll;
@@ -632,17 +633,21 @@ impl Reply<'_> {
         }
     }
 
-    /// The whole body, at most `limit` bytes of it kept, and the stamps of its last piece
-    /// (of its end, for an empty body).
-    async fn bytes(&mut self, limit: usize) -> Result<(Vec<u8>, Stamps), Outcome> {
+    /// The body, read to its end or until `limit` bytes (then the rest is left unread and
+    /// the body is said to be cut), and the stamps of its last piece read (of its end, for
+    /// an empty body).
+    async fn bytes(&mut self, limit: usize) -> Result<(Vec<u8>, Stamps, bool), Outcome> {
         let mut all = Vec::new();
         let mut last = None;
         while let Some(piece) = self.chunk().await? {
             let room = limit.saturating_sub(all.len());
             all.extend_from_slice(&piece.bytes[..piece.bytes.len().min(room)]);
             last = Some(piece.stamps);
+            if piece.bytes.len() > room {
+                return Ok((all, last.unwrap_or_else(Stamps::now), true));
+            }
         }
-        Ok((all, last.unwrap_or_else(Stamps::now)))
+        Ok((all, last.unwrap_or_else(Stamps::now), false))
     }
 }
 
@@ -695,7 +700,7 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Exchanged) -> Outc
         let body = resp
             .bytes(MAX_ERROR_BODY)
             .await
-            .map(|(b, _)| b)
+            .map(|(b, _, _)| b)
             .unwrap_or_default();
         let message = error_text(&body);
         let hint = crate::net::client::explain_status(status);
@@ -716,8 +721,15 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Exchanged) -> Outc
         return Outcome::HttpStatus(status);
     }
     if !ctx.cfg.stream {
-        let (bytes, stamps) = match resp.bytes(usize::MAX).await {
-            Ok(b) => b,
+        let (bytes, stamps) = match resp.bytes(MAX_RESPONSE_BYTES).await {
+            Ok((_, _, true)) => {
+                seen.stream.error = Some(format!(
+                    "malformed: the response body is longer than {} MiB",
+                    MAX_RESPONSE_BYTES >> 20
+                ));
+                return Outcome::Malformed;
+            }
+            Ok((b, st, false)) => (b, st),
             Err(o) => return o,
         };
         let arrival = stamps.arrival_ns();
@@ -765,6 +777,15 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Exchanged) -> Outc
                 parser.feed(piece.bytes, |ev| {
                     on_event(ev, stamps, ctx.start_ns, cost_ns, seen, &mut r)
                 });
+                drop(r);
+                if parser.overflowed() {
+                    seen.stream.error = Some(format!(
+                        "malformed: a server-sent event line longer than {} MiB or an event longer than {} MiB",
+                        MAX_SSE_LINE_BYTES >> 20,
+                        MAX_SSE_EVENT_BYTES >> 20
+                    ));
+                    return Outcome::Malformed;
+                }
             }
             Ok(None) => break,
             // After `[DONE]` the stream has ended as far as the API goes; a connection

@@ -10,6 +10,8 @@
 use std::path::Path;
 use std::time::Duration;
 
+use heisenbench_model::limits::MAX_MODEL_LIST_BYTES;
+
 use crate::openai::stream::{clip, error_text};
 
 /// A server as a client sees it: where it is and how to trust and address it.
@@ -178,9 +180,18 @@ pub fn served_models(server: Server<'_>) -> Result<Vec<String>, HttpError> {
         if let Some(a) = authorization(server) {
             req = req.header("authorization", a);
         }
-        let resp = req.send().await.map_err(request)?;
+        let mut resp = req.send().await.map_err(request)?;
         let status = resp.status().as_u16();
-        let body = resp.bytes().await.map_err(request)?;
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(request)? {
+            if body.len() + chunk.len() > MAX_MODEL_LIST_BYTES {
+                return Err(HttpError::NotAList {
+                    url: shown.clone(),
+                    reason: format!("longer than {} MiB", MAX_MODEL_LIST_BYTES >> 20),
+                });
+            }
+            body.extend_from_slice(&chunk);
+        }
         Ok::<_, HttpError>((status, body))
     })?;
     if !(200..300).contains(&status) {

@@ -42,6 +42,8 @@ pub struct SseParser {
     after_cr: bool,
     /// Bytes seen so far, up to 3 (for the byte-order mark).
     seen: u8,
+    /// A line or an event outgrew its bound: everything after is ignored.
+    overflowed: bool,
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -52,8 +54,18 @@ impl SseParser {
         Self::default()
     }
 
-    /// Feeds `bytes`; calls `on_event` for each event completed by them.
+    /// Feeds `bytes`; calls `on_event` for each event completed by them. A line longer
+    /// than [`MAX_SSE_LINE_BYTES`] or an event's data longer than [`MAX_SSE_EVENT_BYTES`]
+    /// stops the parser ([`SseParser::overflowed`]): what is held is dropped and nothing
+    /// more is read, so a stream without line ends costs a bounded memory.
+    ///
+    /// [`MAX_SSE_LINE_BYTES`]: heisenbench_model::limits::MAX_SSE_LINE_BYTES
+    /// [`MAX_SSE_EVENT_BYTES`]: heisenbench_model::limits::MAX_SSE_EVENT_BYTES
     pub fn feed(&mut self, mut bytes: &[u8], mut on_event: impl FnMut(SseEvent<'_>)) {
+        use heisenbench_model::limits::{MAX_SSE_EVENT_BYTES, MAX_SSE_LINE_BYTES};
+        if self.overflowed {
+            return;
+        }
         if self.seen < 3 {
             bytes = self.skip_bom(bytes);
         }
@@ -65,9 +77,17 @@ impl SseParser {
         }
         while !bytes.is_empty() {
             let Some(i) = memchr::memchr2(b'\n', b'\r', bytes) else {
-                self.line.extend_from_slice(bytes);
+                if self.line.len() + bytes.len() > MAX_SSE_LINE_BYTES {
+                    self.overflow();
+                } else {
+                    self.line.extend_from_slice(bytes);
+                }
                 return;
             };
+            if self.line.len() + i > MAX_SSE_LINE_BYTES || self.data.len() > MAX_SSE_EVENT_BYTES {
+                self.overflow();
+                return;
+            }
             let mut next = i + 1;
             if bytes[i] == b'\r' {
                 match bytes.get(i + 1) {
@@ -87,6 +107,19 @@ impl SseParser {
             }
             bytes = &bytes[next..];
         }
+    }
+
+    /// Whether a line or an event outgrew its bound (the stream is then malformed).
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
+    fn overflow(&mut self) {
+        self.overflowed = true;
+        self.line = Vec::new();
+        self.data = Vec::new();
+        self.event = Vec::new();
+        self.has_data = false;
     }
 
     /// Whether the stream, if it ended now, would leave an event (or a line) unfinished.
@@ -152,6 +185,41 @@ impl SseParser {
             // `id` and `retry` matter to a reconnecting browser, not to a benchmark.
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+    use heisenbench_model::limits::{MAX_SSE_EVENT_BYTES, MAX_SSE_LINE_BYTES};
+
+    /// A line without an end, fed in pieces, stops the parser at the bound and holds
+    /// nothing after; an event whose data lines never end in a blank line does too.
+    #[test]
+    fn endless_lines_and_events_stop_at_their_bounds() {
+        let mut p = SseParser::new();
+        let piece = vec![b'a'; 64 * 1024];
+        let mut fed = 0;
+        while !p.overflowed() {
+            p.feed(&piece, |_| panic!("no event"));
+            fed += piece.len();
+            assert!(fed <= MAX_SSE_LINE_BYTES + piece.len());
+        }
+        assert!(p.line.capacity() == 0);
+        let mut p = SseParser::new();
+        let line = format!("data: {}\n", "b".repeat(1000));
+        let mut fed = 0;
+        while !p.overflowed() {
+            p.feed(line.as_bytes(), |_| panic!("no event"));
+            fed += line.len();
+            // The data held is the lines less their "data: " prefixes.
+            assert!(fed <= MAX_SSE_EVENT_BYTES / 100 * 101 + 2 * line.len());
+        }
+        // A stream within the bounds is untouched.
+        let mut p = SseParser::new();
+        let mut n = 0;
+        p.feed(b"data: x\n\n", |_| n += 1);
+        assert_eq!((n, p.overflowed()), (1, false));
     }
 }
 
