@@ -93,6 +93,9 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 shards_reasoning: reasoning.clone(),
                 stop: stop.clone(),
                 server_in_process: mock.is_some(),
+                in_process_metrics: mock.as_ref().map(|m| {
+                    heisenbench_live::scrape::InProcess(std::sync::Arc::new(m.exposition()))
+                }),
                 ..RunOptions::default()
             },
         )

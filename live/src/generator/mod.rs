@@ -127,6 +127,9 @@ pub struct RunOptions {
     /// The server runs in this process (the embedded mock): its ends of the connections
     /// share this process's descriptors, and its CPU is this process's.
     pub server_in_process: bool,
+    /// The in-process server's metrics, read directly instead of over HTTP when the run's
+    /// `--server-metrics` is `auto`.
+    pub in_process_metrics: Option<scrape::InProcess>,
 }
 
 /// Slack past a run's expected end (its schedule, the per-request timeout, the grace
@@ -166,7 +169,7 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
     let lead_ns =
         50_000_000 + u64::from(cfg.shards) * if exe.is_some() { 10_000_000 } else { 1_000_000 };
     let start = mono_ns() + lead_ns;
-    let (scraper, server_note) = start_scraper(cfg, start);
+    let (scraper, server_note) = start_scraper(cfg, opts, start);
     let tasks: Vec<ShardTask> = (0..cfg.shards)
         .map(|shard| ShardTask {
             config: cfg.clone(),
@@ -281,10 +284,23 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
 
 /// Starts reading the server's metrics, when asked and (for `auto`) when the endpoint
 /// answers; says why not otherwise.
-fn start_scraper(cfg: &RunConfig, start: u64) -> (Option<scrape::Scraper>, Option<String>) {
+fn start_scraper(
+    cfg: &RunConfig,
+    opts: &RunOptions,
+    start: u64,
+) -> (Option<scrape::Scraper>, Option<String>) {
+    let interval = Duration::from_secs_f64(cfg.server_metrics.interval_s);
     let urls = match &cfg.server_metrics.targets {
         scrape::Targets::Off => return (None, None),
         scrape::Targets::Urls(u) => u.clone(),
+        scrape::Targets::Auto if opts.in_process_metrics.is_some() => {
+            let source = opts.in_process_metrics.clone().expect("checked");
+            let label = format!("{} (read in process)", scrape::metrics_url(&cfg.url));
+            return match scrape::Scraper::start_in_process(source, label, interval, start) {
+                Ok(s) => (Some(s), None),
+                Err(e) => (None, Some(format!("cannot start the scraper: {e}"))),
+            };
+        }
         scrape::Targets::Auto => {
             let url = scrape::metrics_url(&cfg.url);
             if let Err(why) = scrape::answers(cfg.server(), &url) {
@@ -294,7 +310,6 @@ fn start_scraper(cfg: &RunConfig, start: u64) -> (Option<scrape::Scraper>, Optio
             vec![url]
         }
     };
-    let interval = Duration::from_secs_f64(cfg.server_metrics.interval_s);
     match scrape::Scraper::start(cfg.server(), urls, interval, start) {
         Ok(s) => (Some(s), None),
         Err(e) => (None, Some(format!("cannot start the scraper: {e}"))),

@@ -61,6 +61,7 @@ pub enum MockError {
 /// A running mock server on its own threads. Dropping it shuts it down.
 pub struct MockServer {
     server: Running,
+    state: Arc<ServerState>,
 }
 
 impl MockServer {
@@ -93,10 +94,18 @@ impl MockServer {
         }
         .map_err(ServeError::Runtime)?;
         let state = ServerState::new(cfg, Clock::host(), journal);
+        let serving = state.clone();
         let server = Running::spawn("heisenbench-mock", runtime, listener, addr, |l, rx| {
-            state.serve(l, rx)
+            serving.serve(l, rx)
         })?;
-        Ok(Self { server })
+        Ok(Self { server, state })
+    }
+
+    /// Its `/metrics` exposition, rendered by the caller's thread from the mock's counters
+    /// (an embedded mock's metrics read without asking its loop to answer a request).
+    pub fn exposition(&self) -> impl Fn() -> String + Send + Sync + 'static {
+        let state = self.state.clone();
+        move || state.metrics.render(&state.cfg.model)
     }
 
     /// The bound address.

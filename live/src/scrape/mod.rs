@@ -79,6 +79,16 @@ pub struct Scrapes {
     pub cpu_ns: u64,
 }
 
+/// An in-process server's exposition, rendered on the scraper's thread.
+#[derive(Clone)]
+pub struct InProcess(pub Arc<dyn Fn() -> String + Send + Sync>);
+
+impl std::fmt::Debug for InProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InProcess(..)")
+    }
+}
+
 /// A running scraper.
 #[derive(Debug)]
 pub struct Scraper {
@@ -175,23 +185,56 @@ impl Scraper {
                         }
                     });
                 };
-                scrape_all(&mut out);
-                let step = interval.as_nanos() as u64;
-                let mut k: u64 = 1;
-                while !stopped.load(Ordering::Relaxed) {
-                    let due = start_mono_ns.saturating_add(k.saturating_mul(step));
-                    let now = mono_ns();
-                    if now < due {
-                        // Sleep in slices, so a stop is seen within 50 ms.
-                        std::thread::sleep(Duration::from_nanos((due - now).min(50_000_000)));
-                        continue;
+                ticks(&stopped, start_mono_ns, interval, &mut out, scrape_all);
+                out.cpu_ns = crate::time::thread_cpu_ns().saturating_sub(cpu0);
+                out
+            })?;
+        Ok(Scraper { stop, handle })
+    }
+
+    /// Reads an in-process server's exposition (`source`) on the same ticks as
+    /// [`Scraper::start`] does an endpoint; `label` names it in the report.
+    pub fn start_in_process(
+        source: InProcess,
+        label: String,
+        interval: Duration,
+        start_mono_ns: u64,
+    ) -> std::io::Result<Scraper> {
+        let interval = interval.max(MIN_INTERVAL);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("heisenbench-scrape".into())
+            .spawn(move || {
+                let _ = rustix::process::setpriority_process(
+                    Some(rustix::thread::gettid()),
+                    SCRAPER_NICE,
+                );
+                let mut out = Scrapes {
+                    targets: vec![TargetScrapes {
+                        url: label,
+                        ..Default::default()
+                    }],
+                    interval,
+                    cpu_ns: 0,
+                };
+                let cpu0 = crate::time::thread_cpu_ns();
+                let scrape = |out: &mut Scrapes| {
+                    let t0 = mono_ns();
+                    let text = (source.0)();
+                    let parsed = exposition::parse(&text);
+                    let t1 = mono_ns();
+                    let target = &mut out.targets[0];
+                    target.busy_ns += t1 - t0;
+                    match parsed {
+                        Ok(e) => push(target, t1 as i64 - start_mono_ns as i64, Snapshot::of(&e)),
+                        Err(e) => {
+                            target.failures += 1;
+                            target.last_error = Some(format!("not an exposition: {e}"));
+                        }
                     }
-                    scrape_all(&mut out);
-                    // Ticks missed by a slow scrape are skipped, not made up.
-                    let after = mono_ns();
-                    k = (after.saturating_sub(start_mono_ns) / step + 1).max(k + 1);
-                }
-                scrape_all(&mut out);
+                };
+                ticks(&stopped, start_mono_ns, interval, &mut out, scrape);
                 out.cpu_ns = crate::time::thread_cpu_ns().saturating_sub(cpu0);
                 out
             })?;
@@ -203,6 +246,33 @@ impl Scraper {
         self.stop.store(true, Ordering::Relaxed);
         self.handle.join().unwrap_or_default()
     }
+}
+
+/// Calls `scrape` once now (the baseline), at every tick of `interval` from
+/// `start_mono_ns` until `stopped`, and once more at the end. Ticks missed by a slow scrape
+/// are skipped, not made up; a stop is seen within 50 ms.
+fn ticks(
+    stopped: &AtomicBool,
+    start_mono_ns: u64,
+    interval: Duration,
+    out: &mut Scrapes,
+    mut scrape: impl FnMut(&mut Scrapes),
+) {
+    scrape(out);
+    let step = interval.as_nanos() as u64;
+    let mut k: u64 = 1;
+    while !stopped.load(Ordering::Relaxed) {
+        let due = start_mono_ns.saturating_add(k.saturating_mul(step));
+        let now = mono_ns();
+        if now < due {
+            std::thread::sleep(Duration::from_nanos((due - now).min(50_000_000)));
+            continue;
+        }
+        scrape(out);
+        let after = mono_ns();
+        k = (after.saturating_sub(start_mono_ns) / step + 1).max(k + 1);
+    }
+    scrape(out);
 }
 
 fn push(t: &mut TargetScrapes, at: i64, s: Snapshot) {
