@@ -719,3 +719,21 @@ fn endless_answers_end_at_the_stated_limits() {
     let e = heisenbench_live::net::client::served_models(c.server()).unwrap_err();
     assert!(e.to_string().contains("longer than 16 MiB"), "{e}");
 }
+
+/// Sending and completing are reported apart: every scheduled request was sent, at the
+/// schedule's rate (100 requests over the 0.25 s a count at 400/s lasts), and the share on
+/// time is a share.
+#[test]
+fn the_sending_side_is_reported_apart_from_completions() {
+    let m = mock();
+    let r = go(&cfg(&m.url(), 1, 100));
+    let s = r.sending.expect("measured");
+    assert_eq!(s.sent, 100);
+    assert_eq!(s.sent_qps, Some(400.0));
+    assert!(s.on_time.is_some_and(|f| (0.0..=1.0).contains(&f)), "{s:?}");
+    let mut text = Vec::new();
+    r.write_summary(&mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("sent 400.0 req/s ("), "{text}");
+    assert!(text.contains("; completed "), "{text}");
+}

@@ -57,6 +57,12 @@ impl Recorder {
         self.max_ns = self.max_ns.max(ns);
     }
 
+    /// The share of samples at most `ns` (within the histogram's 3 significant digits);
+    /// None without samples.
+    pub fn fraction_at_most(&self, ns: u64) -> Option<f64> {
+        (self.count > 0).then(|| self.hist.count_between(0, ns) as f64 / self.count as f64)
+    }
+
     /// Samples recorded.
     pub fn count(&self) -> u64 {
         self.count
@@ -305,6 +311,18 @@ impl TryFrom<Vec<(u16, u64)>> for LogHist {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_share_at_most_a_value_counts_the_samples_below_it() {
+        let mut r = Recorder::default();
+        assert_eq!(r.fraction_at_most(10), None);
+        for ns in 1..=100 {
+            r.record(ns);
+        }
+        assert_eq!(r.fraction_at_most(50), Some(0.5));
+        assert_eq!(r.fraction_at_most(1_000), Some(1.0));
+        assert_eq!(r.fraction_at_most(0), Some(0.0));
+    }
 
     fn rec(values: &[u64]) -> Recorder {
         let mut r = Recorder::default();

@@ -576,6 +576,7 @@ pub fn report(
         },
         offered_qps,
         achieved_qps: per_s(completed.saturating_sub(merged.warmup.completed)),
+        sending: Some(sending(cfg, &merged)),
         duration_s,
         send_lag: rec.send_lag.summary(),
         send_stages: rec.send_stages.summary(),
@@ -616,6 +617,21 @@ pub fn report(
         server: None,
         server_note: None,
         merged,
+    }
+}
+
+/// What left when: sent requests over the schedule's length, and the share on time.
+fn sending(cfg: &RunConfig, merged: &ShardResult) -> result::Sending {
+    let sent: u64 = merged.series.windows.iter().map(|w| w.sent).sum();
+    let closed = matches!(cfg.workload.arrivals, Arrivals::Closed { .. });
+    let span_s = slice_duration_ns(cfg) as f64 * 1e-9;
+    result::Sending {
+        sent,
+        sent_qps: (!closed && span_s > 0.0).then(|| sent as f64 / span_s),
+        on_time: merged
+            .recorders
+            .send_lag
+            .fraction_at_most((result::ON_TIME_S * 1e9) as u64),
     }
 }
 

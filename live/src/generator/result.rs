@@ -683,6 +683,10 @@ pub struct RunReport {
     pub offered_qps: f64,
     /// Completed requests per second of the run.
     pub achieved_qps: f64,
+    /// How faithfully the schedule was sent, apart from how fast the server completed it
+    /// (None in reports written before it was measured).
+    #[serde(default)]
+    pub sending: Option<Sending>,
     /// From the first send to the last response, seconds.
     pub duration_s: f64,
     /// Actual minus intended send.
@@ -765,6 +769,20 @@ pub struct RunReport {
     /// The merged raw result (histograms included), so reports can be merged again.
     pub merged: ShardResult,
 }
+
+/// The sending side of a run: what left when, whatever the server did with it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sending {
+    /// Requests sent (the warm-up's included).
+    pub sent: u64,
+    /// Sent per second of the schedule's length (None: a closed loop has no length).
+    pub sent_qps: Option<f64>,
+    /// Share of the measured requests sent within [`ON_TIME_S`] of their intended time.
+    pub on_time: Option<f64>,
+}
+
+/// A send this close to its intended time counts as on time, seconds.
+pub const ON_TIME_S: f64 = 1e-3;
 
 /// The CPU a run took of this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

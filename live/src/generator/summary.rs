@@ -68,9 +68,26 @@ impl RunReport {
                 "INTERRUPTED: stopped before the end of the schedule; what follows is what was measured until then"
             )?;
         }
+        // Sending and completing are two rates: a slow server completes fewer per second
+        // of the run while every request left on time.
+        let sent = match r.sending {
+            Some(s) => format!(
+                "sent {}{}; ",
+                s.sent_qps.map_or_else(
+                    || format!("{} requests", s.sent),
+                    |q| format!("{q:.1} req/s")
+                ),
+                s.on_time.map_or(String::new(), |f| format!(
+                    " ({:.1} % within {} of the intended send)",
+                    100.0 * f,
+                    format_seconds(super::result::ON_TIME_S)
+                ))
+            ),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "{}: {} shard(s) ({:?}), offered {:.1} req/s, achieved {:.1} req/s over {:.2} s",
+            "{}: {} shard(s) ({:?}), offered {:.1} req/s; {sent}completed {:.1} req/s over {:.2} s (first send to last response)",
             r.config.name,
             r.config.shards,
             r.config.shard_mode,
