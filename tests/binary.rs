@@ -199,6 +199,114 @@ fn the_api_key_is_sent_but_never_written() {
     assert!(out.contains("HB_TEST_KEY"));
 }
 
+/// A server that answers every request 401 and quotes the request's authorization header
+/// (and its request line, which holds the URL's query) in its error message, as some
+/// gateways do.
+fn echoing_server() -> String {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in l.incoming().take(32) {
+            let Ok(mut s) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut got = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&got).to_string();
+                let quoted: Vec<&str> = head
+                    .lines()
+                    .filter(|l| l.starts_with("POST") || l.starts_with("authorization"))
+                    .collect();
+                let body = format!(
+                    "{{\"error\":{{\"message\":\"refused {}\"}}}}",
+                    quoted.join(" | ")
+                );
+                let reply = format!(
+                    "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(reply.as_bytes());
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// A key the server echoes back, and a key in the URL's query, reach neither stdout,
+/// stderr nor any file of the report; a key that would inject a header, and a variable
+/// that is not set, are refused before anything is sent.
+#[test]
+fn an_echoed_key_is_redacted_and_a_bad_key_is_refused() {
+    let url = format!("{}/v1?api-key=sk-query-secret-77", echoing_server());
+    let dir = std::env::temp_dir().join(format!("hb-secret-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let dir_s = dir.display().to_string();
+    let args = [
+        "run",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--qps",
+        "50",
+        "--requests",
+        "3",
+        "--shards",
+        "1",
+        "--server-metrics",
+        "off",
+        "--api-key-env",
+        "HB_ECHO_KEY",
+        "--out",
+        &dir_s,
+    ];
+    let (code, out, err) = heisenbench(&args, &[("HB_ECHO_KEY", "sk-echoed-secret-42")]);
+    assert_eq!(code, 0, "failed requests are accounted for: {out}{err}");
+    assert!(out.contains("failed http_401 3"), "{out}");
+    assert!(
+        out.contains("refused POST"),
+        "the server's words are kept: {out}"
+    );
+    let mut texts = vec![out.clone(), err];
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        texts.push(std::fs::read_to_string(entry.unwrap().path()).unwrap());
+    }
+    assert!(texts.len() > 3, "the report's files were written");
+    for t in &texts {
+        for secret in ["sk-echoed-secret-42", "sk-query-secret-77"] {
+            assert!(!t.contains(secret), "{secret} leaked: {t}");
+        }
+    }
+    assert!(out.contains("Bearer ***"), "{out}");
+    assert!(
+        out.contains("POST /v1/completions?api-key=*** HTTP/1.1"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let mut bad = args.to_vec();
+    bad.truncate(bad.len() - 2);
+    let (code, out, err) = heisenbench(&bad, &[("HB_ECHO_KEY", "k\r\nx-injected: yes")]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("carriage return") && !err.contains("injected"),
+        "{err}"
+    );
+    let (code, _, err) = heisenbench(&bad, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("HB_ECHO_KEY: the variable is not set"),
+        "{err}"
+    );
+}
+
 mod distributed {
     use super::*;
     use heisenbench_live::mock::MockServer;

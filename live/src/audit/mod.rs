@@ -426,7 +426,7 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
         .count()
         .max(1) as u32;
     let client = ClientRun {
-        command: argv,
+        command: crate::net::secret::redact_args(&argv),
         exit_code: status.and_then(|s| s.code()),
         signal: status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s)),
         timed_out,

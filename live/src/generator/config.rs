@@ -605,13 +605,9 @@ impl RunConfig {
         }
     }
 
-    /// The endpoint URL.
+    /// The endpoint URL ([`crate::net::client::at_path`]).
     pub fn endpoint(&self) -> String {
-        let base = self.url.trim_end_matches('/');
-        let path = self.api.path();
-        // A base given with its /v1 is accepted too.
-        let base = base.strip_suffix("/v1").unwrap_or(base);
-        format!("{base}{path}")
+        crate::net::client::at_path(&self.url, self.api.path())
     }
 
     /// A fingerprint of the schedule (workload and seed) and shard count: shard results
@@ -709,6 +705,22 @@ mod tests {
     }
 
     #[test]
+    fn the_endpoint_keeps_the_base_query_at_the_end() {
+        use crate::net::client::at_path;
+        for (base, url) in [
+            ("http://h:1", "http://h:1/v1/completions"),
+            ("http://h:1/v1/", "http://h:1/v1/completions"),
+            (
+                "https://h/openai/v1?api-version=2024-06",
+                "https://h/openai/v1/completions?api-version=2024-06",
+            ),
+            ("http://h/#f", "http://h/v1/completions#f"),
+        ] {
+            assert_eq!(at_path(base, "/v1/completions"), url, "{base}");
+        }
+    }
+
+    #[test]
     fn credentials_never_reach_a_report() {
         for (url, shown) in [
             (
@@ -717,7 +729,12 @@ mod tests {
             ),
             ("https://tok@h", "https://***@h"),
             ("http://a:b@c@h/x@y", "http://***@h/x@y"),
-            ("http://h:1/v1?q=a@b", "http://h:1/v1?q=a@b"),
+            ("http://h:1/v1?q=a@b", "http://h:1/v1?q=***"),
+            (
+                "https://u:p@h/openai?api-version=2024&api-key=sk-9#top",
+                "https://***@h/openai?api-version=***&api-key=***#top",
+            ),
+            ("http://h/v1?sk-bare&", "http://h/v1?***&"),
             ("http://127.0.0.1:9", "http://127.0.0.1:9"),
         ] {
             assert_eq!(redact_url(url), shown, "{url}");

@@ -1,7 +1,7 @@
-//! What a run config leaves open until the world is asked, resolved in one place: the model
-//! the server serves (its `/v1/models`) and the shard count (this machine's calibration,
-//! measured now if there is none). Everything else was settled, and validated, when the
-//! config was made.
+//! What a run config leaves open until the world is asked, resolved in one place: whether
+//! the API key can be sent, the model the server serves (its `/v1/models`) and the shard
+//! count (this machine's calibration, measured now if there is none). Everything else was
+//! settled, and validated, when the config was made.
 
 use std::path::Path;
 
@@ -11,6 +11,7 @@ use super::calibrate::CalibrateError;
 use super::config::RunConfig;
 use super::shards::default_run_shards;
 use crate::net::client::{ModelChoiceError, served_model};
+use crate::net::secret::{KeyError, api_key};
 
 /// What the config does not say yet.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -37,6 +38,9 @@ pub enum PrepareError {
     /// The resolved run is not valid.
     #[error(transparent)]
     Invalid(#[from] ModelError),
+    /// The API key the run was told to send cannot be sent.
+    #[error(transparent)]
+    Key(#[from] KeyError),
 }
 
 impl PrepareError {
@@ -45,7 +49,7 @@ impl PrepareError {
     pub fn is_usage(&self) -> bool {
         match self {
             Self::Model(ModelChoiceError::Unreachable(_)) => false,
-            Self::Model(_) | Self::Invalid(_) => true,
+            Self::Model(_) | Self::Invalid(_) | Self::Key(_) => true,
             Self::Shards(CalibrateError::Stored(_) | CalibrateError::Model(_)) => true,
             Self::Shards(_) => false,
         }
@@ -63,6 +67,10 @@ pub fn prepare(
     cores: u32,
     tell: &mut dyn FnMut(&str),
 ) -> Result<Vec<String>, PrepareError> {
+    // Before anything is asked of the server: a key that cannot be sent is the user's to fix.
+    if let Some(var) = &cfg.api_key_env {
+        api_key(var)?;
+    }
     if pending.model {
         cfg.model = served_model(cfg.server())?;
     }

@@ -60,6 +60,9 @@ pub enum HttpError {
         /// What that means for the user, with the server's own words.
         message: String,
     },
+    /// The API key cannot be used (unset, empty, or not a header value).
+    #[error(transparent)]
+    ApiKey(#[from] crate::net::secret::KeyError),
     /// The model list was not the JSON `/v1/models` promises.
     #[error("{url}: not a model list: {reason}")]
     NotAList {
@@ -87,8 +90,13 @@ pub fn error_chain(e: &reqwest::Error) -> String {
     clip(&parts.join(": "))
 }
 
-/// A client for `server` (its TLS trust; one per shard).
+/// A client for `server` (its TLS trust; one per shard). Fails when `--api-key-env` names
+/// a key that cannot be sent, so no run starts without the key it was told to send.
 pub fn client(server: Server<'_>) -> Result<reqwest::Client, HttpError> {
+    crate::net::secret::remember_url(server.url);
+    if let Some(var) = server.api_key_env {
+        crate::net::secret::api_key(var)?;
+    }
     // rustls needs one process-wide crypto provider; a second install is a no-op.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut b = reqwest::Client::builder()
@@ -112,11 +120,13 @@ pub fn client(server: Server<'_>) -> Result<reqwest::Client, HttpError> {
     b.build().map_err(HttpError::Build)
 }
 
-/// The bearer token for `server`, read from its environment variable.
+/// The bearer token for `server`, read from its environment variable (checked by
+/// [`client`], which every run builds first; a key that fails the check is never sent).
 pub fn authorization(server: Server<'_>) -> Option<String> {
+    crate::net::secret::remember_url(server.url);
     server
         .api_key_env
-        .and_then(|var| std::env::var(var).ok())
+        .and_then(|var| crate::net::secret::api_key(var).ok())
         .map(|key| format!("Bearer {key}"))
 }
 
@@ -159,9 +169,7 @@ pub fn served_model(server: Server<'_>) -> Result<String, ModelChoiceError> {
 
 /// The ids of the models `/v1/models` lists (10 s timeout).
 pub fn served_models(server: Server<'_>) -> Result<Vec<String>, HttpError> {
-    let base = server.url.trim_end_matches('/');
-    let base = base.strip_suffix("/v1").unwrap_or(base);
-    let url = format!("{base}/v1/models");
+    let url = at_path(server.url, "/v1/models");
     let shown = redact_url(&url);
     let client = client(server)?;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -222,15 +230,50 @@ pub fn served_models(server: Server<'_>) -> Result<Vec<String>, HttpError> {
     Ok(list.data.into_iter().map(|e| e.id).collect())
 }
 
-/// `url` with any `user:password@` replaced by `***@`, for reports and logs.
+/// The URL of `path` (which starts with `/`) on the server whose base URL is `base`: a
+/// trailing `/` or `/v1` of the base is dropped (a base given with its `/v1` is accepted),
+/// and the base's query string, if any (`?api-version=...`), stays at the end.
+pub fn at_path(base: &str, path: &str) -> String {
+    let (base, query) = match base.find(['?', '#']) {
+        Some(i) => base.split_at(i),
+        None => (base, ""),
+    };
+    let base = base.trim_end_matches('/');
+    let base = base.strip_suffix("/v1").unwrap_or(base);
+    format!("{base}{path}{query}")
+}
+
+/// `url` as reports and logs show it: any `user:password@` becomes `***@`, and the value
+/// of every query parameter `***` (a query may carry a key, `?api-key=...`; the names stay,
+/// so `?api-version=***` still says which parameter was given).
 pub fn redact_url(url: &str) -> String {
     let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
         return url.to_string();
     };
     let rest = &url[scheme_end..];
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{}***{}", &url[..scheme_end], &rest[at..]),
-        None => url.to_string(),
-    }
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rfind('@') {
+        Some(at) => format!("***{}", &authority[at..]),
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let (query, fragment) = match query.split_once('#') {
+                Some((q, f)) => (q, format!("#{f}")),
+                None => (query, String::new()),
+            };
+            let params: Vec<String> = query
+                .split('&')
+                .map(|p| match p.split_once('=') {
+                    Some((name, _)) => format!("{name}=***"),
+                    None if p.is_empty() => String::new(),
+                    None => "***".to_string(),
+                })
+                .collect();
+            format!("{path}?{}{fragment}", params.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{}{authority}{tail}", &url[..scheme_end])
 }

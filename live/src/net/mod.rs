@@ -4,6 +4,7 @@
 //!   request's own task, each read carrying the kernel's arrival stamp.
 //! * [`client`]: the reqwest client (TLS trust, the bearer token) for everything else, and
 //!   the questions asked of a server before a run (which model it serves).
+//! * [`secret`]: the API key, checked before it is sent and scrubbed from every output.
 //! * `receive_stamps`: the kernel's receive stamps (`SO_TIMESTAMPNS`) on a read.
 //! * `yielding`: a connection that yields its thread after each write (the mock's, and the
 //!   floor's writer), so the reader it woke runs first.
@@ -14,5 +15,6 @@
 pub mod client;
 pub(crate) mod http1;
 pub(crate) mod receive_stamps;
+pub mod secret;
 pub mod server;
 pub(crate) mod yielding;

@@ -228,7 +228,7 @@ pub fn error_text(data: &[u8]) -> String {
 
 /// Cuts a server's message to [`MESSAGE_CHARS`] characters, on one line.
 pub fn clip(text: &str) -> String {
-    let one_line: String = text
+    let one_line: String = crate::net::secret::redact(text)
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();

@@ -298,9 +298,7 @@ fn origin(url: &str) -> Option<&str> {
 
 /// The `/metrics` endpoint beside a server's base URL (`http://h:p/v1` -> `http://h:p/metrics`).
 pub fn metrics_url(base: &str) -> String {
-    let base = base.trim_end_matches('/');
-    let base = base.strip_suffix("/v1").unwrap_or(base);
-    format!("{base}/metrics")
+    crate::net::client::at_path(base, "/metrics")
 }
 
 /// What a scrape asks for: the text format (servers that also speak OpenMetrics or
