@@ -22,6 +22,21 @@ pub const MAX_SIM_WORKERS: u32 = 100_000;
 pub const MAX_LOCAL_SHARDS: u32 = 1_024;
 /// Closed-loop users one sweep stage may hold (each is a request in flight).
 pub const MAX_USERS: u32 = 100_000;
+/// Requests one schedule may hold, counted or expected (rate x duration): a day at
+/// 10,000 requests/s is 8.6e8. Bounds what one command can be asked to do from the product
+/// of its inputs, not from each alone.
+pub const MAX_SCHEDULED_REQUESTS: f64 = 1e9;
+/// Requests one simulation may schedule: an overloaded client holds every request it has
+/// not served, about 130 bytes each in the simulator, so this bounds its memory near 7 GB.
+pub const MAX_SIM_REQUESTS: f64 = 5e7;
+/// Events one simulation may process (each request's send, chunks and finish): about
+/// 25 minutes at the engine's ~7 million events/s on one core.
+pub const MAX_SIM_EVENTS: f64 = 1e10;
+/// Customers one textbook queue simulation (`sim queue`, a check by simulation) measures.
+pub const MAX_CUSTOMERS: u64 = 1_000_000_000;
+/// The largest slow-down a simulated or mock server's batch may apply
+/// (`time_factor_under_load`): a latency a million times its base is already past any run.
+pub const MAX_LOAD_FACTOR: f64 = 1e6;
 /// Squared coefficient of variation of a random service time: below the minimum it is
 /// deterministic in every digit a report prints (use deterministic), above the maximum no
 /// finite sample is meaningful.

@@ -532,12 +532,56 @@ impl GroupSampler {
 }
 
 impl Workload {
+    /// The requests the schedule holds: exact for a count (or a trace), the mean (rate x
+    /// duration) for a rate over a duration; `None` for a closed loop over a duration
+    /// (its count depends on the server).
+    pub fn expected_requests(&self) -> Option<f64> {
+        let rate = match &self.arrivals {
+            Arrivals::Closed { .. } => {
+                return match self.stop {
+                    Stop::Count { requests } => Some(requests as f64),
+                    Stop::Duration { .. } => None,
+                };
+            }
+            Arrivals::Trace { send_times_s } => {
+                let n = send_times_s.len() as f64;
+                return Some(match self.stop {
+                    Stop::Count { requests } => n.min(requests as f64),
+                    Stop::Duration { seconds } => {
+                        send_times_s.iter().filter(|t| **t < seconds).count() as f64
+                    }
+                });
+            }
+            a => a.rate_per_s()?,
+        };
+        Some(match self.stop {
+            Stop::Count { requests } => requests as f64,
+            Stop::Duration { seconds } => rate * seconds,
+        })
+    }
+
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<()> {
         self.arrivals.validate()?;
         if let Some(p) = &self.prefix {
             p.validate()?;
         }
+        self.validate_stop()?;
+        if let Some(n) = self.expected_requests()
+            && n > crate::limits::MAX_SCHEDULED_REQUESTS
+        {
+            return Err(ModelError::invalid(
+                "workload",
+                format!("{n:.3e} requests"),
+                "is more than the 1e9 requests one schedule may hold: lower the rate, the \
+                 duration or the count",
+            ));
+        }
+        self.input_tokens.validate("workload.input_tokens")?;
+        self.output_tokens.validate("workload.output_tokens")
+    }
+
+    fn validate_stop(&self) -> Result<()> {
         match self.stop {
             Stop::Count { requests: 0 } => {
                 return Err(ModelError::invalid(
@@ -552,8 +596,7 @@ impl Workload {
             }
             Stop::Count { .. } => {}
         }
-        self.input_tokens.validate("workload.input_tokens")?;
-        self.output_tokens.validate("workload.output_tokens")
+        Ok(())
     }
 }
 

@@ -65,8 +65,24 @@ impl Schedule {
     }
 
     /// Every `count`-th entry from `first` on: shard `first` of `count`.
-    pub fn stripe(self, first: u64, count: u64) -> impl Iterator<Item = Planned> {
-        self.filter(move |p| p.index % count.max(1) == first)
+    pub fn stripe(self, first: u64, count: u64) -> Stripe {
+        Stripe {
+            schedule: self,
+            first,
+            count: count.max(1),
+        }
+    }
+
+    /// Where a count-stopped schedule ends (its index past the last entry), when it is
+    /// known without drawing the send times: a count of a rate, or of a trace.
+    fn known_end(&self) -> Option<u64> {
+        match (&self.stop, &self.arrivals) {
+            (Stop::Count { requests }, Arrivals::Trace { send_times_s }) => {
+                Some((*requests).min(send_times_s.len() as u64))
+            }
+            (Stop::Count { requests }, _) => Some(*requests),
+            (Stop::Duration { .. }, _) => None,
+        }
     }
 
     fn time_of(&mut self, index: u64) -> Option<u64> {
@@ -117,6 +133,44 @@ impl Iterator for Schedule {
     }
 }
 
+/// One shard's entries of a [`Schedule`]: every `count`-th from `first` on.
+pub struct Stripe {
+    schedule: Schedule,
+    first: u64,
+    count: u64,
+}
+
+impl Stripe {
+    /// How many entries are left, consuming the stripe: counted from the indices when the
+    /// schedule stops at a count (O(1), so that a stop in a run of 2^60 requests is at
+    /// once), else by drawing the rest of the send times (bounded by
+    /// [`crate::limits::MAX_SCHEDULED_REQUESTS`]).
+    pub fn rest(mut self) -> u64 {
+        match self.schedule.known_end() {
+            Some(end) => {
+                let from = self.schedule.index;
+                // Indices in [from, end) congruent to `first` modulo `count`.
+                let below = |n: u64| n / self.count + u64::from(n % self.count > self.first);
+                below(end.max(from)) - below(from)
+            }
+            None => (&mut self).count() as u64,
+        }
+    }
+}
+
+impl Iterator for Stripe {
+    type Item = Planned;
+
+    fn next(&mut self) -> Option<Planned> {
+        loop {
+            let p = self.schedule.next()?;
+            if p.index % self.count == self.first {
+                return Some(p);
+            }
+        }
+    }
+}
+
 /// One closed-loop user's request shapes (prompt and output tokens), endless: one stream
 /// per user, so that a user draws the same shapes whichever shard or simulator runs it and
 /// whatever the other users do. The simulator and the live generator both draw from it.
@@ -163,6 +217,51 @@ mod tests {
             },
             prefix: None,
         }
+    }
+
+    #[test]
+    fn the_rest_of_a_stripe_is_counted_as_drawing_it_would() {
+        for (arrivals, stop) in [
+            (
+                Arrivals::Poisson { rate_per_s: 50.0 },
+                Stop::Count { requests: 37 },
+            ),
+            (
+                Arrivals::Trace {
+                    send_times_s: (0..20).map(f64::from).collect(),
+                },
+                Stop::Count { requests: 31 },
+            ),
+            (
+                Arrivals::Poisson { rate_per_s: 50.0 },
+                Stop::Duration { seconds: 0.6 },
+            ),
+        ] {
+            let w = workload(arrivals, stop);
+            for count in 1..5 {
+                for first in 0..count {
+                    for taken in 0..12 {
+                        let mut fast = Schedule::new(&w, 3).unwrap().stripe(first, count);
+                        let mut slow = Schedule::new(&w, 3).unwrap().stripe(first, count);
+                        for _ in 0..taken {
+                            fast.next();
+                            slow.next();
+                        }
+                        let drawn = slow.count() as u64;
+                        assert_eq!(fast.rest(), drawn, "{stop:?} {first}/{count} {taken}");
+                    }
+                }
+            }
+        }
+        // A count far beyond any run's length is counted at once.
+        let w = workload(
+            Arrivals::Constant { rate_per_s: 10.0 },
+            Stop::Count { requests: u64::MAX },
+        );
+        let mut s = Schedule::new(&w, 1).unwrap().stripe(1, 4);
+        s.next();
+        // Indices 1, 5, 9, ... below 2^64 - 1: (2^64 - 1) / 4 full cycles and one more; one taken.
+        assert_eq!(s.rest(), u64::MAX / 4);
     }
 
     #[test]

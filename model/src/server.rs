@@ -95,11 +95,13 @@ impl ServerModel {
                 reason: "must be >= 1",
             });
         }
-        if !(self.time_factor_under_load.is_finite() && self.time_factor_under_load >= 1.0) {
+        if !(self.time_factor_under_load.is_finite()
+            && (1.0..=crate::limits::MAX_LOAD_FACTOR).contains(&self.time_factor_under_load))
+        {
             return Err(ModelError::Invalid {
                 name: "server.time_factor_under_load",
-                value: self.time_factor_under_load.to_string(),
-                reason: "must be >= 1",
+                value: format!("{:e}", self.time_factor_under_load),
+                reason: "must be between 1 and 1e6",
             });
         }
         Ok(())
@@ -138,7 +140,8 @@ impl ServerModel {
 
     /// A latency of mean `mean_s` with normal jitter of standard deviation `sd_s`
     /// (`normal` gives a standard normal draw; it is asked for only when there is
-    /// jitter), clamped at zero, times the load factor; seconds.
+    /// jitter), clamped at zero, times the load factor; seconds. Every latency the law gives
+    /// is at most [`crate::limits::MAX_SECONDS`] (a request that long never ends in any run).
     fn jittered_s(
         &self,
         mean_s: f64,
@@ -151,15 +154,16 @@ impl ServerModel {
         } else {
             mean_s
         };
-        base * self.load_factor(running)
+        (base * self.load_factor(running)).min(crate::limits::MAX_SECONDS)
     }
 
     /// The time to the first token of a request of `prompt_tokens` that starts with
     /// `running` sequences in the batch (itself included), seconds.
     pub fn ttft_s(&self, prompt_tokens: u32, running: u32, normal: impl FnOnce() -> f64) -> f64 {
         if self.prefill_overhead_s > 0.0 || self.prefill_time_per_token_s > 0.0 {
-            (self.prefill_overhead_s + self.prefill_time_per_token_s * f64::from(prompt_tokens))
-                * self.load_factor(running)
+            ((self.prefill_overhead_s + self.prefill_time_per_token_s * f64::from(prompt_tokens))
+                * self.load_factor(running))
+            .min(crate::limits::MAX_SECONDS)
         } else {
             self.jittered_s(
                 self.time_to_first_token_s,

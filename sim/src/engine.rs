@@ -466,7 +466,7 @@ impl Simulation {
         let cost_ns = sampler.sample_ns(&mut self.rng_client);
         let l = &mut self.loops[w as usize];
         let start = arrive_ns.max(l.free_at_ns);
-        let done = start + cost_ns;
+        let done = start.saturating_add(cost_ns);
         l.free_at_ns = done;
         l.busy_ns += cost_ns;
         l.jobs += 1;

@@ -284,7 +284,7 @@ fn predict(sc: &SimScenario, observed: &Recorder) -> Option<Prediction> {
         return None;
     }
     // Mixture of the per-event costs: the request's total over its event count.
-    let total = request_cost(&costs, tokens);
+    let total = request_cost(&costs, tokens).ok()?;
     let m = total.moments();
     let per_event_mean = m.mean_s / events;
     // Per-event SCV of the mixture: E[S^2] = sum n_i E[S_i^2] / events.

@@ -38,7 +38,89 @@ impl SimScenario {
     pub fn validate(&self) -> Result<(), ModelError> {
         self.workload.validate()?;
         self.client.validate()?;
-        self.server.validate()
+        self.server.validate()?;
+        self.validate_work()
+    }
+
+    /// What the simulation would be asked to do, from the product of its inputs: its
+    /// requests (memory, when an overloaded client holds them), its events (time), and
+    /// the work each loop is given (its clock, in nanoseconds, must hold it).
+    fn validate_work(&self) -> Result<(), ModelError> {
+        use heisenbench_model::limits::{MAX_SECONDS, MAX_SIM_EVENTS, MAX_SIM_REQUESTS};
+        let Some(requests) = self
+            .workload
+            .expected_requests()
+            .or_else(|| self.closed_loop_requests())
+        else {
+            return Err(ModelError::invalid(
+                "workload.arrivals",
+                "a closed loop",
+                "its requests take no simulated time, with no think time, no server latency \
+                 and no client cost, so it would never end: give one of them, or a count",
+            ));
+        };
+        let too_much =
+            |value: String, reason| Err(ModelError::invalid("simulation", value, reason));
+        if requests > MAX_SIM_REQUESTS {
+            return too_much(
+                format!("{requests:.3e} requests"),
+                "is more than the 5e7 requests one simulation holds: lower the rate, the \
+                 duration or the count",
+            );
+        }
+        let tokens = self.workload.output_tokens.mean().max(0.0);
+        let events = requests * (tokens + 2.0);
+        if events > MAX_SIM_EVENTS {
+            return too_much(
+                format!("{events:.3e} events"),
+                "is more than the 1e10 events (sends, chunks, finishes) one simulation \
+                 processes: fewer requests or shorter responses",
+            );
+        }
+        let per_loop = requests / f64::from(self.client.workers.max(1))
+            * request_cost(&self.client.costs, tokens.round() as u32)?
+                .moments()
+                .mean_s;
+        if per_loop > MAX_SECONDS {
+            return too_much(
+                format!("{per_loop:.3e} s of work a loop"),
+                "is more than the 1e9 s a simulated loop's clock holds: cheaper events or \
+                 fewer requests a loop",
+            );
+        }
+        Ok(())
+    }
+
+    /// At most how many requests a closed loop over a duration sends: each user's cycle
+    /// lasts at least its think time plus the server's mean latency (none for users beyond
+    /// the server's slots and queue, who are refused at once), and the loops can finish no
+    /// more than their cost allows. `None` when neither bounds it.
+    fn closed_loop_requests(&self) -> Option<f64> {
+        let (Arrivals::Closed { users, think_s }, Stop::Duration { seconds }) =
+            (&self.workload.arrivals, self.workload.stop)
+        else {
+            return None;
+        };
+        let server = &self.server;
+        let tokens = self.workload.output_tokens.mean().max(1.0);
+        let latency = server.time_to_first_token_s
+            + server.prefill_overhead_s
+            + server.prefill_time_per_token_s * self.workload.input_tokens.mean()
+            + server.inter_token_latency_s * (tokens - 1.0);
+        let admitted = u64::from(server.max_num_seqs) + u64::from(server.max_waiting_queue_length);
+        // Users beyond the slots and the queue are refused at once: their cycle is their
+        // think time alone.
+        let cycle = if u64::from(*users) > admitted {
+            *think_s
+        } else {
+            think_s + latency
+        };
+        let by_users = f64::from(*users) * seconds / cycle;
+        let cost = request_cost(&self.client.costs, tokens.round() as u32)
+            .map_or(0.0, |c| c.moments().mean_s);
+        let by_loops = f64::from(self.client.workers) * seconds / cost;
+        let n = by_users.min(by_loops);
+        n.is_finite().then_some(n)
     }
 
     /// Parses and validates a JSON scenario.
@@ -176,7 +258,7 @@ pub fn sharded_workers(
     costs: &EventCosts,
     output_tokens: u32,
 ) -> Result<u32, ScenarioError> {
-    let per_request = request_cost(costs, output_tokens);
+    let per_request = request_cost(costs, output_tokens)?;
     let load = Load::new(Rate::per_s(qps)?, 1, 1, per_request, Assignment::RoundRobin)?;
     let budget = Budget::Quantile {
         q: Quantile::P99,
@@ -186,8 +268,9 @@ pub fn sharded_workers(
 }
 
 /// The cost of one whole request on a loop (send + chunks + finish), as the two-moment
-/// gamma fit of the sum.
-pub fn request_cost(costs: &EventCosts, output_tokens: u32) -> Service {
+/// gamma fit of the sum; an error when the sum passes the longest duration accepted
+/// (each part within it).
+pub fn request_cost(costs: &EventCosts, output_tokens: u32) -> Result<Service, ModelError> {
     let parts = [
         (costs.send.as_ref(), 1u32),
         (costs.chunk.as_ref(), output_tokens),
@@ -202,5 +285,18 @@ pub fn request_cost(costs: &EventCosts, output_tokens: u32) -> Service {
         }
     }
     let scv = if mean > 0.0 { var / (mean * mean) } else { 0.0 };
-    Service::gamma(mean.max(1e-12), scv).expect("positive mean")
+    // A spread below what any printed digit shows is none (the parts may be nearly
+    // deterministic).
+    let scv = if scv < heisenbench_model::limits::MIN_RANDOM_SCV {
+        0.0
+    } else {
+        scv
+    };
+    Service::gamma(mean.max(1e-12), scv).map_err(|_| {
+        ModelError::invalid(
+            "client.costs",
+            format!("{mean:.3e} s a request"),
+            "send + output tokens x chunk + finish sums past the 1e9 s a duration may last",
+        )
+    })
 }

@@ -115,7 +115,7 @@ pub enum QueueCmd {
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         servers: u32,
         /// Customers the check by simulation measures (where the model is approximate).
-        #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1000..))]
+        #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1000..=heisenbench_model::limits::MAX_CUSTOMERS))]
         customers: u64,
         /// Seed of the check by simulation.
         #[arg(long, default_value_t = 1)]

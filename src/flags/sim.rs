@@ -86,8 +86,9 @@ pub struct QueueFlags {
     /// lognormal:mean=1s,scv=2.
     #[arg(long)]
     pub service: Service,
-    /// Customers measured after the warm-up (a tenth as many are simulated first).
-    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(100..))]
+    /// Customers measured after the warm-up (a tenth as many are simulated first; at most
+    /// 1e9).
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(100..=heisenbench_model::limits::MAX_CUSTOMERS))]
     pub customers: u64,
     /// Root seed.
     #[arg(long, default_value_t = 1)]

@@ -383,6 +383,38 @@ fn bad_input_is_one_line_and_exit_2() {
         ],
         &["model", "nosuch"],
         &[],
+        // What one command may be asked to do is bounded by the product of its inputs.
+        &[
+            "sim",
+            "--preset",
+            "paper-1000",
+            "--qps",
+            "1e9",
+            "--duration",
+            "10s",
+        ],
+        &["sim", "--preset", "paper-1000", "--requests", "60000000"],
+        &[
+            "sim",
+            "--preset",
+            "paper-1000",
+            "--requests",
+            "40000000",
+            "--output-tokens",
+            "1000",
+        ],
+        &["run", "--requests", "18446744073709551615", "--qps", "10"],
+        &["run", "--qps", "1e9", "--duration", "2s"],
+        &[
+            "sim",
+            "queue",
+            "--rate",
+            "1",
+            "--service",
+            "exponential:mean=0.5s",
+            "--customers",
+            "18446744073709551615",
+        ],
     ];
     for args in cases {
         let e = fails(args);
@@ -479,6 +511,26 @@ fn sim_scenario_file_round_trip_and_bad_fields() {
     assert_eq!(e.exit_code(), 2);
     let e = fails(&["sim", "--preset", "paper-9"]);
     assert_eq!(e.exit_code(), 2);
+    // Each cost within its bound, their sum over a request past it.
+    let mut costly = scenario.clone();
+    costly["workload"]["output_tokens"] =
+        serde_json::json!({"kind": "fixed", "tokens": 10_000_000});
+    costly["workload"]["stop"] = serde_json::json!({"kind": "count", "requests": 3});
+    costly["client"]["costs"]["chunk"] =
+        serde_json::json!({"kind": "gamma", "mean_s": 1000.0, "scv": 0.5});
+    std::fs::write(&bad, costly.to_string()).unwrap();
+    let e = fails(&["sim", bad.to_str().unwrap()]);
+    assert!(e.to_string().contains("client.costs"), "{e}");
+    // A closed loop whose requests take no simulated time would never end.
+    let mut timeless = scenario.clone();
+    timeless["workload"]["arrivals"] =
+        serde_json::json!({"kind": "closed", "users": 4, "think_s": 0.0});
+    timeless["client"]["costs"] = serde_json::json!({});
+    timeless["server"] = serde_json::json!({"max_num_seqs": 8});
+    std::fs::write(&bad, timeless.to_string()).unwrap();
+    let e = fails(&["sim", bad.to_str().unwrap()]);
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("never end"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -554,6 +606,7 @@ fn mock_bad_flags_exit_2() {
         vec!["mock", "--failure-injection-rate", "150"],
         vec!["mock", "--max-num-seqs", "0"],
         vec!["mock", "--time-factor-under-load", "0.5"],
+        vec!["mock", "--time-factor-under-load", "1e308"],
         vec!["mock", "--mode", "poetry"],
     ] {
         let e = fails(&args);

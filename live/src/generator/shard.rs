@@ -52,7 +52,7 @@ pub struct ShardTask {
 /// The requests of `shard`'s slice of an open-loop schedule (None for closed loops).
 pub fn slice_len(cfg: &RunConfig, shard: u32) -> Option<u64> {
     Schedule::new(&cfg.workload, cfg.seed)
-        .map(|s| s.stripe(u64::from(shard), u64::from(cfg.shards)).count() as u64)
+        .map(|s| s.stripe(u64::from(shard), u64::from(cfg.shards)).rest())
 }
 
 /// Runs the shard to completion on the calling thread, or until `stop` (then it sends
@@ -155,7 +155,7 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
                     () = stop.stopped() => {
                         // This request and the rest of the slice are never sent: they stay
                         // scheduled and unended, which the report counts as not sent.
-                        let rest = planned.count() as u64;
+                        let rest = planned.rest();
                         let mut r = ctx.result.borrow_mut();
                         r.scheduled += rest;
                         r.interrupted = true;

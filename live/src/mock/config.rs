@@ -264,11 +264,14 @@ impl MockConfig {
                 reason: "must be >= 1",
             });
         }
-        if !(self.time_factor_under_load.is_finite() && self.time_factor_under_load >= 1.0) {
+        if !(self.time_factor_under_load.is_finite()
+            && (1.0..=heisenbench_model::limits::MAX_LOAD_FACTOR)
+                .contains(&self.time_factor_under_load))
+        {
             return Err(ModelError::Invalid {
                 name: "--time-factor-under-load",
-                value: self.time_factor_under_load.to_string(),
-                reason: "must be >= 1",
+                value: format!("{:e}", self.time_factor_under_load),
+                reason: "must be between 1 and 1e6",
             });
         }
         if !(0.0..=100.0).contains(&self.failure_injection_rate) {
