@@ -78,9 +78,7 @@ impl SimScenario {
             );
         }
         let per_loop = requests / f64::from(self.client.workers.max(1))
-            * request_cost(&self.client.costs, tokens.round() as u32)?
-                .moments()
-                .mean_s;
+            * mean_request_cost_s(&self.client.costs, tokens.round() as u32)?;
         if per_loop > MAX_SECONDS {
             return too_much(
                 format!("{per_loop:.3e} s of work a loop"),
@@ -116,8 +114,7 @@ impl SimScenario {
             think_s + latency
         };
         let by_users = f64::from(*users) * seconds / cycle;
-        let cost = request_cost(&self.client.costs, tokens.round() as u32)
-            .map_or(0.0, |c| c.moments().mean_s);
+        let cost = mean_request_cost_s(&self.client.costs, tokens.round() as u32).unwrap_or(0.0);
         let by_loops = f64::from(self.client.workers) * seconds / cost;
         let n = by_users.min(by_loops);
         n.is_finite().then_some(n)
@@ -267,6 +264,15 @@ pub fn sharded_workers(
     Ok(plan_workers(&load, &budget, Hardware::default())?.workers)
 }
 
+/// The mean cost of one whole request on a loop, seconds: 0 when no event costs anything,
+/// else [`request_cost`]'s mean.
+fn mean_request_cost_s(costs: &EventCosts, output_tokens: u32) -> Result<f64, ModelError> {
+    if costs.send.is_none() && costs.chunk.is_none() && costs.finish.is_none() {
+        return Ok(0.0);
+    }
+    Ok(request_cost(costs, output_tokens)?.moments().mean_s)
+}
+
 /// The cost of one whole request on a loop (send + chunks + finish), as the two-moment
 /// gamma fit of the sum; an error when the sum passes the longest duration accepted
 /// (each part within it).
@@ -292,7 +298,8 @@ pub fn request_cost(costs: &EventCosts, output_tokens: u32) -> Result<Service, M
     } else {
         scv
     };
-    Service::gamma(mean.max(1e-12), scv).map_err(|_| {
+    let mean = mean.max(heisenbench_model::limits::MIN_NONZERO_SECONDS);
+    Service::gamma(mean, scv).map_err(|_| {
         ModelError::invalid(
             "client.costs",
             format!("{mean:.3e} s a request"),
