@@ -269,6 +269,12 @@ fn an_echoed_key_is_redacted_and_a_bad_key_is_refused() {
     let (code, out, err) = heisenbench(&args, &[("HB_ECHO_KEY", "sk-echoed-secret-42")]);
     assert_eq!(code, 0, "failed requests are accounted for: {out}{err}");
     assert!(out.contains("failed http_401 3"), "{out}");
+    // Nothing completed: no rate over a zero span, no quantile of nothing printed as 0 s.
+    assert!(out.contains("; completed none\n"), "{out}");
+    assert!(
+        out.contains("TTFT from intended           none measured"),
+        "{out}"
+    );
     assert!(
         out.contains("refused POST"),
         "the server's words are kept: {out}"

@@ -218,6 +218,44 @@ fn broken_streams_are_classified() {
         "{:?}",
         r.accounting
     );
+    // ... and the cause is said, not only counted.
+    assert!(
+        r.merged
+            .server_messages
+            .keys()
+            .any(|m| m.starts_with("stream_broken: ")),
+        "{:?}",
+        r.merged.server_messages
+    );
+
+    // Answers of 200 that are no event stream: each is malformed, with what it was.
+    for (reply, says) in [
+        (
+            &b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 27\r\nconnection: close\r\n\r\n<html>Login required</html>"[..],
+            "of type text/html, not an event stream: <html>Login required</html>",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-encoding: gzip\r\ncontent-length: 3\r\nconnection: close\r\n\r\n\x1f\x8b\x08",
+            "the answer is encoded (gzip)",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 32\r\nconnection: close\r\n\r\n{\"choices\":[{\"text\":\"whole\"}]}  ",
+            "the server ignored \"stream\": true",
+        ),
+    ] {
+        let r = go(&cfg(&broken_server(reply, false), 1, 2));
+        assert_eq!(
+            r.accounting.failed.get(&Outcome::Malformed),
+            Some(&2),
+            "{says}: {:?}",
+            r.accounting
+        );
+        assert!(
+            r.merged.server_messages.keys().any(|m| m.contains(says)),
+            "{says}: {:?}",
+            r.merged.server_messages
+        );
+    }
 
     // Events that are not JSON objects.
     let body = "data: this is not json\n\ndata: [DONE]\n\n";

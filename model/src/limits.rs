@@ -58,6 +58,22 @@ pub const MAX_RESPONSE_BYTES: usize = 16 << 20;
 /// The largest model list (`/v1/models`), bytes.
 pub const MAX_MODEL_LIST_BYTES: usize = 16 << 20;
 
+/// How large each kind of file heisenbench reads may be, bytes, so that a FIFO, a device
+/// or a huge log named by mistake is refused with the limit named rather than read into
+/// memory whole. Each is far past any real file of its kind.
+///
+/// A run or sim config, a scenario, a stored calibration: hand-written JSON.
+pub const MAX_CONFIG_FILE_BYTES: u64 = 16 << 20;
+/// A trace of send times, one per line (about 50 million lines).
+pub const MAX_TRACE_FILE_BYTES: u64 = 512 << 20;
+/// A report or result heisenbench wrote (`run`, a shard's result, `sim`, `audit`, figure
+/// data), or a client's own results file read by an audit.
+pub const MAX_REPORT_FILE_BYTES: u64 = 256 << 20;
+/// A tokenizer (`tokenizer.json`: the largest real ones are tens of MiB).
+pub const MAX_TOKENIZER_FILE_BYTES: u64 = 256 << 20;
+/// A PEM bundle of certificates (`--ca-cert`).
+pub const MAX_CERTIFICATE_FILE_BYTES: u64 = 16 << 20;
+
 /// Why a duration is refused, if it is: `None` when it is finite, >= 0, on the nanosecond
 /// clock and at most [`MAX_SECONDS`].
 pub fn duration_problem(s: f64) -> Option<&'static str> {

@@ -1,5 +1,6 @@
 //! `heisenbench compare`: a report held against the model.
 
+use heisenbench_live::files::FileKind;
 use std::io::Write;
 
 use heisenbench_live::generator::result::loop_observation;
@@ -20,8 +21,8 @@ struct Compared {
 }
 
 pub fn run(a: CompareArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let text = std::fs::read(&a.report)
-        .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", a.report.display())))?;
+    let text = heisenbench_live::files::read_bounded(&a.report, FileKind::Report)
+        .map_err(|e| Failure::Usage(e.to_string()))?;
     let v: Value = serde_json::from_slice(&text)
         .map_err(|e| Failure::Usage(format!("{}: not JSON: {e}", a.report.display())))?;
     let mut results = Vec::new();

@@ -1,5 +1,6 @@
 //! `heisenbench merge`: shard results of one plan, from any number of machines, merged.
 
+use heisenbench_live::files::FileKind;
 use std::io::Write;
 
 use heisenbench_live::generator::distributed::{MergeError, merge, parse_results};
@@ -11,8 +12,8 @@ use crate::args::MergeArgs;
 pub fn run(a: MergeArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let mut results = Vec::new();
     for f in &a.files {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", f.display())))?;
+        let text = heisenbench_live::files::read_text(f, FileKind::Report)
+            .map_err(|e| Failure::Usage(e.to_string()))?;
         results.extend(
             parse_results(&text).map_err(|e| Failure::Usage(format!("{}: {e}", f.display())))?,
         );

@@ -40,8 +40,11 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write) -> Result<(), Failure> {
                 return audit::figure_from_files(&f.audit, &f.out, out);
             }
             let data_path = f.data.expect("clap requires data without --audit");
-            let text = std::fs::read(&data_path)
-                .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", data_path.display())))?;
+            let text = heisenbench_live::files::read_bounded(
+                &data_path,
+                heisenbench_live::files::FileKind::Report,
+            )
+            .map_err(|e| Failure::Usage(e.to_string()))?;
             let data: heisenbench_figures::FigureData = serde_json::from_slice(&text)
                 .map_err(|e| Failure::Usage(format!("{}: {e}", data_path.display())))?;
             let files = heisenbench_figures::draw_all(&data, &f.out)

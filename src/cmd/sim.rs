@@ -1,5 +1,6 @@
 //! `heisenbench sim`: scenarios, presets and the textbook queue.
 
+use heisenbench_live::files::FileKind;
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
@@ -57,9 +58,10 @@ pub fn run(a: SimArgs, out: &mut dyn Write) -> Result<(), Failure> {
 /// The scenarios the flags name; a file's errors carry its path.
 fn scenarios(a: &SimFlags) -> Result<Vec<SimScenario>, Failure> {
     let text = match (&a.preset, &a.scenario) {
-        (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|e| {
-            Failure::Usage(format!("cannot read scenario {}: {e}", path.display()))
-        })?),
+        (None, Some(path)) => Some(
+            heisenbench_live::files::read_text(path, FileKind::Config)
+                .map_err(|e| Failure::Usage(e.to_string()))?,
+        ),
         _ => None,
     };
     let trace = a

@@ -1,5 +1,6 @@
 //! `heisenbench sweep`: a latency profile over rising rates, and its knee.
 
+use heisenbench_live::files::FileKind;
 use std::io::Write;
 
 use crate::flags::model::SweepFlags;
@@ -20,9 +21,8 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
     let base = match (&a.url, &a.scenario) {
         (Some(_), _) => None,
         (None, Some(p)) => {
-            let text = std::fs::read_to_string(p).map_err(|e| {
-                Failure::Usage(format!("cannot read scenario {}: {e}", p.display()))
-            })?;
+            let text = heisenbench_live::files::read_text(p, FileKind::Config)
+                .map_err(|e| Failure::Usage(e.to_string()))?;
             let mut sc = SimScenario::from_json(&text)
                 .map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
             sc.workload.stop = Stop::Duration { seconds: secs };

@@ -2,7 +2,6 @@
 //! scenario file or a resolved config, overridden by flags ([`RunConfig::resolve`] holds
 //! the rules of their meeting).
 
-use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::flags::model::WorkloadArgs;
@@ -10,6 +9,7 @@ use heisenbench_model::ModelError;
 use heisenbench_model::slo::Slo;
 use heisenbench_model::units::Seconds;
 
+use heisenbench_live::files::FileKind;
 use heisenbench_live::generator::config::{
     ApiKind, ResolveError, RunConfig, RunOverrides, ShardMode, Warmup,
 };
@@ -68,15 +68,8 @@ pub struct RunArgs {
 #[derive(Debug, thiserror::Error)]
 pub enum RunArgsError {
     /// A file could not be read.
-    #[error("cannot read {what} {path}: {source}")]
-    Read {
-        /// "config", "scenario" or "trace".
-        what: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Read(#[from] heisenbench_live::files::ReadError),
     /// A file's content is wrong.
     #[error("{path}: {reason}")]
     File {
@@ -104,7 +97,7 @@ impl RunArgs {
             reason,
         };
         if let Some(p) = &self.config {
-            let mut cfg: RunConfig = serde_json::from_str(&read_file(p, "config")?)
+            let mut cfg: RunConfig = serde_json::from_str(&read_file(p, FileKind::Config)?)
                 .map_err(|e| in_file(p, e.to_string()))?;
             if let Some(u) = &self.flags.url {
                 cfg.url = u.clone();
@@ -115,7 +108,7 @@ impl RunArgs {
         let text = self
             .scenario
             .as_deref()
-            .map(|p| read_file(p, "scenario"))
+            .map(|p| read_file(p, FileKind::Config))
             .transpose()?;
         let trace = match &self.workload.trace {
             Some(p) => Some(read_trace(p)?),
@@ -341,19 +334,15 @@ impl K8sArgs {
     }
 }
 
-/// The text of the `what` file at `path` ("config", "scenario" or "trace").
-fn read_file(path: &Path, what: &'static str) -> Result<String, RunArgsError> {
-    std::fs::read_to_string(path).map_err(|source| RunArgsError::Read {
-        what,
-        path: path.to_path_buf(),
-        source,
-    })
+/// The text of the file at `path`, of `kind` (a config or a trace), within its size limit.
+fn read_file(path: &Path, kind: FileKind) -> Result<String, RunArgsError> {
+    Ok(heisenbench_live::files::read_text(path, kind)?)
 }
 
 /// Send times from a trace file, one per line, seconds from the start
 /// ([`heisenbench_model::scenario::parse_trace`]).
 pub fn read_trace(path: &Path) -> Result<Vec<f64>, RunArgsError> {
-    let text = read_file(path, "trace")?;
+    let text = read_file(path, FileKind::Trace)?;
     heisenbench_model::scenario::parse_trace(&text).map_err(|(line, t)| RunArgsError::File {
         path: path.to_path_buf(),
         reason: format!("line {line}: '{t}' is not a time in seconds"),

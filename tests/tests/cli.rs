@@ -534,6 +534,44 @@ fn sim_scenario_file_round_trip_and_bad_fields() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Every file is read within its kind's stated limit: an endless device is refused with
+/// the limit named (after reading no more than it), and a byte-order mark is no error.
+#[test]
+fn files_are_read_within_their_limits() {
+    for args in [
+        vec!["merge", "/dev/zero"],
+        vec!["sim", "/dev/zero"],
+        vec!["compare", "/dev/zero"],
+        vec!["run", "--config", "/dev/zero"],
+        vec!["sim", "--preset", "paper-1000", "--trace", "/dev/zero"],
+        vec!["figures", "/dev/zero", "--out", "/tmp"],
+    ] {
+        let e = fails(&args);
+        assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+        let msg = e.to_string();
+        assert_eq!(msg.lines().count(), 1, "{args:?}: {msg}");
+        assert!(
+            msg.contains("cannot read") && msg.contains("MiB such a file may be"),
+            "{args:?}: {msg}"
+        );
+    }
+    let dir = tmpdir("bom");
+    let v = json(&[
+        "sim",
+        "--preset",
+        "paper-1000",
+        "--duration",
+        "100ms",
+        "--json",
+    ]);
+    let path = dir.join("bom.json");
+    let mut text = b"\xEF\xBB\xBF".to_vec();
+    text.extend(v["runs"][0]["scenario"].to_string().bytes());
+    std::fs::write(&path, text).unwrap();
+    ok(&["sim", path.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn sim_queue_textbook_json() {
     let v = json(&[

@@ -98,7 +98,7 @@ fn collect_json(p: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 
 /// Reads one file, if its format is known.
 pub fn read(file: &Path) -> Option<Reported> {
-    let text = std::fs::read(file).ok()?;
+    let text = crate::files::read_bounded(file, crate::files::FileKind::Report).ok()?;
     let v: Value = serde_json::from_slice(&text).ok()?;
     let mut r = inference_perf(&v)
         .or_else(|| aiperf(&v))

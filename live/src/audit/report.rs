@@ -96,8 +96,8 @@ impl AuditReport {
     /// names the file.
     pub fn read(path: &Path) -> Result<Vec<Self>, String> {
         let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-        let text =
-            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text = crate::files::read_bounded(path, crate::files::FileKind::Report)
+            .map_err(|e| e.to_string())?;
         let v: serde_json::Value = serde_json::from_slice(&text).map_err(|e| at(&e))?;
         match v.get("kind").and_then(serde_json::Value::as_str) {
             Some("audit") => Ok(vec![serde_json::from_value(v).map_err(|e| at(&e))?]),

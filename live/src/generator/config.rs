@@ -359,9 +359,10 @@ impl Default for RunOverrides {
 struct RunScenario {
     #[serde(default)]
     name: String,
-    /// The simulator's server model: not a live run's business, but part of the file.
-    #[serde(default, rename = "server")]
-    _server: Option<serde::de::IgnoredAny>,
+    /// The simulator's server model: not a live run's business, but part of the file, and
+    /// read as strictly as the simulator reads it (a misspelt field is refused by both).
+    #[serde(default)]
+    server: Option<heisenbench_model::server::ServerModel>,
     seed: Option<u64>,
     workload: Workload,
     client: Option<heisenbench_model::scenario::ClientModel>,
@@ -390,6 +391,9 @@ impl RunConfig {
     ) -> Result<(Self, bool), ResolveError> {
         use heisenbench_model::scenario::{Arrivals, Lengths, Stop};
         let file: Option<RunScenario> = scenario_json.map(serde_json::from_str).transpose()?;
+        if let Some(server) = file.as_ref().and_then(|f| f.server.as_ref()) {
+            server.validate()?;
+        }
         let mut workload = file.as_ref().map_or(
             Workload {
                 arrivals: Arrivals::Poisson { rate_per_s: 100.0 },
@@ -702,6 +706,39 @@ mod tests {
             RunConfig::resolve(Some("{}"), &RunOverrides::default()),
             Err(ResolveError::Scenario(_))
         ));
+        // The simulator's server part is read as strictly as the simulator reads it.
+        let file = |server: &str| {
+            format!(
+                r#"{{"workload": {{"arrivals": {{"kind": "poisson", "rate_per_s": 5}},
+                    "stop": {{"kind": "count", "requests": 3}},
+                    "input_tokens": {{"kind": "fixed", "tokens": 4}},
+                    "output_tokens": {{"kind": "fixed", "tokens": 4}}}},
+                    "server": {server}}}"#
+            )
+        };
+        let misspelt = RunConfig::resolve(
+            Some(&file(r#"{"max_num_seq": 4}"#)),
+            &RunOverrides::default(),
+        );
+        assert!(
+            matches!(&misspelt, Err(ResolveError::Scenario(e)) if e.to_string().contains("max_num_seq")),
+            "{:?}",
+            misspelt.err()
+        );
+        assert!(matches!(
+            RunConfig::resolve(
+                Some(&file(r#"{"max_num_seqs": 0}"#)),
+                &RunOverrides::default()
+            ),
+            Err(ResolveError::Invalid(_))
+        ));
+        assert!(
+            RunConfig::resolve(
+                Some(&file(r#"{"max_num_seqs": 4}"#)),
+                &RunOverrides::default()
+            )
+            .is_ok()
+        );
     }
 
     #[test]

@@ -30,7 +30,7 @@ use crate::net::receive_stamps::Stamps;
 use crate::openai::prompt::PromptContent;
 use crate::openai::sse::{SseEvent, SseParser};
 use crate::openai::stream::{
-    Ending, RepeatedHead, StreamEvent, StreamState, error_text, interpret, interpret_after,
+    Ending, RepeatedHead, StreamEvent, StreamState, clip, error_text, interpret, interpret_after,
 };
 use crate::time::{mono_ns, thread_cpu_ns};
 
@@ -613,9 +613,40 @@ impl Reply<'_> {
         }
     }
 
+    /// The media type the body is in (`text/event-stream`), lower case, without parameters.
+    fn media_type(&self) -> Option<String> {
+        let v = match self {
+            Self::Pooled(r, _) => r
+                .headers()
+                .get("content-type")
+                .and_then(|d| d.to_str().ok()),
+            Self::Own(r) => r.content_type.as_deref(),
+        }?;
+        Some(
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase(),
+        )
+    }
+
+    /// A content coding the body is in, other than `identity`.
+    fn encoding(&self) -> Option<&str> {
+        match self {
+            Self::Pooled(r, _) => r
+                .headers()
+                .get("content-encoding")
+                .and_then(|d| d.to_str().ok()),
+            Self::Own(r) => r.content_encoding.as_deref(),
+        }
+        .filter(|e| !e.trim().is_empty() && !e.trim().eq_ignore_ascii_case("identity"))
+    }
+
     /// The next piece of the body as it arrived, and when; None at its end. Through
-    /// reqwest a piece is stamped as it reaches this task (no kernel stamp).
-    async fn chunk(&mut self) -> Result<Option<Piece<'_>>, Outcome> {
+    /// reqwest a piece is stamped as it reaches this task (no kernel stamp). A failure
+    /// carries its cause.
+    async fn chunk(&mut self) -> Result<Option<Piece<'_>>, (Outcome, String)> {
         match self {
             Self::Pooled(r, last) => match r.chunk().await {
                 Ok(Some(b)) => {
@@ -627,16 +658,16 @@ impl Reply<'_> {
                     }))
                 }
                 Ok(None) => Ok(None),
-                Err(e) => Err(classify(&e)),
+                Err(e) => Err((classify(&e), crate::net::client::error_chain(&e))),
             },
-            Self::Own(r) => r.chunk().await.map_err(|e| broken(&e)),
+            Self::Own(r) => r.chunk().await.map_err(|e| (broken(&e), e.to_string())),
         }
     }
 
     /// The body, read to its end or until `limit` bytes (then the rest is left unread and
     /// the body is said to be cut), and the stamps of its last piece read (of its end, for
     /// an empty body).
-    async fn bytes(&mut self, limit: usize) -> Result<(Vec<u8>, Stamps, bool), Outcome> {
+    async fn bytes(&mut self, limit: usize) -> Result<(Vec<u8>, Stamps, bool), (Outcome, String)> {
         let mut all = Vec::new();
         let mut last = None;
         while let Some(piece) = self.chunk().await? {
@@ -720,7 +751,29 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Exchanged) -> Outc
         });
         return Outcome::HttpStatus(status);
     }
-    if !ctx.cfg.stream {
+    if let Some(coding) = resp.encoding() {
+        seen.stream.error = Some(format!(
+            "malformed: the answer is encoded ({}), which heisenbench neither asks for nor decodes",
+            clip(coding)
+        ));
+        return Outcome::Malformed;
+    }
+    let media = resp.media_type();
+    let whole = !ctx.cfg.stream || media.as_deref() == Some("application/json");
+    if ctx.cfg.stream
+        && let Some(m) = media
+            .as_deref()
+            .filter(|m| *m != "text/event-stream" && *m != "application/json")
+    {
+        let head = resp.bytes(200).await.map(|(b, _, _)| b).unwrap_or_default();
+        seen.stream.error = Some(format!(
+            "malformed: a {status} answer of type {}, not an event stream: {}",
+            clip(m),
+            clip(&String::from_utf8_lossy(&head))
+        ));
+        return Outcome::Malformed;
+    }
+    if whole {
         let (bytes, stamps) = match resp.bytes(MAX_RESPONSE_BYTES).await {
             Ok((_, _, true)) => {
                 seen.stream.error = Some(format!(
@@ -730,7 +783,10 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Exchanged) -> Outc
                 return Outcome::Malformed;
             }
             Ok((b, st, false)) => (b, st),
-            Err(o) => return o,
+            Err((o, cause)) => {
+                seen.stream.error = Some(format!("{}: {cause}", o.key()));
+                return o;
+            }
         };
         let arrival = stamps.arrival_ns();
         let body = interpret(SseEvent {
@@ -738,12 +794,25 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Exchanged) -> Outc
             data: &bytes,
         });
         let chunk = match body {
-            StreamEvent::Chunk(c) => c,
+            StreamEvent::Chunk(c) if !ctx.cfg.stream => c,
             StreamEvent::Error(m) => {
                 seen.stream.error = Some(m);
                 return Outcome::ServerError;
             }
-            _ => return Outcome::Malformed,
+            StreamEvent::Chunk(_) => {
+                seen.stream.error = Some(
+                    "malformed: a streamed request was answered with one JSON body (the server ignored \"stream\": true)"
+                        .into(),
+                );
+                return Outcome::Malformed;
+            }
+            _ => {
+                seen.stream.error = Some(format!(
+                    "malformed: the body is not a completion: {}",
+                    clip(&String::from_utf8_lossy(&bytes[..bytes.len().min(200)]))
+                ));
+                return Outcome::Malformed;
+            }
         };
         seen.stream.usage = chunk.usage;
         seen.stream.prompt_usage = chunk.prompt_usage;
@@ -792,11 +861,13 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Exchanged) -> Outc
             // dropped before the HTTP body's own end (llama.cpp's server does that when a
             // new request interrupts a stream) changes nothing: the events decide.
             Err(_) if seen.stream.done => break,
-            Err(o) => {
-                return match o {
+            Err((o, cause)) => {
+                let o = match o {
                     Outcome::TimedOut => Outcome::TimedOut,
                     _ => Outcome::StreamBroken,
                 };
+                seen.stream.error = Some(format!("{}: {cause}", o.key()));
+                return o;
             }
         }
     }

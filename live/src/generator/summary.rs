@@ -85,15 +85,18 @@ impl RunReport {
             ),
             None => String::new(),
         };
+        let completed = if a.completed == 0 {
+            "completed none".to_string()
+        } else {
+            format!(
+                "completed {:.1} req/s over {:.2} s (first send to last response)",
+                r.achieved_qps, r.duration_s
+            )
+        };
         writeln!(
             out,
-            "{}: {} shard(s) ({:?}), offered {:.1} req/s; {sent}completed {:.1} req/s over {:.2} s (first send to last response)",
-            r.config.name,
-            r.config.shards,
-            r.config.shard_mode,
-            r.offered_qps,
-            r.achieved_qps,
-            r.duration_s
+            "{}: {} shard(s) ({:?}), offered {:.1} req/s; {sent}{completed}",
+            r.config.name, r.config.shards, r.config.shard_mode, r.offered_qps,
         )?;
         let t = &r.throughput;
         writeln!(
@@ -175,6 +178,10 @@ impl RunReport {
         }
         let f = format_seconds;
         let line = |name: &str, d: &heisenbench_model::stats::Dist| {
+            if d.count == 0 {
+                // A quantile of nothing is not zero.
+                return format!("  {name:<28} none measured");
+            }
             format!(
                 "  {name:<28} p50 {:>9}  p90 {:>9}  p99 {:>9}  p99.9 {:>9}  max {:>9}",
                 f(d.p50_s),

@@ -347,7 +347,7 @@ pub fn default_path() -> Option<PathBuf> {
 
 /// Reads a stored calibration; `Ok(None)` when the file does not exist.
 pub fn load(path: &Path) -> Result<Option<Calibration>, CalibrationError> {
-    match std::fs::read(path) {
+    match crate::files::read_bounded(path, crate::files::FileKind::Calibration) {
         Ok(bytes) => {
             serde_json::from_slice(&bytes)
                 .map(Some)
@@ -356,10 +356,10 @@ pub fn load(path: &Path) -> Result<Option<Calibration>, CalibrationError> {
                     reason: e.to_string(),
                 })
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(CalibrationError::Io {
+        Err(e) if e.error_kind == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(CalibrationError::Io {
             path: path.into(),
-            source,
+            source: std::io::Error::new(e.error_kind, e.reason),
         }),
     }
 }

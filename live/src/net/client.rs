@@ -107,7 +107,8 @@ pub fn client(server: Server<'_>) -> Result<reqwest::Client, HttpError> {
             path: path.display().to_string(),
             reason,
         };
-        let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+        let pem = crate::files::read_bounded(path, crate::files::FileKind::Certificates)
+            .map_err(|e| bad(e.reason))?;
         let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(e.to_string()))?;
         if certs.is_empty() {
             return Err(bad("no PEM certificate in it".into()));

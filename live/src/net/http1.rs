@@ -166,6 +166,8 @@ fn still_open(s: &TcpStream) -> bool {
 struct ResponseHead {
     status: u16,
     date: Option<String>,
+    content_type: Option<String>,
+    content_encoding: Option<String>,
     framing: Framing,
     keep_alive: bool,
     /// Bytes of the head in the buffer.
@@ -225,6 +227,7 @@ fn head_of(r: &httparse::Response<'_, '_>, len: usize) -> Result<ResponseHead, S
     let mut chunked = false;
     let mut close = r.version == Some(0);
     let mut date = None;
+    let (mut content_type, mut content_encoding) = (None, None);
     for h in r.headers.iter() {
         let value = std::str::from_utf8(h.value).unwrap_or("").trim();
         if h.name.eq_ignore_ascii_case("content-length") {
@@ -251,6 +254,10 @@ fn head_of(r: &httparse::Response<'_, '_>, len: usize) -> Result<ResponseHead, S
             }
         } else if h.name.eq_ignore_ascii_case("date") {
             date = Some(value.to_string());
+        } else if h.name.eq_ignore_ascii_case("content-type") {
+            content_type = Some(value.to_string());
+        } else if h.name.eq_ignore_ascii_case("content-encoding") {
+            content_encoding = Some(value.to_string());
         }
     }
     // No body for these, whatever the headers say.
@@ -267,6 +274,8 @@ fn head_of(r: &httparse::Response<'_, '_>, len: usize) -> Result<ResponseHead, S
     Ok(ResponseHead {
         status,
         date,
+        content_type,
+        content_encoding,
         framing,
         keep_alive: !close,
         len,
@@ -379,6 +388,10 @@ pub(crate) struct Response<'w> {
     pub(crate) status: u16,
     /// The Date header, if any.
     pub(crate) date: Option<String>,
+    /// The Content-Type header, if any.
+    pub(crate) content_type: Option<String>,
+    /// The Content-Encoding header, if any.
+    pub(crate) content_encoding: Option<String>,
 }
 
 impl<'w> Response<'w> {
@@ -394,6 +407,8 @@ impl<'w> Response<'w> {
             done: false,
             status: head.status,
             date: head.date,
+            content_type: head.content_type,
+            content_encoding: head.content_encoding,
         };
         r.check_done();
         r

@@ -169,7 +169,9 @@ impl Prompts {
             path: path.to_path_buf(),
             reason,
         };
-        let tok = Tokenizer::from_file(path).map_err(|e| load(e.to_string()))?;
+        let bytes = crate::files::read_bounded(path, crate::files::FileKind::Tokenizer)
+            .map_err(|e| load(e.reason))?;
+        let tok = Tokenizer::from_bytes(bytes).map_err(|e| load(e.to_string()))?;
         let checks = counts_to_check(longest);
         let candidates = candidates(&tok);
         let unit = candidates

@@ -253,11 +253,9 @@ fn parse_value(s: &str) -> Option<f64> {
     })
 }
 
-fn clip(s: &str) -> &str {
-    match s.char_indices().nth(40) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
+/// The start of a line quoted in an error, any remembered secret scrubbed.
+fn clip(s: &str) -> String {
+    crate::net::secret::redact(s).chars().take(40).collect()
 }
 
 /// Writes samples in the exposition format (values round-trip exactly).
