@@ -328,7 +328,13 @@ fn idle_and_partial_connections_are_closed() {
         ..MockConfig::default()
     });
     let addr: SocketAddr = m.url().trim_start_matches("http://").parse().unwrap();
-    for opening in [&b""[..], b"POST /v1/completions HTTP/1.1\r\nhost: x\r\n"] {
+    for opening in [
+        &b""[..],
+        b"POST /v1/completions HTTP/1.1\r\nhost: x\r\n",
+        // A body shorter than promised, and a chunked body never finished.
+        b"POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{\"prompt\"",
+        b"POST /v1/completions HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n9\r\n{\"prompt\"\r\n",
+    ] {
         let mut s = TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.write_all(opening).unwrap();
@@ -347,6 +353,9 @@ fn idle_and_partial_connections_are_closed() {
             total.is_empty() || text.starts_with("HTTP/1.1 408"),
             "{text}"
         );
+        if opening.ends_with(b"\"") || opening.ends_with(b"\r\n\"prompt\"\r\n") {
+            assert!(text.contains("did not arrive within 0.3 s"), "{text}");
+        }
     }
     // The flags' own limits.
     for bad in [

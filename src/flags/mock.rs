@@ -74,7 +74,8 @@ pub struct MockFlags {
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Close a connection that sends no whole request head for this long after it opened
-    /// or after its previous response (idle keep-alive included).
+    /// or after its previous response (idle keep-alive included); a body that has not
+    /// arrived whole this long after its head is answered 408 and its connection closed.
     #[arg(long, default_value = "60s", value_parser = parse_latency)]
     pub header_timeout: Duration,
     /// Keep a prefix cache: prompt blocks seen before skip the prefill time per token, and

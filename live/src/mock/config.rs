@@ -177,7 +177,8 @@ pub struct MockConfig {
     /// Runtime threads (1: the mock stays on one core).
     pub threads: usize,
     /// Close a connection that sends no whole request head for this long after it opened
-    /// or after its previous response (idle keep-alive included).
+    /// or after its previous response (idle keep-alive included); a body that has not
+    /// arrived whole this long after its head is answered 408 and its connection closed.
     pub header_timeout: Duration,
     /// Keep a prefix cache ([`heisenbench_model::prefix_cache`]): prompt blocks seen before
     /// skip the prefill time per token, and usage reports them as

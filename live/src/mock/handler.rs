@@ -219,18 +219,40 @@ pub(super) async fn route(req: Request<Incoming>, state: &Arc<ServerState>) -> R
             );
         }
     };
-    let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
-        .collect()
-        .await
+    // The body gets as long as a head does: a client that promises more than it sends
+    // (a short content-length, an unfinished chunked body) is answered 408 and closed,
+    // not held.
+    let patience = state.cfg.header_timeout;
+    let body = match tokio::time::timeout(
+        patience,
+        Limited::new(req.into_body(), MAX_BODY_BYTES).collect(),
+    )
+    .await
     {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
+        Ok(Ok(b)) => b.to_bytes(),
+        Ok(Err(e)) => {
             return error(
                 StatusCode::BAD_REQUEST,
                 &format!("cannot read body: {e}"),
                 "invalid_request_error",
                 "invalid_request_error",
             );
+        }
+        Err(_) => {
+            let mut r = error(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!(
+                    "the request body did not arrive within {:.1} s",
+                    patience.as_secs_f64()
+                ),
+                "invalid_request_error",
+                "request_timeout",
+            );
+            r.headers_mut().insert(
+                hyper::header::CONNECTION,
+                hyper::header::HeaderValue::from_static("close"),
+            );
+            return r;
         }
     };
     generate(api, &body, state.clone()).await
