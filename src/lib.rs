@@ -73,8 +73,20 @@ impl fmt::Display for Failure {
         match self {
             Self::Usage(m) | Self::Accounting(m) => f.write_str(&shorten_numbers(m)),
             Self::Interrupted => f.write_str("interrupted; the report holds what was measured"),
-            // One line: the chain joined by ": ".
-            Self::Runtime(e) => write!(f, "{e:#}"),
+            // One line: the chain joined by ": ", each cause once (a message that already
+            // quotes its cause, as "cannot listen on A: {source}" does, is not followed by
+            // it again).
+            Self::Runtime(e) => {
+                let mut line = e.to_string();
+                for cause in e.chain().skip(1) {
+                    let text = cause.to_string();
+                    if !line.contains(&text) {
+                        line.push_str(": ");
+                        line.push_str(&text);
+                    }
+                }
+                f.write_str(&line)
+            }
         }
     }
 }
@@ -172,6 +184,22 @@ fn one_line(e: &clap::Error) -> String {
             Some((head, _)) => format!("{head}: must not be negative"),
             None => first,
         };
+    }
+    // A range open above is clap's `A..=<the type's maximum>`: say what it means.
+    for max in [
+        u32::MAX.to_string(),
+        u64::MAX.to_string(),
+        i64::MAX.to_string(),
+    ] {
+        let open = format!("..={max}");
+        // "invalid value '0' for '--shards <SHARDS>': 0 is not in 1..=4294967295"
+        if let Some(at) = first.find(&open)
+            && let Some(is_not) = first[..at].rfind(" is not in ")
+            && let Some(head) = first[..is_not].rfind(": ")
+        {
+            let from = &first[is_not + " is not in ".len()..at];
+            return format!("{}: must be at least {from}", &first[..head]);
+        }
     }
     first
 }

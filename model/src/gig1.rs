@@ -75,13 +75,13 @@ impl Gig1 {
     /// `gaps` scaled to mean 1 / rate (its SCV is what matters), each event costing `service`.
     pub fn new(burst_rate_per_s: f64, gaps_scv: f64, burst: u32, service: Service) -> Result<Self> {
         crate::burst::check_single_server(burst_rate_per_s, burst, &service)?;
-        let gaps = Service::gamma(1.0 / burst_rate_per_s, gaps_scv)?;
+        let gaps = Service::gamma_fitted(1.0 / burst_rate_per_s, gaps_scv)?;
         let (within, _) = Within::of(&service);
         let burst_service = match (burst, within) {
             (1, _) => service.clone(),
             (n, Within::Constant { mean_s }) => Service::deterministic(mean_s * f64::from(n))?,
             (n, Within::Gamma { shape, scale_s }) => {
-                Service::gamma(f64::from(n) * shape * scale_s, 1.0 / (f64::from(n) * shape))?
+                Service::gamma_fitted(f64::from(n) * shape * scale_s, 1.0 / (f64::from(n) * shape))?
             }
         };
         // Random costs in bursts: the burst's total and the services ahead of an event

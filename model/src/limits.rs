@@ -12,6 +12,9 @@ pub const MIN_NONZERO_SECONDS: f64 = 1e-9;
 pub const MAX_SECONDS: f64 = 1e9;
 /// The highest rate accepted, per second (one event per nanosecond).
 pub const MAX_RATE_PER_S: f64 = 1e9;
+/// The lowest rate accepted, per second: one event in [`MAX_SECONDS`] (a lower rate's mean
+/// gap is past the clock's range).
+pub const MIN_RATE_PER_S: f64 = 1e-9;
 /// Servers (client loops) in one pooled or sharded model.
 pub const MAX_SERVERS: u32 = 1_000_000;
 /// Events (chunks) in one burst, and tokens in one request.

@@ -62,6 +62,9 @@ const CELLS_PER_SERVICE: f64 = 50.0;
 const WORK_BUDGET: f64 = 4e9;
 /// Tail mass below which a distribution is cut (and the wait grid ends).
 const CUT: f64 = 1e-12;
+/// Mass a full wait grid may hold in its last cell (the tail it could not reach) before
+/// the solution is refused: a thousand times [`CUT`], far below any quantile read.
+const FOLDED_LIMIT: f64 = 1e-9;
 /// A service or gap distribution is cut where its tail holds less than [`TAIL_MASS`] of
 /// the probability and x^2 P(X > x) is below [`TAIL_M2`] of E\[X^2\]: heavy tails carry much
 /// of the second moment, which the mean wait depends on.
@@ -222,6 +225,17 @@ impl Lattice {
             ));
         }
         let (w, gap) = integer_lindley(u_lo, &u);
+        // A grid that filled up before its tail fell below the cut holds the rest of the
+        // wait's distribution in its last cell: every mean and quantile read from it would
+        // be capped at the grid's end. That is refused, not reported.
+        if w.len() >= MAX_CELLS && w.last().copied().unwrap_or(0.0) > FOLDED_LIMIT {
+            return Err(ModelError::invalid(
+                "utilisation",
+                "near 1",
+                "is too close to 1 for the lattice: the wait's distribution reaches past its \
+                 65,536 cells, so its mean and quantiles would be capped at their end",
+            ));
+        }
         let mean_s = w.iter().enumerate().map(|(i, p)| i as f64 * p).sum::<f64>() * h;
         let mut acc = 0.0;
         let cdf_upper = w
@@ -698,6 +712,44 @@ mod tests {
 
     fn rel(a: f64, b: f64) -> f64 {
         (a - b).abs() / b.abs()
+    }
+
+    /// E4/M/1 at rho 0.9999: the mean wait (about 6,250 service times by Kingman's
+    /// heavy-traffic limit) puts much of the distribution past what the grid holds, so the
+    /// solve is refused instead of returning a mean capped near the grid's end. Just
+    /// below, at rho 0.99, it is still solved, and matches GI/M/1.
+    #[test]
+    fn a_wait_longer_than_the_grid_is_refused_not_capped() {
+        let (mu, k) = (1.0, 4);
+        // The fixed point converges slowly this near 1; after its 10,000 steps it is
+        // still thousands of service times.
+        let (sigma, theta) = ek_m1(k, 0.9999, mu);
+        assert!(
+            sigma / theta > 3000.0,
+            "the truth is long: {}",
+            sigma / theta
+        );
+        let e = LindleyGrid::solve(
+            &erlang(k, 1.0 / 0.9999),
+            &Service::exponential(1.0 / mu).unwrap(),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("too close to 1 for the lattice"),
+            "{e}"
+        );
+        let (sigma, theta) = ek_m1(k, 0.99, mu);
+        let g = LindleyGrid::solve(
+            &erlang(k, 1.0 / 0.99),
+            &Service::exponential(1.0 / mu).unwrap(),
+        )
+        .unwrap();
+        assert!(
+            rel(g.mean_s(), sigma / theta) < 3e-3,
+            "{} vs {}",
+            g.mean_s(),
+            sigma / theta
+        );
     }
 
     fn quantile(g: &LindleyGrid, q: f64) -> f64 {

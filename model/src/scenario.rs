@@ -841,7 +841,7 @@ fn duration(field: &'static str, v: f64) -> Result<()> {
     }
 }
 
-/// A rate per second, > 0 and at most [`crate::limits::MAX_RATE_PER_S`].
+/// A rate per second, within [`crate::units::Rate::per_s`]'s bounds.
 fn rate(field: &'static str, v: f64) -> Result<()> {
     crate::units::Rate::per_s(v)
         .map(|_| ())

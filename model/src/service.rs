@@ -155,6 +155,18 @@ impl Service {
         })
     }
 
+    /// The gamma fit of a derived time (a sum of n costs, say), whose SCV may fall below
+    /// [`crate::limits::MIN_RANDOM_SCV`] by arithmetic rather than by a user's choice: such
+    /// an SCV is deterministic to every printed digit, and the fit is then deterministic.
+    pub fn gamma_fitted(mean_s: f64, scv: f64) -> Result<Self> {
+        let scv = if scv < crate::limits::MIN_RANDOM_SCV {
+            0.0
+        } else {
+            scv
+        };
+        Self::gamma(mean_s, scv)
+    }
+
     /// Lognormal service with the given mean and SCV (> 0).
     pub fn lognormal(mean_s: f64, scv: f64) -> Result<Self> {
         check_mean(mean_s)?;

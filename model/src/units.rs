@@ -17,15 +17,16 @@ pub struct Rate(f64);
 
 impl Rate {
     /// A rate of `per_s` per second; refuses zero, negatives, NaN, infinity and rates
-    /// above [`crate::limits::MAX_RATE_PER_S`].
+    /// above [`crate::limits::MAX_RATE_PER_S`] or below [`crate::limits::MIN_RATE_PER_S`].
     pub fn per_s(per_s: f64) -> Result<Self> {
-        if per_s.is_finite() && per_s > 0.0 && per_s <= crate::limits::MAX_RATE_PER_S {
+        use crate::limits::{MAX_RATE_PER_S, MIN_RATE_PER_S};
+        if per_s.is_finite() && (MIN_RATE_PER_S..=MAX_RATE_PER_S).contains(&per_s) {
             Ok(Self(per_s))
         } else {
             Err(ModelError::invalid(
                 "rate",
                 per_s,
-                "must be a finite number > 0 and at most 1e9 per second",
+                "must be between 1e-9 and 1e9 per second",
             ))
         }
     }

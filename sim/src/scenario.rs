@@ -291,15 +291,8 @@ pub fn request_cost(costs: &EventCosts, output_tokens: u32) -> Result<Service, M
         }
     }
     let scv = if mean > 0.0 { var / (mean * mean) } else { 0.0 };
-    // A spread below what any printed digit shows is none (the parts may be nearly
-    // deterministic).
-    let scv = if scv < heisenbench_model::limits::MIN_RANDOM_SCV {
-        0.0
-    } else {
-        scv
-    };
     let mean = mean.max(heisenbench_model::limits::MIN_NONZERO_SECONDS);
-    Service::gamma(mean, scv).map_err(|_| {
+    Service::gamma_fitted(mean, scv).map_err(|_| {
         ModelError::invalid(
             "client.costs",
             format!("{mean:.3e} s a request"),

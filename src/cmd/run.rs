@@ -33,6 +33,12 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
             ));
         }
         let start = a.start_at;
+        if let Some(at) = start {
+            heisenbench_live::generator::distributed::check_start(
+                at,
+                heisenbench_live::generator::distributed::utc_now_s(),
+            )?;
+        }
         let stop = StopSignal::new();
         listen_for_signals(stop.clone(), true)?;
         let report =

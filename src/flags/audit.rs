@@ -41,10 +41,10 @@ pub struct AuditFlags {
     #[arg(long, default_value = "10s", value_parser = Seconds::parse_positive, allow_hyphen_values = true)]
     pub duration: Seconds,
     /// Prompt tokens per request ({prompt_tokens}).
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_TOKENS)))]
     pub prompt_tokens: u32,
     /// Output tokens per request ({output_tokens}).
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_TOKENS)))]
     pub output_tokens: u32,
     /// Stop the client after this long (default: three times the duration plus 60 s).
     #[arg(long, value_parser = Seconds::parse_positive, allow_hyphen_values = true)]

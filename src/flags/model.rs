@@ -102,7 +102,7 @@ pub enum QueueCmd {
         #[command(flatten)]
         queue: BasicQueue,
         /// Pooled servers.
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_SERVERS)))]
         servers: u32,
     },
     /// M/G/c: one queue, c pooled loops, general service. Exact for exponential and
@@ -112,7 +112,7 @@ pub enum QueueCmd {
         #[command(flatten)]
         queue: GeneralQueue,
         /// Pooled servers.
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_SERVERS)))]
         servers: u32,
         /// Customers the check by simulation measures (where the model is approximate).
         #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1000..=heisenbench_model::limits::MAX_CUSTOMERS))]
@@ -281,7 +281,7 @@ pub struct PlanFlags {
     #[arg(long, hide = true, conflicts_with = "no_check")]
     pub check: bool,
     /// Loops, for --max-qps.
-    #[arg(long, alias = "workers", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, alias = "workers", value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_SERVERS)))]
     pub loops: Option<u32>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
@@ -324,7 +324,7 @@ pub struct WorkloadArgs {
     #[arg(long)]
     pub arrival: Option<Gaps>,
     /// Closed loop with this many users instead of a rate.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_USERS)))]
     pub users: Option<u32>,
     /// Send times from a file, one per line, seconds from the start.
     #[arg(long)]
@@ -429,13 +429,13 @@ pub struct SweepFlags {
     #[arg(long, default_value_t = 0.99)]
     pub min_achieved: f64,
     /// Live: shards.
-    #[arg(long, alias = "workers", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, alias = "workers", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_LOCAL_SHARDS)))]
     pub shards: u32,
     /// Live: output tokens per request.
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_TOKENS)))]
     pub output_tokens: u32,
     /// Live: prompt tokens per request.
-    #[arg(long, default_value_t = 320, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 320, value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_TOKENS)))]
     pub prompt_tokens: u32,
     /// Live: the model field (default: the one model the server's /v1/models lists).
     #[arg(long)]

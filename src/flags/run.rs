@@ -181,7 +181,7 @@ pub struct RunFlags {
     pub max_in_flight_per_shard: Option<u32>,
     /// Shards: the generator's single-threaded loops, as processes or threads (default: what
     /// `plan` says this load needs, capped at this machine's cores; `k8s`: one pod each).
-    #[arg(long, alias = "workers", value_parser = clap::value_parser!(u32).range(1..10000))]
+    #[arg(long, alias = "workers", value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_LOCAL_SHARDS)))]
     pub shards: Option<u32>,
     /// What the prompts are: unique (seeded random words, a different prompt for every
     /// request, so a server's prefix cache finds nothing) or repeated (one word repeated,

@@ -22,7 +22,7 @@ pub struct SimFlags {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Client loops (overrides the file's `client.workers`).
-    #[arg(long, alias = "workers", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, alias = "workers", value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_SIM_WORKERS)))]
     pub loops: Option<u32>,
     /// The workload's flags, the same as `run`'s (each overrides the file's or the preset's).
     #[command(flatten)]

@@ -645,12 +645,43 @@ fn mock_bad_flags_exit_2() {
         vec!["mock", "--max-num-seqs", "0"],
         vec!["mock", "--time-factor-under-load", "0.5"],
         vec!["mock", "--time-factor-under-load", "1e308"],
+        vec!["mock", "--max-num-seqs", "0"],
         vec!["mock", "--mode", "poetry"],
     ] {
         let e = fails(&args);
         assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
         assert_eq!(e.to_string().lines().count(), 1, "{args:?}");
     }
+}
+
+/// Limits and messages agree: an open range says "at least", a bounded one its real
+/// limit, an OS error is said once, and a rate far below any run is refused.
+#[test]
+fn messages_state_the_real_limits_once() {
+    let e = fails(&[
+        "model",
+        "mxg1",
+        "--rate",
+        "1",
+        "--service-mean",
+        "1ms",
+        "--batch",
+        "0",
+    ])
+    .to_string();
+    assert!(e.ends_with("'--batch <BATCH>': must be at least 1"), "{e}");
+    let e = fails(&["run", "--shards", "2000"]).to_string();
+    assert!(e.contains("1..=1024"), "{e}");
+    let e = fails(&["model", "mm1", "--rate", "1e-320", "--service-mean", "1s"]).to_string();
+    assert!(e.contains("between 1e-9 and 1e9 per second"), "{e}");
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port().to_string();
+    let e = fails(&["mock", "--port", &port]);
+    assert_eq!(e.exit_code(), 1);
+    let msg = e.to_string();
+    assert_eq!(msg.matches("in use").count(), 1, "{msg}");
+    let e = fails(&["run", "--output-tokens", "20000000"]).to_string();
+    assert!(e.contains("more than 10,000,000 tokens per request"), "{e}");
 }
 
 #[test]

@@ -138,8 +138,16 @@ pub fn run_one_shard(
 ) -> std::io::Result<ShardReport> {
     let now_utc = utc_now_s();
     let start = start_utc_s.unwrap_or(now_utc + 0.05);
-    // The host's UTC start expressed on its monotonic clock.
-    let ahead_ns = ((start - now_utc).max(0.0) * 1e9) as u64;
+    check_start(start, now_utc)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+    // The host's UTC start expressed on its monotonic clock; a start a moment past is kept
+    // (its first sends are then late, and the start slip says by how much).
+    let ahead_s = start - now_utc;
+    let start_mono_ns = if ahead_s >= 0.0 {
+        mono_ns() + (ahead_s * 1e9) as u64
+    } else {
+        mono_ns().saturating_sub((-ahead_s * 1e9) as u64)
+    };
     // One shard on this host: its bound is what this host allows one process.
     let mut config = cfg.clone();
     if config.in_flight_bound.is_none() {
@@ -150,7 +158,7 @@ pub fn run_one_shard(
     let task = ShardTask {
         config,
         shard,
-        start_mono_ns: mono_ns() + ahead_ns,
+        start_mono_ns,
         crash_halfway: false,
     };
     let result = run_shard(&task, stop)?;
@@ -161,9 +169,38 @@ pub fn run_one_shard(
         shards: cfg.shards,
         config: cfg.redacted(),
         planned_start_utc_s: start,
-        local_start_utc_s: now_utc + ahead_ns as f64 * 1e-9,
+        local_start_utc_s: now_utc + ahead_s,
         result,
     })
+}
+
+/// How far ahead a shard's `--start-at` may be (a day: the shard waits for it).
+pub const MAX_START_AHEAD_S: f64 = 86_400.0;
+/// How long past a shard's `--start-at` may be when it starts (a host that was slow to
+/// launch it): within this the shard keeps the planned start and its first sends are late,
+/// as its start slip then says; later, it would shift its slice against the other shards'.
+pub const MAX_START_LATE_S: f64 = 1.0;
+
+/// Whether a shard may start at `start_utc_s` when it is `now_utc_s`: at most
+/// [`MAX_START_AHEAD_S`] ahead and [`MAX_START_LATE_S`] past.
+pub fn check_start(start_utc_s: f64, now_utc_s: f64) -> Result<(), ModelError> {
+    let ahead = start_utc_s - now_utc_s;
+    if ahead > MAX_START_AHEAD_S {
+        Err(ModelError::invalid(
+            "start time",
+            format!("{ahead:.0} s from now"),
+            "is more than a day ahead",
+        ))
+    } else if -ahead > MAX_START_LATE_S {
+        Err(ModelError::invalid(
+            "start time",
+            format!("{:.1} s ago", -ahead),
+            "has passed: a shard started this late would shift its slice against the \
+             others'; give a time ahead",
+        ))
+    } else {
+        Ok(())
+    }
 }
 
 /// This host's UTC clock, seconds since the epoch.
@@ -387,6 +424,20 @@ pub fn merge(results: Vec<ShardReport>) -> Result<(RunReport, MergeNotes), Merge
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_start_is_a_moment_past_at_most_and_a_day_ahead_at_most() {
+        let now = 1.8e9;
+        assert!(check_start(now + 10.0, now).is_ok());
+        assert!(check_start(now - 0.5, now).is_ok());
+        let late = check_start(now - 24.0, now).unwrap_err().to_string();
+        assert!(
+            late.contains("24.0 s ago") && late.contains("has passed"),
+            "{late}"
+        );
+        let far = check_start(1e300, now).unwrap_err().to_string();
+        assert!(far.contains("more than a day ahead"), "{far}");
+    }
 
     #[test]
     fn utc_times_and_shard_specs_parse() {

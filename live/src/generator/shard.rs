@@ -794,6 +794,10 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Exchanged) -> Outc
             data: &bytes,
         });
         let chunk = match body {
+            StreamEvent::Chunk(c) if c.implausible_usage().is_some() => {
+                seen.stream.error = c.implausible_usage();
+                return Outcome::Malformed;
+            }
             StreamEvent::Chunk(c) if !ctx.cfg.stream => c,
             StreamEvent::Error(m) => {
                 seen.stream.error = Some(m);
@@ -880,7 +884,10 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Exchanged) -> Outc
     match seen.stream.ending(parser.incomplete()) {
         Ending::Completed => Outcome::Completed,
         Ending::ServerError(_) => Outcome::ServerError,
-        Ending::Malformed => Outcome::Malformed,
+        Ending::Malformed => {
+            seen.stream.error = seen.stream.malformed_why.take();
+            Outcome::Malformed
+        }
         Ending::Truncated => Outcome::Truncated,
     }
 }

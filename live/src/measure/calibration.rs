@@ -227,7 +227,7 @@ impl Calibration {
             // Each response one job: n events' work, SCV(S) / n (a sum of n i.i.d. costs).
             let n = f64::from(events);
             let (plan, used) = self.plan_at_shard_rates(qps * n, &budget, hw, |mean, scv| {
-                let job = Service::gamma(n * mean, scv / n)?;
+                let job = Service::gamma_fitted(n * mean, scv / n)?;
                 Load::new(qps_rate, 1, 1, job, Assignment::RoundRobin)
             })?;
             (

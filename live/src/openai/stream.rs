@@ -20,6 +20,7 @@
 //!
 //! `[DONE]` ends the stream. Anything else (not JSON, not an object) is malformed.
 
+use heisenbench_model::limits::MAX_TOKENS;
 use std::borrow::Cow;
 
 use serde::Deserialize;
@@ -257,8 +258,31 @@ pub struct StreamState {
     pub done: bool,
     /// Some event was not an OpenAI stream event.
     pub malformed: bool,
+    /// Why, when it can be said in words (a usage past any request's length).
+    pub malformed_why: Option<String>,
     /// The server's error message, if it sent one.
     pub error: Option<String>,
+}
+
+impl Chunk {
+    /// Why the chunk's usage cannot be a real count, if it cannot: a count of tokens past
+    /// [`MAX_TOKENS`] (a server's `2^64 - 1`, say) is not clamped into a number a report
+    /// would print as if it were measured.
+    pub fn implausible_usage(&self) -> Option<String> {
+        [
+            ("completion", self.usage),
+            ("prompt", self.prompt_usage),
+            ("cached prompt", self.cached_usage),
+        ]
+        .into_iter()
+        .find_map(|(what, n)| {
+            n.filter(|n| *n > u64::from(MAX_TOKENS)).map(|n| {
+                format!(
+                    "malformed: the server's usage counts {n} {what} tokens, past the {MAX_TOKENS} a request may hold"
+                )
+            })
+        })
+    }
 }
 
 /// The class of a stream that ended without a transport error.
@@ -281,6 +305,11 @@ impl StreamState {
         match ev {
             StreamEvent::Done => self.done = true,
             StreamEvent::Chunk(c) => {
+                if let Some(why) = c.implausible_usage() {
+                    self.malformed = true;
+                    self.malformed_why.get_or_insert(why);
+                    return None;
+                }
                 if c.token {
                     self.tokens = self.tokens.saturating_add(1);
                 }
@@ -329,6 +358,22 @@ mod tests {
             event: b"",
             data: data.as_bytes(),
         })
+    }
+
+    #[test]
+    fn a_usage_no_request_can_have_is_malformed_not_clamped() {
+        let mut st = StreamState::default();
+        st.apply(one(r#"{"choices":[{"text":"a"}]}"#));
+        st.apply(one(
+            r#"{"choices":[{"text":"","finish_reason":"length"}],"usage":{"completion_tokens":18446744073709551615,"prompt_tokens":3}}"#,
+        ));
+        assert_eq!(st.ending(false), Ending::Malformed);
+        assert_eq!(st.usage, None);
+        let why = st.malformed_why.unwrap();
+        assert!(
+            why.contains("18446744073709551615 completion tokens, past the 10000000"),
+            "{why}"
+        );
     }
 
     #[test]
