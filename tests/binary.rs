@@ -355,7 +355,9 @@ mod distributed {
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap()
                 .as_secs_f64()
-                + 1.0
+                // Time for every shard process to start on a loaded machine: a shard that
+                // starts after its --start-at keeps the plan, and its slip shows it.
+                + 2.0
         );
         let children: Vec<_> = shards
             .iter()
@@ -369,14 +371,18 @@ mod distributed {
                     "--out".into(),
                     dir.display().to_string(),
                 ]);
+                // Started together (each waits for the common start), then waited for.
                 Command::new(env!("CARGO_BIN_EXE_heisenbench"))
                     .args(&args)
-                    .output()
-                    .map(|o| (o, args))
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map(|child| (child, args))
             })
             .collect();
         for c in children {
-            let (o, args) = c.unwrap();
+            let (child, args) = c.unwrap();
+            let o = child.wait_with_output().unwrap();
             assert!(
                 o.status.success(),
                 "{args:?}: {}",
