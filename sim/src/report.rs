@@ -183,11 +183,22 @@ impl SimReport {
     /// This run as a stage of a latency profile offered `offered_qps` (its p99 is TTFT's
     /// from the intended send).
     pub fn profile_stage(&self, offered_qps: f64) -> heisenbench_model::profile::Stage {
-        heisenbench_model::profile::Stage::at_rate(
-            offered_qps,
-            self.achieved_qps,
-            self.ttft.from_intended.p99_s,
-        )
+        let scheduled_qps = match self.scenario.workload.stop {
+            Stop::Duration { seconds }
+                if self.scenario.workload.arrivals.rate_per_s().is_some() =>
+            {
+                Some(self.counts.scheduled as f64 / seconds)
+            }
+            _ => None,
+        };
+        heisenbench_model::profile::Stage {
+            scheduled_qps,
+            ..heisenbench_model::profile::Stage::at_rate(
+                offered_qps,
+                self.achieved_qps,
+                self.ttft.from_intended.p99_s,
+            )
+        }
     }
 
     pub(crate) fn build(

@@ -144,8 +144,12 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
             let load = match stage.users {
                 Some(u) => format!("{u} users, {:.1} req/s", stage.achieved_qps),
                 None => format!(
-                    "offered {:.1}, achieved {:.1} req/s",
-                    stage.offered_qps, stage.achieved_qps
+                    "offered {:.1}{}, achieved {:.1} req/s",
+                    stage.offered_qps,
+                    stage
+                        .scheduled_qps
+                        .map_or(String::new(), |d| format!(" (drawn {d:.1})")),
+                    stage.achieved_qps
                 ),
             };
             let good = stage

@@ -1069,6 +1069,12 @@ impl RunReport {
             in_flight_mean: loaded
                 .map(|w| w.iter().map(|p| p.in_flight_mean).sum::<f64>() / w.len() as f64),
             little_in_flight: loaded.map(|_| self.achieved_qps * self.e2e.from_actual.mean_s),
+            scheduled_qps: match self.config.workload.stop {
+                heisenbench_model::scenario::Stop::Duration { seconds } if users.is_none() => {
+                    Some(self.accounting.scheduled as f64 / seconds)
+                }
+                _ => None,
+            },
             ..heisenbench_model::profile::Stage::at_rate(
                 if users.is_some() {
                     self.achieved_qps
