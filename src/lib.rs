@@ -41,8 +41,9 @@ pub enum Failure {
     Runtime(anyhow::Error),
     /// The work finished, but requests are lost or the accounting does not balance: exit 3.
     Accounting(String),
-    /// Stopped by a signal after reporting what it had: exit 130.
-    Interrupted,
+    /// Stopped by a signal: exit 130. The text says what was kept (printed, written, or
+    /// nothing at all).
+    Interrupted(String),
 }
 
 impl Failure {
@@ -52,7 +53,7 @@ impl Failure {
             Self::Usage(_) => 2,
             Self::Runtime(_) => 1,
             Self::Accounting(_) => 3,
-            Self::Interrupted => 130,
+            Self::Interrupted(_) => 130,
         }
     }
 
@@ -72,7 +73,7 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Usage(m) | Self::Accounting(m) => f.write_str(&shorten_numbers(m)),
-            Self::Interrupted => f.write_str("interrupted; the report holds what was measured"),
+            Self::Interrupted(kept) => write!(f, "interrupted; {kept}"),
             // One line: the chain joined by ": ", each cause once (a message that already
             // quotes its cause, as "cannot listen on A: {source}" does, is not followed by
             // it again).

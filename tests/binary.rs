@@ -487,6 +487,42 @@ mod distributed {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// The text of a merge is the run's own summary: shards whose every request failed
+    /// show the failures and their cause, not "completed 0 (balanced)".
+    #[test]
+    fn a_merge_of_failed_requests_says_so() {
+        let dir = std::env::temp_dir().join(format!("heisenbench-failed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let refused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", refused.local_addr().unwrap());
+        drop(refused);
+        let mut args = plan_args(&url, "5");
+        args.extend([
+            "--model".into(),
+            "m".into(),
+            "--server-metrics".into(),
+            "off".into(),
+            "--shard".into(),
+            "0/1".into(),
+            "--out".into(),
+            dir.display().to_string(),
+        ]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, err) = heisenbench(&args, &[]);
+        assert_eq!(code, 0, "{err}");
+        let file = dir.join("shard-0.json");
+        let (code, out, err) = heisenbench(&["merge", file.to_str().unwrap()], &[]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.starts_with("merged 1 of 1 shard(s) of plan "), "{out}");
+        assert!(
+            out.contains("completed 0, failed connect_failed 150"),
+            "{out}"
+        );
+        assert!(out.contains("error (150x): connect_failed: "), "{out}");
+        assert!(out.contains("completed none"), "{out}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn manifests_are_typed_kubernetes_objects() {
         use k8s_openapi::api::batch::v1::Job;

@@ -131,13 +131,8 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
             // A floor measured by an older method is not this run's quantity.
             .filter(|f| f.current())
     };
-    if let Some(dir) = &a.out {
-        report.write_files(dir, a.csv)?;
-        super::write_atomic(
-            &dir.join("report.html"),
-            super::report_page::html(&report)?.as_bytes(),
-        )?;
-    }
+    // Printed first: if the files cannot be written (a full disk, a directory removed
+    // meanwhile), what was measured has still reached the terminal.
     if a.json {
         let mut v = serde_json::to_value(&report).map_err(|e| Failure::Runtime(e.into()))?;
         // The merged histograms are for `merge`; the printed report stays readable.
@@ -146,13 +141,26 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     } else {
         report.write_summary(out)?;
     }
+    if let Some(dir) = &a.out {
+        let page = super::report_page::html(&report)?;
+        let written = report.write_files(dir, a.csv).and_then(|()| {
+            heisenbench_live::files::write_atomic(&dir.join("report.html"), page.as_bytes())
+        });
+        if let Err(e) = written {
+            return Err(Failure::Runtime(anyhow::anyhow!(
+                "{e}; the report was printed above but not saved"
+            )));
+        }
+    }
     verdict(&report)
 }
 
 /// The exit status a finished run earns: interrupted, or requests unaccounted for.
 pub(crate) fn verdict(report: &RunReport) -> Result<(), Failure> {
     if report.interrupted {
-        return Err(Failure::Interrupted);
+        return Err(Failure::Interrupted(
+            "the report holds what was measured until then".into(),
+        ));
     }
     match report.accounting_problem() {
         Some(problem) => Err(Failure::Accounting(problem)),

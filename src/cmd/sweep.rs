@@ -217,7 +217,9 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
     if a.json {
         write_json(out, &profile)?;
         return if stop.is_stopped() {
-            Err(Failure::Interrupted)
+            Err(Failure::Interrupted(
+                "the profile printed holds the stages finished before".into(),
+            ))
         } else {
             Ok(())
         };
@@ -283,7 +285,9 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
             out,
             "(interrupted: the profile holds the stages finished before)"
         )?;
-        return Err(Failure::Interrupted);
+        return Err(Failure::Interrupted(
+            "the profile above holds the stages finished before".into(),
+        ));
     }
     Ok(())
 }

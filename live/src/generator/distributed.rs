@@ -283,31 +283,21 @@ pub struct MergeNotes {
 }
 
 impl MergeNotes {
-    /// The merge of `report` as text for a terminal: the shards merged and the accounting,
-    /// what is missing or duplicated, each shard's start slip and server clock offset, and
-    /// the headline TTFT and rate.
+    /// The merge of `report` as text for a terminal: the shards merged, what is missing or
+    /// duplicated, each shard's start slip and server clock offset, then the merged run's
+    /// own summary (the one `run` prints: accounting with every failure and its cause,
+    /// rates, tokens and quantiles).
     pub fn write_summary(
         &self,
         report: &RunReport,
         out: &mut dyn std::io::Write,
     ) -> std::io::Result<()> {
-        use heisenbench_model::units::format_seconds;
-        let acc = &report.accounting;
         writeln!(
             out,
-            "merged {} of {} shard(s) of plan {}: scheduled {}, completed {}, timed out {}, lost {} ({})",
+            "merged {} of {} shard(s) of plan {}",
             report.shards.iter().filter(|s| s.ok).count(),
             report.config.shards,
             report.plan_hash,
-            acc.scheduled,
-            acc.completed,
-            acc.timed_out,
-            acc.lost,
-            if acc.balanced {
-                "balanced"
-            } else {
-                "NOT BALANCED"
-            }
         )?;
         if !self.missing.is_empty() {
             writeln!(
@@ -335,14 +325,7 @@ impl MergeNotes {
                     .map_or("-".into(), |v| format!("{v:+.1} s (+-0.5 s)"))
             )?;
         }
-        writeln!(
-            out,
-            "TTFT from intended p50 {} p99 {}; achieved {:.1} of {:.1} req/s",
-            format_seconds(report.ttft.from_intended.p50_s),
-            format_seconds(report.ttft.from_intended.p99_s),
-            report.achieved_qps,
-            report.offered_qps
-        )
+        report.write_summary(out)
     }
 }
 

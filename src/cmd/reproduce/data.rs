@@ -67,6 +67,10 @@ pub struct Story {
     pub agreement: Vec<(String, f64)>,
 }
 
+/// What an interrupted `reproduce` kept: nothing (its outputs are all or none).
+pub(super) const NOTHING_WRITTEN: &str =
+    "nothing was written (reproduce writes all of its outputs or none: run it again)";
+
 /// Runs everything; `progress` hears about each part.
 pub fn gather(
     scale: Scale,
@@ -192,7 +196,7 @@ fn live_runs(scale: Scale, stop: &StopSignal) -> Result<(Vec<Series>, Vec<RunRep
         );
         let r = run_live(&cfg, &opts).map_err(|e| Failure::Runtime(e.into()))?;
         if r.interrupted {
-            return Err(Failure::Interrupted);
+            return Err(Failure::Interrupted(NOTHING_WRITTEN.into()));
         }
         slow.push((q, r.achieved_qps));
         runs.push(r);
@@ -208,7 +212,7 @@ fn live_runs(scale: Scale, stop: &StopSignal) -> Result<(Vec<Series>, Vec<RunRep
         );
         let r = run_live(&cfg, &opts).map_err(|e| Failure::Runtime(e.into()))?;
         if r.interrupted {
-            return Err(Failure::Interrupted);
+            return Err(Failure::Interrupted(NOTHING_WRITTEN.into()));
         }
         own.push((q, r.achieved_qps));
         runs.push(r);

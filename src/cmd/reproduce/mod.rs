@@ -73,7 +73,7 @@ pub fn run(a: ReproduceArgs, out: &mut dyn Write) -> Result<(), Failure> {
     heisenbench_live::generator::stop::listen_for_signals(stop.clone(), true)?;
     let story = data::gather(scale, &stop, &mut progress)?;
     if stop.is_stopped() {
-        return Err(Failure::Interrupted);
+        return Err(Failure::Interrupted(data::NOTHING_WRITTEN.into()));
     }
     let dir = &a.out;
     std::fs::create_dir_all(dir)
