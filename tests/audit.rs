@@ -247,3 +247,45 @@ fn an_earlier_audits_results_are_never_read_as_this_clients() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// SIGINT stops an audit at once, even of a client that ignores SIGINT itself: the client's
+/// whole tree is killed, the exit status is 130 with one line saying nothing was written,
+/// and the audit's own folder is gone.
+#[test]
+fn an_interrupted_audit_kills_the_client_tree_and_says_so() {
+    let _ = loop_client();
+    let marker = format!("heisenbench-audit-interrupt-{}", std::process::id());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+        .args(["audit", "--rate", "5", "--duration", "20s", "--"])
+        .args([
+            "sh",
+            "-c",
+            &format!("trap '' INT; sleep 40 & sleep 40; echo {marker}"),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let started = std::time::Instant::now();
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    // A guard against a hang (the client's own sleep lasts 40 s), not a timing assertion.
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("no audit was written"), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.starts_with("heisenbench: interrupted; "), "{err}");
+    // No sleep of the client's is left: its tree was killed.
+    let left = Command::new("pgrep")
+        .args(["-f", "sleep 40"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
+        .unwrap_or(0);
+    assert_eq!(left, 0, "the client's children outlived the audit");
+}

@@ -27,6 +27,17 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
         }
         None => AuditConfig::fresh_work_dir(),
     };
+    // A folder of the audit's own making goes when the audit is done with it: at once
+    // after an interrupt or an error, and after a clean audit; an audit that found a
+    // problem keeps it, since its summary names the client's logs in it.
+    let own_folder = a.work_dir.is_none();
+    let discard = |dir: &std::path::Path| {
+        if own_folder {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    };
+    let stop = heisenbench_live::generator::stop::StopSignal::new();
+    heisenbench_live::generator::stop::listen_for_signals(stop.clone(), true)?;
     let series = a.is_series();
     let bursts = heisenbench_live::mock::config::MockConfig::from(a.mock.clone())
         .law()
@@ -38,16 +49,30 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
     );
     let mut reports = Vec::new();
     let mut failure = None;
-    for cfg in a.configs(&work_dir) {
+    for cfg in a.configs(&work_dir, &stop) {
         let rate = cfg.rate_per_s;
-        let observed = audit::run(&cfg).map_err(|e| match e {
-            AuditError::Start { .. } | AuditError::NoCommand | AuditError::StaleOutput(_) => {
-                Failure::Usage(e.to_string())
+        let observed = audit::run(&cfg).map_err(|e| {
+            discard(&work_dir);
+            match e {
+                AuditError::Interrupted => Failure::Interrupted(if reports.is_empty() {
+                    "the client's process tree was killed; no audit was written (an audit \
+                 compares the client's whole run with the truth)"
+                        .into()
+                } else {
+                    format!(
+                        "the client's process tree was killed; the {} audit(s) above were \
+                     finished, and nothing was written",
+                        reports.len()
+                    )
+                }),
+                AuditError::Start { .. } | AuditError::NoCommand | AuditError::StaleOutput(_) => {
+                    Failure::Usage(e.to_string())
+                }
+                AuditError::Mock(heisenbench_live::mock::MockError::Config(c)) => {
+                    Failure::Usage(c.to_string())
+                }
+                other => Failure::Runtime(other.into()),
             }
-            AuditError::Mock(heisenbench_live::mock::MockError::Config(c)) => {
-                Failure::Usage(c.to_string())
-            }
-            other => Failure::Runtime(other.into()),
         })?;
         let prediction = predict::predict(&observed, bursts, a.loops, budget, a.tolerance);
         let report = AuditReport::new(a.label.clone(), observed, prediction, server.clone());
@@ -89,7 +114,10 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
     }
     match failure {
         Some(f) => Err(Failure::Runtime(anyhow::anyhow!(f))),
-        None => Ok(()),
+        None => {
+            discard(&work_dir);
+            Ok(())
+        }
     }
 }
 

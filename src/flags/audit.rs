@@ -105,7 +105,11 @@ impl AuditFlags {
 
     /// One audit per offered rate, in the order given. A series' audits keep their
     /// results apart, in a folder per rate under `work_dir`.
-    pub fn configs(&self, work_dir: &Path) -> Vec<AuditConfig> {
+    pub fn configs(
+        &self,
+        work_dir: &Path,
+        stop: &heisenbench_live::generator::stop::StopSignal,
+    ) -> Vec<AuditConfig> {
         let duration = Duration::from_secs_f64(self.duration.get());
         let timeout = self
             .timeout
@@ -132,6 +136,7 @@ impl AuditFlags {
                 timeout,
                 sample_every: Duration::from_millis(100),
                 mock: self.mock.clone().into(),
+                stop: stop.clone(),
             })
             .collect()
     }
@@ -149,7 +154,7 @@ mod tests {
     fn a_series_gets_a_folder_per_rate_and_the_default_timeout() {
         let f = parse(&["--rates", "10,20", "--duration", "5s", "--", "client"]).unwrap();
         assert!(f.is_series());
-        let c = f.configs(Path::new("/w"));
+        let c = f.configs(Path::new("/w"), &Default::default());
         let rates: Vec<f64> = c.iter().map(|c| c.rate_per_s).collect();
         assert_eq!(rates, [10.0, 20.0]);
         assert_eq!(c[0].work_dir, Path::new("/w/rate-10"));
@@ -163,7 +168,7 @@ mod tests {
     fn one_rate_uses_the_folder_itself_and_a_given_timeout() {
         let f = parse(&["--rate", "7", "--timeout", "9s", "--", "client", "{url}"]).unwrap();
         assert!(!f.is_series());
-        let c = f.configs(Path::new("/w"));
+        let c = f.configs(Path::new("/w"), &Default::default());
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].work_dir, Path::new("/w"));
         assert_eq!(c[0].timeout, Duration::from_secs(9));

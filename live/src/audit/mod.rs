@@ -61,6 +61,9 @@ pub struct AuditConfig {
     pub sample_every: Duration,
     /// The server.
     pub mock: MockConfig,
+    /// Stops the audit (a signal): the client's whole process tree is killed at once,
+    /// whether or not it heeds signals itself.
+    pub stop: crate::generator::stop::StopSignal,
 }
 
 impl AuditConfig {
@@ -108,6 +111,9 @@ pub enum AuditError {
     /// No command was given.
     #[error("no client command: give it after `--`")]
     NoCommand,
+    /// Stopped by a signal: the client's process tree was killed.
+    #[error("stopped before the client finished: its process tree was killed")]
+    Interrupted,
     /// The client's output folder holds files from before this audit, which would be read
     /// as this client's results.
     #[error("{0} already holds files from an earlier audit: empty it or choose another --work-dir")]
@@ -389,6 +395,17 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
             && let Ok(Some(s)) = child.try_wait()
         {
             break Some(s);
+        }
+        if cfg.stop.is_stopped() {
+            // Killed whole, now: a client that ignores SIGINT would otherwise run on to
+            // the timeout, and its children past the audit.
+            sampler.sample();
+            for p in sampler.live_pids() {
+                kill(p);
+            }
+            let _ = child.wait();
+            server.shutdown();
+            return Err(AuditError::Interrupted);
         }
         if start.elapsed() >= cfg.timeout {
             timed_out = true;
