@@ -255,7 +255,7 @@ fn an_earlier_audits_results_are_never_read_as_this_clients() {
 fn an_interrupted_audit_kills_the_client_tree_and_says_so() {
     let _ = loop_client();
     let marker = format!("heisenbench-audit-interrupt-{}", std::process::id());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+    let child = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
         .args(["audit", "--rate", "5", "--duration", "20s", "--"])
         .args([
             "sh",
