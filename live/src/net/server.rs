@@ -152,7 +152,12 @@ impl Running {
         let (shutdown, rx) = watch::channel(false);
         let thread = std::thread::Builder::new()
             .name(name.into())
-            .spawn(move || runtime.block_on(serve(listener, rx)))
+            .spawn(move || {
+                runtime.block_on(serve(listener, rx));
+                // Blocking work still running (a page being drawn for a client that left)
+                // is not waited for: the server has stopped answering.
+                runtime.shutdown_background();
+            })
             .map_err(ServeError::Runtime)?;
         Ok(Self {
             addr,
