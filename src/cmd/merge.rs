@@ -3,22 +3,32 @@
 use heisenbench_live::files::FileKind;
 use std::io::Write;
 
-use heisenbench_live::generator::distributed::{MergeError, merge, parse_results};
+use heisenbench_live::generator::distributed::{MergeError, Merger, documents, parse_document};
 
 use super::{write_atomic, write_json};
 use crate::Failure;
 use crate::args::MergeArgs;
 
 pub fn run(a: MergeArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let mut results = Vec::new();
+    // One file at a time, each result kept as its text until the merge folds it: the
+    // memory is the files', not a parsed result's per shard.
+    let usage = |e: MergeError| match e {
+        MergeError::PlanMismatch { .. } | MergeError::Empty | MergeError::Bad(_) => {
+            Failure::Usage(e.to_string())
+        }
+        other => Failure::Runtime(other.into()),
+    };
+    let mut merger = Merger::default();
     for f in &a.files {
         let text = heisenbench_live::files::read_text(f, FileKind::Report)
             .map_err(|e| Failure::Usage(e.to_string()))?;
-        results.extend(
-            parse_results(&text).map_err(|e| Failure::Usage(format!("{}: {e}", f.display())))?,
-        );
+        let in_file = |e: String| Failure::Usage(format!("{}: {e}", f.display()));
+        for doc in documents(&text).map_err(in_file)? {
+            let r = parse_document(doc).map_err(in_file)?;
+            merger.add(r, Some(doc)).map_err(usage)?;
+        }
     }
-    let (report, notes) = merge(results).map_err(|e| match e {
+    let (report, notes) = merger.finish().map_err(|e| match e {
         MergeError::PlanMismatch { .. } | MergeError::Empty | MergeError::Bad(_) => {
             Failure::Usage(e.to_string())
         }

@@ -214,10 +214,14 @@ pub fn utc_now_s() -> f64 {
 /// The shard results in `text`: a whole JSON document, or one or more documents between
 /// [`RESULT_BEGIN`] and [`RESULT_END`] lines (as in a pod's log).
 pub fn parse_results(text: &str) -> Result<Vec<ShardReport>, String> {
+    documents(text)?.into_iter().map(parse_document).collect()
+}
+
+/// The shard result documents `text` holds, unparsed: the whole text, or each one between
+/// [`RESULT_BEGIN`] and [`RESULT_END`] lines (trimmed).
+pub fn documents(text: &str) -> Result<Vec<&str>, String> {
     if !text.contains(RESULT_BEGIN) {
-        return serde_json::from_str(text)
-            .map(|r| vec![r])
-            .map_err(|e| format!("not a shard result: {e}"));
+        return Ok(vec![text]);
     }
     let mut out = Vec::new();
     let mut rest = text;
@@ -226,13 +230,15 @@ pub fn parse_results(text: &str) -> Result<Vec<ShardReport>, String> {
         let e = after
             .find(RESULT_END)
             .ok_or("a result begins but never ends")?;
-        out.push(
-            serde_json::from_str(after[..e].trim())
-                .map_err(|e| format!("unreadable shard result: {e}"))?,
-        );
+        out.push(after[..e].trim());
         rest = &after[e + RESULT_END.len()..];
     }
     Ok(out)
+}
+
+/// One shard result document (from [`documents`]) read.
+pub fn parse_document(doc: &str) -> Result<ShardReport, String> {
+    serde_json::from_str(doc).map_err(|e| format!("not a shard result: {e}"))
 }
 
 /// Why results cannot be merged.
@@ -331,17 +337,36 @@ impl MergeNotes {
 
 /// Merges shard results of one plan exactly, with the same code a local run uses.
 pub fn merge(results: Vec<ShardReport>) -> Result<(RunReport, MergeNotes), MergeError> {
-    let first = results.first().ok_or(MergeError::Empty)?;
-    if let Some(other) = results.iter().find(|r| r.plan_hash != first.plan_hash) {
-        return Err(MergeError::PlanMismatch {
-            first: first.plan_hash.clone(),
-            first_shard: first.shard,
-            other: other.plan_hash.clone(),
-            other_shard: other.shard,
-        });
+    let mut m = Merger::default();
+    for r in results {
+        m.add(r, None)?;
     }
-    let cfg = first.config.clone();
-    for r in &results {
+    m.finish()
+}
+
+/// A merge fed one shard result at a time ([`merge`] on a list). A result given with its
+/// document text is kept as that text until the end, not as the parsed result (whose
+/// histograms take about a megabyte in memory against a few kilobytes of text): a
+/// thousand shards merge in the memory of their files.
+#[derive(Default)]
+pub struct Merger {
+    /// The first result's plan, shard and config: every other must match its plan.
+    first: Option<(String, u32, RunConfig)>,
+    by_shard: BTreeMap<u32, Kept>,
+    notes: MergeNotes,
+}
+
+/// A result kept for the merge: parsed, or its document to be read again in its turn.
+enum Kept {
+    Parsed(Box<ShardResult>),
+    Text(String),
+}
+
+impl Merger {
+    /// Checks `r` against the plan and keeps it (the first result of each shard; a later
+    /// one is noted as duplicated). With `doc`, the text `r` was read from, the text is
+    /// kept instead of `r`.
+    pub fn add(&mut self, r: ShardReport, doc: Option<&str>) -> Result<(), MergeError> {
         let bad = |reason: String| {
             Err(MergeError::Bad(BadShard {
                 shard: r.shard,
@@ -349,6 +374,16 @@ pub fn merge(results: Vec<ShardReport>) -> Result<(RunReport, MergeNotes), Merge
                 reason,
             }))
         };
+        if let Some((hash, shard, _)) = &self.first
+            && *hash != r.plan_hash
+        {
+            return Err(MergeError::PlanMismatch {
+                first: hash.clone(),
+                first_shard: *shard,
+                other: r.plan_hash.clone(),
+                other_shard: r.shard,
+            });
+        }
         if r.shards == 0 || r.shards != r.config.shards {
             return bad(format!(
                 "the shard count must be at least 1 and match the config's {} shards",
@@ -376,32 +411,47 @@ pub fn merge(results: Vec<ShardReport>) -> Result<(RunReport, MergeNotes), Merge
                 r.result.scheduled
             ));
         }
-    }
-    let mut by_shard: BTreeMap<u32, ShardReport> = BTreeMap::new();
-    let mut notes = MergeNotes::default();
-    for r in results {
-        match by_shard.entry(r.shard) {
-            std::collections::btree_map::Entry::Occupied(_) => notes.duplicated.push(r.shard),
+        if self.first.is_none() {
+            self.first = Some((r.plan_hash.clone(), r.shard, r.config.clone()));
+        }
+        match self.by_shard.entry(r.shard) {
+            std::collections::btree_map::Entry::Occupied(_) => self.notes.duplicated.push(r.shard),
             std::collections::btree_map::Entry::Vacant(v) => {
-                v.insert(r);
+                v.insert(match doc {
+                    Some(text) => Kept::Text(text.to_string()),
+                    None => Kept::Parsed(Box::new(r.result)),
+                });
             }
         }
+        Ok(())
     }
-    let outcomes = (0..cfg.shards)
-        .map(|i| match by_shard.remove(&i) {
-            Some(r) => Ok(r.result),
+
+    /// The merged report: the kept results folded in shard order (each document read again
+    /// in its turn, so one parsed result is held at a time), missing shards counted lost.
+    pub fn finish(mut self) -> Result<(RunReport, MergeNotes), MergeError> {
+        let (_, _, cfg) = self.first.take().ok_or(MergeError::Empty)?;
+        let mut notes = self.notes;
+        let mut by_shard = self.by_shard;
+        let mut missing = Vec::new();
+        let outcomes = (0..cfg.shards).map(|i| match by_shard.remove(&i) {
+            Some(Kept::Parsed(r)) => Ok(*r),
+            Some(Kept::Text(t)) => serde_json::from_str::<ShardReport>(&t)
+                .map(|r| r.result)
+                .map_err(super::ShardError::Unreadable),
             None => {
-                notes.missing.push(i);
+                missing.push(i);
                 Err(super::ShardError::Missing)
             }
-        })
-        .collect();
-    let mut opts = RunOptions::default();
-    opts.shards_reasoning.push(format!(
-        "merged from shard results of plan {}",
-        cfg.plan_hash()
-    ));
-    Ok((report(&cfg, &opts, outcomes), notes))
+        });
+        let mut opts = RunOptions::default();
+        opts.shards_reasoning.push(format!(
+            "merged from shard results of plan {}",
+            cfg.plan_hash()
+        ));
+        let report = report(&cfg, &opts, outcomes);
+        notes.missing = missing;
+        Ok((report, notes))
+    }
 }
 
 #[cfg(test)]

@@ -263,7 +263,7 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
     let outcomes = outcomes
         .into_iter()
         .map(|o| o.unwrap_or(Err(ShardError::Silent)))
-        .collect();
+        .collect::<Vec<_>>();
     let scrapes = scraper.map(scrape::Scraper::finish);
     let mut rep = report(cfg, opts, outcomes);
     rep.interrupted |= opts.stop.is_stopped();
@@ -426,7 +426,7 @@ fn slice_duration_ns(cfg: &RunConfig) -> u64 {
 pub fn report(
     cfg: &RunConfig,
     opts: &RunOptions,
-    outcomes: Vec<Result<ShardResult, ShardError>>,
+    outcomes: impl IntoIterator<Item = Result<ShardResult, ShardError>>,
 ) -> RunReport {
     let mut merged = ShardResult::default();
     let mut shards = Vec::new();
