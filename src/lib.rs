@@ -92,6 +92,17 @@ impl fmt::Display for Failure {
     }
 }
 
+impl From<heisenbench_live::net::server::ServeError> for Failure {
+    /// An address that cannot be listened on (in use, not this host's, a privileged port)
+    /// is the user's to change: exit 2, the same for every command that serves.
+    fn from(e: heisenbench_live::net::server::ServeError) -> Self {
+        match e {
+            heisenbench_live::net::server::ServeError::Bind { .. } => Self::Usage(e.to_string()),
+            other => Self::Runtime(other.into()),
+        }
+    }
+}
+
 impl From<heisenbench_model::ModelError> for Failure {
     fn from(e: heisenbench_model::ModelError) -> Self {
         Self::Usage(e.to_string())

@@ -2,7 +2,6 @@
 
 use std::io::Write;
 
-use heisenbench_live::net::server::ServeError;
 use heisenbench_live::pages::serve_pages;
 
 use crate::Failure;
@@ -14,10 +13,7 @@ pub fn run(a: ExploreArgs, out: &mut dyn Write) -> Result<(), Failure> {
         let r = heisenbench_figures::explore::handle(path, query);
         (r.status, r.content_type, r.body)
     })
-    .map_err(|e| match e {
-        ServeError::Bind { .. } => Failure::Usage(e.to_string()),
-        other => Failure::Runtime(other.into()),
-    })?;
+    .map_err(Failure::from)?;
     let url = format!("{}/", server.url());
     writeln!(out, "heisenbench explore on {url} (Ctrl-C stops it)")?;
     out.flush()?;

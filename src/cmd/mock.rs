@@ -10,6 +10,7 @@ use crate::Failure;
 pub fn run(config: MockConfig, out: &mut dyn Write) -> Result<(), Failure> {
     let server = MockServer::start(config).map_err(|e| match e {
         MockError::Config(c) => Failure::Usage(c.to_string()),
+        MockError::Serve(s) => s.into(),
         other => Failure::Runtime(other.into()),
     })?;
     writeln!(

@@ -676,8 +676,10 @@ fn messages_state_the_real_limits_once() {
     assert!(e.contains("between 1e-9 and 1e9 per second"), "{e}");
     let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = held.local_addr().unwrap().port().to_string();
+    // The same fault, the same status, whichever command serves.
     let e = fails(&["mock", "--port", &port]);
-    assert_eq!(e.exit_code(), 1);
+    assert_eq!(e.exit_code(), 2);
+    assert_eq!(fails(&["explore", "--port", &port]).exit_code(), 2);
     let msg = e.to_string();
     assert_eq!(msg.matches("in use").count(), 1, "{msg}");
     let e = fails(&["run", "--output-tokens", "20000000"]).to_string();
