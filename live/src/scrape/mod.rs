@@ -110,86 +110,52 @@ impl Scraper {
         let http = client(server).map_err(std::io::Error::other)?;
         let auth = authorization(server);
         let origin = origin(server.url).map(str::to_string);
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
-        let handle = std::thread::Builder::new()
-            .name("heisenbench-scrape".into())
-            .spawn(move || {
-                // Below the shards: a scrape waits for a core rather than take one from
-                // a shard's loop (Linux's nice applies to a thread by its id).
-                let _ = rustix::process::setpriority_process(
-                    Some(rustix::thread::gettid()),
-                    SCRAPER_NICE,
-                );
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build();
-                let mut out = Scrapes {
-                    targets: urls
-                        .iter()
-                        .map(|u| TargetScrapes {
-                            url: redact_url(u),
-                            ..Default::default()
-                        })
-                        .collect(),
-                    interval,
-                    cpu_ns: 0,
-                };
-                let Ok(rt) = rt else {
-                    for t in &mut out.targets {
-                        t.last_error = Some("cannot start the scraper's runtime".into());
+        let labels = urls.iter().map(|u| redact_url(u)).collect();
+        Self::spawn(labels, interval, move |stopped, out| {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                for t in &mut out.targets {
+                    t.last_error = Some("cannot start the scraper's runtime".into());
+                }
+                return;
+            };
+            let auths: Vec<Option<String>> = urls
+                .iter()
+                .map(|u| {
+                    (origin.is_some() && origin.as_deref() == self::origin(u))
+                        .then(|| auth.clone())
+                        .flatten()
+                })
+                .collect();
+            // Plain http:// goes through the shards' own HTTP/1.1 client (a scrape then
+            // costs a parse and a few system calls); TLS and credentials through reqwest.
+            let wires: Vec<Option<crate::net::http1::Wire>> = urls
+                .iter()
+                .zip(&auths)
+                .map(|(u, a)| crate::net::http1::Wire::for_get(u, a.as_deref(), ACCEPT))
+                .collect();
+            let timeout = interval.max(Duration::from_secs(1));
+            let scrape_all = |out: &mut Scrapes| {
+                rt.block_on(async {
+                    for (i, url) in urls.iter().enumerate() {
+                        let t0 = mono_ns();
+                        let got = match &wires[i] {
+                            Some(w) => get_plain(w, timeout).await,
+                            None => get(&http, url, auths[i].as_deref(), timeout).await,
+                        };
+                        // Stamped on arrival; the parse is the scraper's own time.
+                        let t1 = mono_ns();
+                        let parsed = got.and_then(|text| {
+                            exposition::parse(&text).map_err(|e| format!("not an exposition: {e}"))
+                        });
+                        record(&mut out.targets[i], (t0, t1), start_mono_ns, parsed);
                     }
-                    return out;
-                };
-                let cpu0 = crate::time::thread_cpu_ns();
-                let auths: Vec<Option<String>> = urls
-                    .iter()
-                    .map(|u| {
-                        (origin.is_some() && origin.as_deref() == self::origin(u))
-                            .then(|| auth.clone())
-                            .flatten()
-                    })
-                    .collect();
-                // Plain http:// goes through the shards' own HTTP/1.1 client (a scrape then
-                // costs a parse and a few system calls); TLS and credentials through reqwest.
-                let wires: Vec<Option<crate::net::http1::Wire>> = urls
-                    .iter()
-                    .zip(&auths)
-                    .map(|(u, a)| crate::net::http1::Wire::for_get(u, a.as_deref(), ACCEPT))
-                    .collect();
-                let timeout = interval.max(Duration::from_secs(1));
-                let scrape_all = |out: &mut Scrapes| {
-                    rt.block_on(async {
-                        for (i, url) in urls.iter().enumerate() {
-                            let t0 = mono_ns();
-                            let got = match &wires[i] {
-                                Some(w) => get_plain(w, timeout).await,
-                                None => get(&http, url, auths[i].as_deref(), timeout).await,
-                            };
-                            let t1 = mono_ns();
-                            let target = &mut out.targets[i];
-                            target.busy_ns += t1 - t0;
-                            match got.and_then(|text| {
-                                exposition::parse(&text)
-                                    .map_err(|e| format!("not an exposition: {e}"))
-                            }) {
-                                Ok(e) => {
-                                    let at = t1 as i64 - start_mono_ns as i64;
-                                    push(target, at, Snapshot::of(&e));
-                                }
-                                Err(reason) => {
-                                    target.failures += 1;
-                                    target.last_error = Some(reason);
-                                }
-                            }
-                        }
-                    });
-                };
-                ticks(&stopped, start_mono_ns, interval, &mut out, scrape_all);
-                out.cpu_ns = crate::time::thread_cpu_ns().saturating_sub(cpu0);
-                out
-            })?;
-        Ok(Scraper { stop, handle })
+                });
+            };
+            ticks(stopped, start_mono_ns, interval, out, scrape_all);
+        })
     }
 
     /// Reads an in-process server's exposition (`source`) on the same ticks as
@@ -201,40 +167,48 @@ impl Scraper {
         start_mono_ns: u64,
     ) -> std::io::Result<Scraper> {
         let interval = interval.max(MIN_INTERVAL);
+        Self::spawn(vec![label], interval, move |stopped, out| {
+            let scrape = |out: &mut Scrapes| {
+                let t0 = mono_ns();
+                let parsed =
+                    exposition::parse(&(source.0)()).map_err(|e| format!("not an exposition: {e}"));
+                record(&mut out.targets[0], (t0, mono_ns()), start_mono_ns, parsed);
+            };
+            ticks(stopped, start_mono_ns, interval, out, scrape);
+        })
+    }
+
+    /// Runs `scrape` on the scraper's own thread, below the shards' priority, with the
+    /// targets named by `labels`; the thread's CPU time is what the scrapes cost.
+    fn spawn(
+        labels: Vec<String>,
+        interval: Duration,
+        scrape: impl FnOnce(&AtomicBool, &mut Scrapes) + Send + 'static,
+    ) -> std::io::Result<Scraper> {
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         let handle = std::thread::Builder::new()
             .name("heisenbench-scrape".into())
             .spawn(move || {
+                // Below the shards: a scrape waits for a core rather than take one from
+                // a shard's loop (Linux's nice applies to a thread by its id).
                 let _ = rustix::process::setpriority_process(
                     Some(rustix::thread::gettid()),
                     SCRAPER_NICE,
                 );
                 let mut out = Scrapes {
-                    targets: vec![TargetScrapes {
-                        url: label,
-                        ..Default::default()
-                    }],
+                    targets: labels
+                        .into_iter()
+                        .map(|url| TargetScrapes {
+                            url,
+                            ..Default::default()
+                        })
+                        .collect(),
                     interval,
                     cpu_ns: 0,
                 };
                 let cpu0 = crate::time::thread_cpu_ns();
-                let scrape = |out: &mut Scrapes| {
-                    let t0 = mono_ns();
-                    let text = (source.0)();
-                    let parsed = exposition::parse(&text);
-                    let t1 = mono_ns();
-                    let target = &mut out.targets[0];
-                    target.busy_ns += t1 - t0;
-                    match parsed {
-                        Ok(e) => push(target, t1 as i64 - start_mono_ns as i64, Snapshot::of(&e)),
-                        Err(e) => {
-                            target.failures += 1;
-                            target.last_error = Some(format!("not an exposition: {e}"));
-                        }
-                    }
-                };
-                ticks(&stopped, start_mono_ns, interval, &mut out, scrape);
+                scrape(&stopped, &mut out);
                 out.cpu_ns = crate::time::thread_cpu_ns().saturating_sub(cpu0);
                 out
             })?;
@@ -273,6 +247,24 @@ fn ticks(
         k = (after.saturating_sub(start_mono_ns) / step + 1).max(k + 1);
     }
     scrape(out);
+}
+
+/// One scrape of `target`, begun at `t0` and answered at `t1`: its time, and its snapshot
+/// stamped at `t1` (on the run's clock, from `start_mono_ns`) or why there is none.
+fn record(
+    target: &mut TargetScrapes,
+    (t0, t1): (u64, u64),
+    start_mono_ns: u64,
+    parsed: Result<exposition::Exposition, String>,
+) {
+    target.busy_ns += t1 - t0;
+    match parsed {
+        Ok(e) => push(target, t1 as i64 - start_mono_ns as i64, Snapshot::of(&e)),
+        Err(reason) => {
+            target.failures += 1;
+            target.last_error = Some(reason);
+        }
+    }
 }
 
 fn push(t: &mut TargetScrapes, at: i64, s: Snapshot) {
