@@ -466,6 +466,24 @@ mod on_virtual_time {
         // The chunk's own stamp is when it was handed over: 20 ms apart exactly.
         let gaps: Vec<u64> = stamps.windows(2).map(|w| w[1] - w[0]).collect();
         assert_eq!(gaps, vec![20_000_000; 5]);
+        // On time by its own account: six tokens, none late.
+        let metrics = request(m.addr, "GET", "/metrics", "").await.body();
+        let line = |name: &str| {
+            metrics
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.rsplit(' ').next())
+                .map(str::to_string)
+        };
+        assert_eq!(
+            line("heisenbench:mock_token_lateness_seconds_count").as_deref(),
+            Some("6"),
+            "{metrics}"
+        );
+        assert_eq!(
+            line("heisenbench:mock_token_lateness_seconds_sum").as_deref(),
+            Some("0")
+        );
     }
 
     /// With the prefix cache on, a prompt's cached blocks skip the prefill time per token:

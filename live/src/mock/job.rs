@@ -131,6 +131,10 @@ impl Job {
             }
             clock.sleep_until(deadline).await;
             let now = clock.now();
+            self.state
+                .metrics
+                .lateness
+                .observe_ns(now.saturating_duration_since(deadline).as_nanos() as u64);
             if i == 0 {
                 self.first_token(now);
                 first = now;

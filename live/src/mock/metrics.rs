@@ -99,6 +99,10 @@ pub struct Metrics {
     pub prefill: Histogram,
     /// From the first token to the last.
     pub decode: Histogram,
+    /// How late each timed token was written against the mock's own schedule (its TTFT
+    /// and inter-token latencies): a mock that falls behind says so, instead of serving a
+    /// latency it was not configured with as if it were.
+    pub lateness: Histogram,
 }
 
 impl Default for Metrics {
@@ -123,6 +127,7 @@ impl Default for Metrics {
             queue: Histogram::new(&LATENCY_BUCKETS),
             prefill: Histogram::new(&LATENCY_BUCKETS),
             decode: Histogram::new(&LATENCY_BUCKETS),
+            lateness: Histogram::new(&ITL_BUCKETS),
         }
     }
 }
@@ -245,6 +250,12 @@ impl Metrics {
             &mut out,
             "vllm:request_decode_time_seconds",
             "From the first token to the last.",
+            &l,
+        );
+        self.lateness.render(
+            &mut out,
+            "heisenbench:mock_token_lateness_seconds",
+            "How late each timed token was written against the mock's schedule.",
             &l,
         );
         out
