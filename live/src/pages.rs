@@ -4,8 +4,9 @@
 //! ([`crate::net::server`]) and nothing else of the mock.
 //!
 //! Its work is bounded: at most one page is computed per core at a time, at most
-//! [`WAITING_PER_CORE`] per core wait for their turn (more are answered 503 at once), and
-//! a request whose client leaves while it waits is never computed. It answers only its
+//! [`WAITING_PER_CORE`] per core wait for their turn (more are answered 503 at once), a
+//! request whose client leaves while it waits is never computed, and one whose client
+//! leaves while it is computed is told so ([`Abandoned`]) and may stop between its steps. It answers only its
 //! own origin: a request that names another host (DNS rebinding) or comes from another
 //! site's page (its `Origin` or `Sec-Fetch-Site` says so) is refused 403, so no web page
 //! can set the machine's cores to work through loopback.
@@ -13,6 +14,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -28,12 +30,43 @@ const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 /// One answer: HTTP status, content type and body.
 pub type Answer = (u16, &'static str, Vec<u8>);
 
+/// Whether the client of a page being computed has gone (closed its connection): a long
+/// computation asks between its steps and gives up, so an abandoned page stops costing a
+/// core.
+#[derive(Debug, Clone, Default)]
+pub struct Abandoned(Arc<AtomicBool>);
+
+impl Abandoned {
+    /// Whether the client has gone.
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Sets its [`Abandoned`] when dropped before [`Watch::answered`]: the future that holds it
+/// is dropped when the connection closes before the answer.
+struct Watch(Option<Abandoned>);
+
+impl Watch {
+    fn answered(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(a) = &self.0 {
+            a.0.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Binds `addr` (port 0 picks a free port) and answers each GET of its own origin with
-/// `pages(path, query)` on threads of its own, within the bounds above; any other method
-/// gets 405, a page that panics 500.
+/// `pages(path, query, abandoned)` on threads of its own, within the bounds above; any
+/// other method gets 405, a page that panics 500.
 pub fn serve_pages<P>(addr: SocketAddr, pages: P) -> Result<Running, ServeError>
 where
-    P: Fn(&str, &str) -> Answer + Send + Sync + 'static,
+    P: Fn(&str, &str, &Abandoned) -> Answer + Send + Sync + 'static,
 {
     let (listener, addr) = bind(addr)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -53,7 +86,15 @@ where
         async move { Ok::<_, Infallible>(answer(req, pages, work, addr).await) }
     };
     Running::spawn("heisenbench-pages", runtime, listener, addr, |l, rx| {
-        serve(l, HEADER_TIMEOUT, false, handler, rx)
+        // No drain: a page still being drawn at shutdown is for nobody.
+        serve(
+            l,
+            HEADER_TIMEOUT,
+            std::time::Duration::ZERO,
+            false,
+            handler,
+            rx,
+        )
     })
 }
 
@@ -112,7 +153,7 @@ async fn answer<P>(
     addr: SocketAddr,
 ) -> Response<Full<Bytes>>
 where
-    P: Fn(&str, &str) -> Answer + Send + Sync + 'static,
+    P: Fn(&str, &str, &Abandoned) -> Answer + Send + Sync + 'static,
 {
     let (status, content_type, body) = if req.method() != Method::GET {
         (405, "text/plain", b"method not allowed".to_vec())
@@ -128,9 +169,12 @@ where
         drop(waiting);
         let path = req.uri().path().to_string();
         let query = req.uri().query().unwrap_or("").to_string();
-        let answer = tokio::task::spawn_blocking(move || pages(&path, &query))
+        let abandoned = Abandoned::default();
+        let watch = Watch(Some(abandoned.clone()));
+        let answer = tokio::task::spawn_blocking(move || pages(&path, &query, &abandoned))
             .await
             .unwrap_or((500, "text/plain", b"the page failed".to_vec()));
+        watch.answered();
         drop(permit);
         answer
     } else {
@@ -170,7 +214,7 @@ mod tests {
     fn the_page_server_answers_its_own_origin_within_its_bounds() {
         let computed = Arc::new(AtomicUsize::new(0));
         let c = computed.clone();
-        let server = serve_pages(SocketAddr::from(([127, 0, 0, 1], 0)), move |_, _| {
+        let server = serve_pages(SocketAddr::from(([127, 0, 0, 1], 0)), move |_, _, _| {
             c.fetch_add(1, SeqCst);
             std::thread::sleep(std::time::Duration::from_millis(600));
             (200, "text/plain", b"ok".to_vec())
@@ -206,6 +250,48 @@ mod tests {
         assert_eq!(busy + ok, asked, "{answers:?}");
         assert!(busy >= 1, "past the bound some are refused: {answers:?}");
         assert_eq!(computed.load(SeqCst), 1 + ok);
+        server.shutdown();
+    }
+
+    /// A page whose client closes its connection while the page is computed is told so;
+    /// one whose client waits is not.
+    #[test]
+    fn a_page_being_computed_learns_that_its_client_left() {
+        let (tx, rx) = std::sync::mpsc::channel::<bool>();
+        let tx = std::sync::Mutex::new(tx);
+        let server = serve_pages(
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            move |path, _, gone| {
+                // A page of steps, each asking whether its client is still there; a hang guard
+                // ends it after 20 s either way.
+                let started = std::time::Instant::now();
+                let wait = if path == "/long" { 20.0 } else { 0.3 };
+                while started.elapsed().as_secs_f64() < wait && !gone.is_set() {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                let _ = tx.lock().unwrap().send(gone.is_set());
+                (200, "text/plain", b"ok".to_vec())
+            },
+        )
+        .unwrap();
+        let addr = server.addr();
+        assert_eq!(get(addr, &format!("host: {addr}\r\n")), 200);
+        assert!(!rx.recv().unwrap(), "a client that waited is there");
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(s, "GET /long HTTP/1.1\r\nhost: {addr}\r\n\r\n").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let left = std::time::Instant::now();
+        drop(s);
+        let told = rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
+        assert!(
+            told,
+            "the page ran its 20 s without being told its client left"
+        );
+        assert!(
+            left.elapsed().as_secs_f64() < 10.0,
+            "told only after {:?}",
+            left.elapsed()
+        );
         server.shutdown();
     }
 }

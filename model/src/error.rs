@@ -44,6 +44,10 @@ pub enum ModelError {
         /// Why, with the numbers.
         reason: String,
     },
+    /// A search was stopped by its caller before it found its answer (a page whose reader
+    /// left).
+    #[error("stopped before an answer: nobody waits for it any more")]
+    Stopped,
 }
 
 impl ModelError {

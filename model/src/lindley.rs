@@ -224,17 +224,15 @@ impl Lattice {
                 "is too close to 1 for the lattice (the rounded increment does not drift down)",
             ));
         }
+        if reaches_past_the_grid(u_lo, &u, &a) {
+            return Err(past_the_grid());
+        }
         let (w, gap) = integer_lindley(u_lo, &u);
         // A grid that filled up before its tail fell below the cut holds the rest of the
         // wait's distribution in its last cell: every mean and quantile read from it would
         // be capped at the grid's end. That is refused, not reported.
         if w.len() >= MAX_CELLS && w.last().copied().unwrap_or(0.0) > FOLDED_LIMIT {
-            return Err(ModelError::invalid(
-                "utilisation",
-                "near 1",
-                "is too close to 1 for the lattice: the wait's distribution reaches past its \
-                 65,536 cells, so its mean and quantiles would be capped at their end",
-            ));
+            return Err(past_the_grid());
         }
         let mean_s = w.iter().enumerate().map(|(i, p)| i as f64 * p).sum::<f64>() * h;
         let mut acc = 0.0;
@@ -252,6 +250,51 @@ impl Lattice {
             gap,
         })
     }
+}
+
+fn past_the_grid() -> ModelError {
+    ModelError::invalid(
+        "utilisation",
+        "near 1",
+        "is too close to 1 for the lattice: the wait's distribution reaches past its \
+         65,536 cells, so its mean and quantiles would be capped at their end",
+    )
+}
+
+/// Utilisation from which [`reaches_past_the_grid`] may refuse a walk before solving it.
+const HEAVY_TRAFFIC: f64 = 0.999;
+/// The mean wait, in cells, by Kingman's bound, from which a heavy-traffic walk is refused
+/// before solving it.
+const KINGMAN_CELLS: f64 = (MAX_CELLS / 8) as f64;
+
+/// Whether the walk with steps U (from `u_lo`) waits so long that its solution would fill
+/// the grid and be refused after all its work: a near-saturated queue, where the factoring
+/// converges slowest, would otherwise spend its whole work budget (seconds) to be refused.
+///
+/// The grid refuses a wait whose tail past its last cell holds more than [`FOLDED_LIMIT`];
+/// for a tail shaped like an exponential of mean m that is m above about
+/// `MAX_CELLS / ln(1 / FOLDED_LIMIT)`, some 3,200 cells. Kingman's bound,
+/// Var U / (2 |E U|), is the heavy-traffic limit of the mean, short of it by the idle
+/// period's E\[I^2\] / (2 E\[I\]), which stays within a few interarrival times while the bound
+/// grows as 1 / (1 - rho). So at utilisation 0.999 or more, a bound of 8,192 cells leaves
+/// a mean of thousands of cells: refused either way. The test checks the rule against
+/// M/G/1's exact mean.
+fn reaches_past_the_grid(u_lo: i64, u: &[f64], a: &Pmf) -> bool {
+    let (mut m1, mut m2) = (0.0, 0.0);
+    for (i, p) in u.iter().enumerate() {
+        let x = (u_lo + i as i64) as f64;
+        m1 += p * x;
+        m2 += p * x * x;
+    }
+    let gap_mean: f64 =
+        a.1.iter()
+            .enumerate()
+            .map(|(i, p)| p * (a.0 + i as i64) as f64)
+            .sum();
+    // rho = E[S] / E[A] = 1 + E[U] / E[A].
+    let rho = 1.0 + m1 / gap_mean.max(f64::MIN_POSITIVE);
+    let kingman = (m2 - m1 * m1) / (2.0 * (-m1).max(f64::MIN_POSITIVE));
+    rho >= HEAVY_TRAFFIC && kingman >= KINGMAN_CELLS
 }
 
 /// A distribution on the lattice h Z: (index of the first point, masses).
@@ -750,6 +793,46 @@ mod tests {
             g.mean_s(),
             sigma / theta
         );
+    }
+
+    /// The early refusal near saturation against M/G/1's exact mean (Pollaczek-Khinchine):
+    /// wherever the rule refuses, the true mean wait is past the ~3,200 cells from which the
+    /// grid's own check refuses; and the refusal is the solve's answer.
+    #[test]
+    fn a_heavy_traffic_walk_is_refused_before_it_is_solved_only_when_the_grid_would_be() {
+        let arrivals_scv_one = |rho: f64| Service::exponential(1.0 / rho).unwrap();
+        let mut refused = 0;
+        for scv in [0.01, 0.5, 1.0, 4.0] {
+            let service = Service::gamma(1.0, scv).unwrap();
+            for one_less in [1e-2, 1e-3, 3e-4, 1e-4, 1e-5, 1e-7, 1e-10] {
+                let rho = 1.0 - one_less;
+                let arrivals = arrivals_scv_one(rho);
+                let h = step(&service, &arrivals);
+                let (s, a) = (pmf(&service, h).unwrap(), pmf(&arrivals, h).unwrap());
+                let (u_lo, u) = increment(&s, &a);
+                if !reaches_past_the_grid(u_lo, &u, &a) {
+                    continue;
+                }
+                refused += 1;
+                let exact = rho * (1.0 + scv) / (2.0 * (1.0 - rho));
+                let cells = exact / h;
+                let reach = MAX_CELLS as f64 / (1.0 / FOLDED_LIMIT).ln();
+                assert!(
+                    cells > reach,
+                    "scv {scv}, rho {rho}: refused with a mean of {cells} cells"
+                );
+                let e = LindleyGrid::solve(&arrivals, &service).unwrap_err();
+                assert!(
+                    e.to_string().contains("too close to 1 for the lattice"),
+                    "{e}"
+                );
+            }
+        }
+        assert!(refused >= 12, "the rule refused only {refused} cases");
+        // Short of heavy traffic it never answers: M/M/1 at rho 0.99 is solved.
+        let g = LindleyGrid::solve(&arrivals_scv_one(0.99), &Service::exponential(1.0).unwrap())
+            .unwrap();
+        assert!(rel(g.mean_s(), 99.0) < 3e-3, "{}", g.mean_s());
     }
 
     fn quantile(g: &LindleyGrid, q: f64) -> f64 {

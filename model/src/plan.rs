@@ -332,14 +332,33 @@ const MAX_WORKERS: u32 = 1 << 24;
 /// [`ModelError::Unreachable`] when no count does: the wait inside a burst, (N - 1) E\[S\]
 /// on the last event, does not shrink with more loops.
 pub fn plan_workers(load: &Load, budget: &Budget, hw: Hardware) -> Result<WorkerPlan> {
+    plan_workers_unless(load, budget, hw, &|| false)
+}
+
+/// [`plan_workers`], asking `stop` before each count it evaluates: a caller that no longer
+/// needs the answer ends the search within one evaluation.
+///
+/// # Errors
+/// As [`plan_workers`], and [`ModelError::Stopped`] once `stop` says so.
+pub fn plan_workers_unless(
+    load: &Load,
+    budget: &Budget,
+    hw: Hardware,
+    stop: &dyn Fn() -> bool,
+) -> Result<WorkerPlan> {
     let erlangs = load.offered_erlangs();
     let k_stable = u32::try_from(min_stable_servers(erlangs))
         .unwrap_or(u32::MAX)
         .max(1);
-    let meets = |k: u32| Evaluation::of(load, budget, k, 1.0).meets_budget;
+    let meets = |k: u32| {
+        if stop() {
+            return Err(ModelError::Stopped);
+        }
+        Ok(Evaluation::of(load, budget, k, 1.0).meets_budget)
+    };
     // Exponential search up, then bisection: the wait falls monotonically in k.
     let (mut lo, mut hi) = (k_stable.saturating_sub(1), k_stable);
-    while !meets(hi) {
+    while !meets(hi)? {
         if hi >= MAX_WORKERS {
             let floor = Evaluation::of(load, budget, MAX_WORKERS, 1.0);
             return Err(ModelError::Unreachable {
@@ -360,7 +379,7 @@ pub fn plan_workers(load: &Load, budget: &Budget, hw: Hardware) -> Result<Worker
     }
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
-        if meets(mid) { hi = mid } else { lo = mid }
+        if meets(mid)? { hi = mid } else { lo = mid }
     }
     Ok(plan_with_workers(load, budget, hw, hi))
 }

@@ -9,8 +9,8 @@ use crate::args::ExploreArgs;
 
 pub fn run(a: ExploreArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], a.port));
-    let server = serve_pages(addr, |path, query| {
-        let r = heisenbench_figures::explore::handle(path, query);
+    let server = serve_pages(addr, |path, query, abandoned| {
+        let r = heisenbench_figures::explore::handle_unless(path, query, &|| abandoned.is_set());
         (r.status, r.content_type, r.body)
     })
     .map_err(Failure::from)?;

@@ -10,7 +10,9 @@
 //! bad parameter is a 400 with its reason, never a panic or an unbounded computation.
 
 use heisenbench_model::error::ModelError;
-use heisenbench_model::plan::{Assignment, Budget, Hardware, Load, plan_workers};
+use heisenbench_model::plan::{
+    Assignment, Budget, Hardware, Load, plan_workers, plan_workers_unless,
+};
 use heisenbench_model::queue::WaitModel;
 use heisenbench_model::service::Service;
 use heisenbench_model::units::{Quantile, Rate, Seconds};
@@ -57,8 +59,17 @@ impl Reply {
     }
 }
 
+/// Why a chart was not finished: its request was abandoned.
+const ABANDONED: &str = "abandoned: nobody waits for this chart any more";
+
 /// Answers one request: `path` without the query, `query` without the `?`.
 pub fn handle(path: &str, query: &str) -> Reply {
+    handle_unless(path, query, &|| false)
+}
+
+/// [`handle`], giving up between a chart's points once `abandoned` says nobody waits for
+/// the answer any more (the browser tab went away): then the reply is a 503 nobody reads.
+pub fn handle_unless(path: &str, query: &str, abandoned: &dyn Fn() -> bool) -> Reply {
     match path {
         "/" | "/index.html" => Reply::ok("text/html; charset=utf-8", INDEX),
         "/app.js" => Reply::ok("text/javascript; charset=utf-8", SCRIPT),
@@ -81,8 +92,13 @@ pub fn handle(path: &str, query: &str) -> Reply {
                     "application/json",
                     serde_json::to_vec(&state.trace_chart()).expect("plain data serialises"),
                 ),
-                chart => match state.chart(chart) {
+                chart => match state.chart(chart, abandoned) {
                     Ok(svg) => Reply::ok("image/svg+xml", svg),
+                    Err(_) if abandoned() => Reply {
+                        status: 503,
+                        content_type: "text/plain; charset=utf-8",
+                        body: ABANDONED.as_bytes().to_vec(),
+                    },
                     Err(e) => Reply::bad(e),
                 },
             }
@@ -316,18 +332,18 @@ impl Controls {
     }
 
     /// One chart as SVG text.
-    fn chart(&self, which: &str) -> Result<String, String> {
+    fn chart(&self, which: &str, abandoned: &dyn Fn() -> bool) -> Result<String, String> {
         crate::font().map_err(|e| e.to_string())?;
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, (720, 450)).into_drawing_area();
             root.fill(&WHITE).map_err(|e| e.to_string())?;
             let drawn = match which {
-                "/chart/wait.svg" => wait_vs_utilization::draw(&root, &self.wait_chart()?),
+                "/chart/wait.svg" => wait_vs_utilization::draw(&root, &self.wait_chart(abandoned)?),
                 "/chart/rate.svg" => rate_failure::draw(&root, &self.rate_chart()),
                 "/chart/ttft.svg" => ttft_cdf::draw(&root, &self.ttft_chart()?),
                 "/chart/trace.svg" => timeline::draw(&root, &self.trace_chart()),
-                _ => workers_needed::draw(&root, &self.loops_chart()?),
+                _ => workers_needed::draw(&root, &self.loops_chart(abandoned)?),
             };
             drawn.map_err(|e| e.to_string())?;
             root.present().map_err(|e| e.to_string())?;
@@ -337,7 +353,7 @@ impl Controls {
 
     /// Figure 2 for this client: mean and p99 of the wait (in units of E\[S\]) over the
     /// utilisation of its loops, and where this rate puts it.
-    fn wait_chart(&self) -> Result<WaitVsUtilization, String> {
+    fn wait_chart(&self, abandoned: &dyn Fn() -> bool) -> Result<WaitVsUtilization, String> {
         let es = self.cost_us * 1e-6;
         let mut mean = Vec::new();
         let mut p99 = Vec::new();
@@ -381,6 +397,9 @@ impl Controls {
         let limit = Seconds::new(1.0).map_err(|e| e.to_string())?;
         let checked: &[f64] = if self.sim { &[0.3, 0.5, 0.7, 0.9] } else { &[] };
         for &rho in checked {
+            if abandoned() {
+                return Err(ABANDONED.into());
+            }
             let Ok(load) = self.load(rho * self.capacity()) else {
                 continue;
             };
@@ -529,16 +548,21 @@ impl Controls {
     }
 
     /// Figure 6 for this client: loops needed against the request rate.
-    fn loops_chart(&self) -> Result<WorkersNeeded, String> {
+    fn loops_chart(&self, abandoned: &dyn Fn() -> bool) -> Result<WorkersNeeded, String> {
         let budget = self.budget().map_err(|e| e.to_string())?;
         let mut points = Vec::new();
         // Seven rates, an octave apart around this one: a plan under round robin solves
         // several Erlang-k queues numerically, so the points are few.
         for i in -3..=3 {
+            if abandoned() {
+                return Err(ABANDONED.into());
+            }
             let rate = self.rate * 2f64.powi(i);
             let Ok(load) = self.load(rate) else { continue };
-            if let Ok(p) = plan_workers(&load, &budget, Hardware::default()) {
-                points.push((rate, f64::from(p.workers)));
+            match plan_workers_unless(&load, &budget, Hardware::default(), abandoned) {
+                Ok(p) => points.push((rate, f64::from(p.workers))),
+                Err(ModelError::Stopped) => return Err(ABANDONED.into()),
+                Err(_) => {}
             }
         }
         Ok(WorkersNeeded {
@@ -715,5 +739,24 @@ mod tests {
             }
         }
         assert_eq!(handle("/chart/wait.svg", "").status, 200);
+    }
+
+    /// The charts that take many steps stop at the next one once nobody waits for them,
+    /// and say so with a 503; the others are drawn whole.
+    #[test]
+    fn an_abandoned_chart_stops_at_its_next_step() {
+        let asked = std::cell::Cell::new(0);
+        let gone = || {
+            asked.set(asked.get() + 1);
+            true
+        };
+        for c in ["/chart/loops.svg", "/chart/wait.svg"] {
+            asked.set(0);
+            let r = handle_unless(c, "", &gone);
+            assert_eq!(r.status, 503, "{c}");
+            assert!(String::from_utf8_lossy(&r.body).contains("abandoned"));
+            assert!(asked.get() >= 1, "{c} never asked");
+        }
+        assert_eq!(handle_unless("/chart/rate.svg", "", &gone).status, 200);
     }
 }

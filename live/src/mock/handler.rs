@@ -82,7 +82,15 @@ impl ServerState {
         // due now.
         let hand_off = self.cfg.is_instant();
         let handler = move |req| handle(req, self.clone());
-        crate::net::server::serve(listener, header_timeout, hand_off, handler, shutdown).await;
+        crate::net::server::serve(
+            listener,
+            header_timeout,
+            crate::net::server::DRAIN,
+            hand_off,
+            handler,
+            shutdown,
+        )
+        .await;
     }
 
     /// The prompt tokens of `prompt` the prefix cache serves (0 without a cache), counted

@@ -49,15 +49,16 @@ pub(crate) fn bind(addr: SocketAddr) -> Result<(std::net::TcpListener, SocketAdd
 /// How long the accept loop waits after running out of descriptors before it tries again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 
-/// How long open connections get to finish after a shutdown request.
-const DRAIN: Duration = Duration::from_secs(2);
+/// How long the mock's open connections get to finish after a shutdown request.
+pub(crate) const DRAIN: Duration = Duration::from_secs(2);
 
 /// Serves `handler` on `listener` until `shutdown` turns true, then lets open connections
-/// finish for up to [`DRAIN`]. With `hand_off`, each connection yields the thread after
-/// its writes ([`HandOff`]).
+/// finish for up to `drain`. With `hand_off`, each connection yields the thread after its
+/// writes ([`HandOff`]).
 pub(crate) async fn serve<H, F, B>(
     listener: std::net::TcpListener,
     header_timeout: Duration,
+    drain: Duration,
     hand_off: bool,
     handler: H,
     mut shutdown: watch::Receiver<bool>,
@@ -123,7 +124,7 @@ pub(crate) async fn serve<H, F, B>(
             _ = shutdown.changed() => break,
         }
     }
-    let deadline = tokio::time::Instant::now() + DRAIN;
+    let deadline = tokio::time::Instant::now() + drain;
     while open.load(Relaxed) > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -176,7 +177,7 @@ impl Running {
         format!("http://{}", self.addr)
     }
 
-    /// Stops accepting, lets open connections finish (up to two seconds), and returns.
+    /// Stops accepting, lets open connections finish (up to the drain its server was given), and returns.
     pub fn shutdown(mut self) {
         self.stop();
     }
