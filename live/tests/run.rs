@@ -271,6 +271,15 @@ fn broken_streams_are_classified() {
         "{:?}",
         r.accounting
     );
+    // ... and each says which event it was.
+    assert!(
+        r.merged
+            .server_messages
+            .keys()
+            .any(|m| m == "malformed: an event that is not a completion chunk: this is not json"),
+        "{:?}",
+        r.merged.server_messages
+    );
 
     // A stream that never ends: the timeout fires.
     let hang: &'static [u8] = Box::leak(

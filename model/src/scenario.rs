@@ -276,7 +276,16 @@ impl std::str::FromStr for Lengths {
             )
         };
         let num = |x: &str| x.trim().parse::<f64>().map_err(|_| bad());
-        let count = |x: &str| x.trim().parse::<u32>().map_err(|_| bad());
+        // A whole number past u32 is a count too large, not a malformed one.
+        let count = |x: &str| {
+            let x = x.trim();
+            x.parse::<u32>().map_err(|_| match x.parse::<u64>() {
+                Ok(_) => {
+                    ModelError::invalid("tokens", s, "a request may hold at most 10,000,000 tokens")
+                }
+                Err(_) => bad(),
+            })
+        };
         let Some((kind, args)) = s.split_once(':') else {
             return Ok(Self::Fixed { tokens: count(s)? });
         };
@@ -297,6 +306,18 @@ impl std::str::FromStr for Lengths {
                 scv: num(b)?,
             }),
             _ => Err(bad()),
+        }
+    }
+}
+
+/// The grammar [`Lengths::from_str`](std::str::FromStr) reads.
+impl std::fmt::Display for Lengths {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Fixed { tokens } => write!(f, "{tokens}"),
+            Self::Uniform { min, max } => write!(f, "uniform:{min},{max}"),
+            Self::Normal { mean, sd } => write!(f, "normal:{mean},{sd}"),
+            Self::Lognormal { mean, scv } => write!(f, "lognormal:{mean},{scv}"),
         }
     }
 }
@@ -339,7 +360,7 @@ impl Lengths {
         if too_many {
             return Err(ModelError::invalid(
                 field,
-                format!("{self:?}"),
+                self,
                 "asks for more than 10,000,000 tokens per request",
             ));
         }
@@ -953,6 +974,14 @@ mod tests {
             "normal:a,b",
         ] {
             assert!(bad.parse::<Lengths>().is_err(), "{bad}");
+        }
+        for l in ["200", "uniform:1,30", "normal:50,5.5", "lognormal:100,0.5"] {
+            assert_eq!(l.parse::<Lengths>().unwrap().to_string(), l);
+        }
+        // A count past what the grammar's integer holds is too large, and says so.
+        for big in ["99999999999", "uniform:1,99999999999"] {
+            let e = big.parse::<Lengths>().unwrap_err().to_string();
+            assert!(e.contains("at most 10,000,000 tokens"), "{big}: {e}");
         }
     }
 

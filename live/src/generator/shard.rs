@@ -892,6 +892,9 @@ async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Exchanged) -> Outc
     }
 }
 
+/// Most of a malformed event quoted in its cause, bytes.
+const MALFORMED_QUOTE: usize = 200;
+
 /// Handles one SSE event, stamped as the read that brought its bytes.
 fn on_event(
     ev: SseEvent<'_>,
@@ -906,7 +909,16 @@ fn on_event(
     if let Some(lag) = stamps.read_lag_ns() {
         r.recorders.read_lag.record(lag);
     }
-    let Some(chunk) = seen.stream.apply(interpret_after(ev, &mut seen.head)) else {
+    let event = interpret_after(ev, &mut seen.head);
+    if event == StreamEvent::Malformed && seen.stream.malformed_why.is_none() {
+        seen.stream.malformed_why = Some(format!(
+            "malformed: an event that is not a completion chunk: {}",
+            clip(&String::from_utf8_lossy(
+                &ev.data[..ev.data.len().min(MALFORMED_QUOTE)]
+            ))
+        ));
+    }
+    let Some(chunk) = seen.stream.apply(event) else {
         if seen.stream.done {
             seen.end = Some(arrival);
             seen.end_read = Some(stamps.read_ns);

@@ -323,6 +323,9 @@ pub enum CalibrationError {
         /// Why.
         source: std::io::Error,
     },
+    /// The file could not be written (the error names the file).
+    #[error("{0}")]
+    Write(std::io::Error),
     /// The file is not a calibration.
     #[error("{path}: not a calibration file: {reason}")]
     Format {
@@ -373,7 +376,8 @@ pub fn store(path: &Path, c: &Calibration) -> Result<(), CalibrationError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
-    crate::files::write_atomic(path, &serde_json::to_vec_pretty(c).unwrap_or_default()).map_err(io)
+    crate::files::write_atomic(path, &serde_json::to_vec_pretty(c).unwrap_or_default())
+        .map_err(CalibrationError::Write)
 }
 
 /// The embedded mock's CPU per event over the generator's, as measured on a 2-core machine
