@@ -271,6 +271,7 @@ pub fn timeline() -> Result<Timeline, ExperimentError> {
             max_num_seqs: 16,
             ..ServerModel::default()
         },
+        slo: None,
     };
     let lanes = |workers: u32, label: &dyn Fn(u32) -> String| {
         crate::simulated_lanes(sc(workers), workers, 1000, label)

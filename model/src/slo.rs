@@ -15,6 +15,7 @@
 //! gap is within it), so one stall fails the request, as a user watching the stream
 //! would see it.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -203,6 +204,147 @@ impl Slo {
             }
         }
         Ok(())
+    }
+}
+
+/// Goodput's counts from one origin: the good requests, their output tokens, and the
+/// requests that met each bound.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attained {
+    /// Requests that met every bound.
+    pub good: u64,
+    /// Their output tokens.
+    pub good_output_tokens: u64,
+    /// Requests that met each bound (only bounded constraints appear).
+    pub met: BTreeMap<Constraint, u64>,
+}
+
+impl Attained {
+    /// Counts one judged request's verdict and its output tokens.
+    pub fn note(&mut self, slo: &Slo, v: Verdict, tokens: u64) {
+        if v.good() {
+            self.good = self.good.saturating_add(1);
+            self.good_output_tokens = self.good_output_tokens.saturating_add(tokens);
+        }
+        for c in slo.bounded() {
+            let n = self.met.entry(c).or_default();
+            if v.met(c) {
+                *n = n.saturating_add(1);
+            }
+        }
+    }
+
+    /// Adds another tally's counts (another shard's).
+    pub fn add(&mut self, o: &Attained) {
+        self.good = self.good.saturating_add(o.good);
+        self.good_output_tokens = self.good_output_tokens.saturating_add(o.good_output_tokens);
+        for (c, n) in &o.met {
+            let m = self.met.entry(*c).or_default();
+            *m = m.saturating_add(*n);
+        }
+    }
+}
+
+/// Requests judged against an SLO (every request past the warm-up that was sent and not
+/// cancelled: a failure or a timeout counts, and is never good), from both origins.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SloCounts {
+    /// Requests judged.
+    pub judged: u64,
+    /// Latencies from the intended send.
+    pub from_intended: Attained,
+    /// Latencies from the actual send.
+    pub from_actual: Attained,
+}
+
+impl SloCounts {
+    /// Counts one judged request: its verdicts from the intended and the actual send, and
+    /// its output tokens.
+    pub fn note(&mut self, slo: &Slo, intended: Verdict, actual: Verdict, tokens: u64) {
+        self.judged = self.judged.saturating_add(1);
+        self.from_intended.note(slo, intended, tokens);
+        self.from_actual.note(slo, actual, tokens);
+    }
+
+    /// Adds another tally's counts (another shard's).
+    pub fn add(&mut self, o: &SloCounts) {
+        self.judged = self.judged.saturating_add(o.judged);
+        self.from_intended.add(&o.from_intended);
+        self.from_actual.add(&o.from_actual);
+    }
+}
+
+/// Goodput from one origin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoodputView {
+    /// Requests that met every bound.
+    pub good: u64,
+    /// Their share of the judged requests.
+    pub good_fraction: f64,
+    /// Good requests per second of the run.
+    pub requests_per_s: f64,
+    /// Their output tokens per second.
+    pub output_tokens_per_s: f64,
+    /// The share of judged requests that met each bound.
+    pub attainment: BTreeMap<Constraint, f64>,
+}
+
+/// Goodput against an SLO, from the intended send and from the actual send.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Goodput {
+    /// The bounds.
+    pub slo: Slo,
+    /// Requests judged: every request past the warm-up that was sent and not cancelled
+    /// (failures and timeouts count, and are never good).
+    pub judged: u64,
+    /// Latencies from the intended send: what the users who asked at the schedule's times
+    /// got.
+    pub from_intended: GoodputView,
+    /// Latencies from the actual send, as peers measure them.
+    pub from_actual: GoodputView,
+    /// The share of judged requests good from the actual send but not from the intended
+    /// one: the misses the client's own delay caused.
+    pub client_share: f64,
+    /// The server's own latencies, as a perfect observer would judge them: known in a
+    /// simulation only (None live).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<GoodputView>,
+}
+
+impl Goodput {
+    /// Goodput from the counts of judged requests (and, in a simulation, the server's own
+    /// verdicts), rates by `per_s` over the measured span.
+    pub fn from_counts(
+        slo: &Slo,
+        c: &SloCounts,
+        server: Option<&Attained>,
+        per_s: impl Fn(u64) -> f64,
+    ) -> Goodput {
+        let share = |n: u64| {
+            if c.judged == 0 {
+                0.0
+            } else {
+                n as f64 / c.judged as f64
+            }
+        };
+        let view = |a: &Attained| GoodputView {
+            good: a.good,
+            good_fraction: share(a.good),
+            requests_per_s: per_s(a.good),
+            output_tokens_per_s: per_s(a.good_output_tokens),
+            attainment: slo
+                .bounded()
+                .map(|k| (k, share(a.met.get(&k).copied().unwrap_or(0))))
+                .collect(),
+        };
+        Goodput {
+            slo: *slo,
+            judged: c.judged,
+            from_intended: view(&c.from_intended),
+            from_actual: view(&c.from_actual),
+            client_share: share(c.from_actual.good.saturating_sub(c.from_intended.good)),
+            server: server.map(view),
+        }
     }
 }
 

@@ -15,6 +15,7 @@ use heisenbench_model::prefix_cache::PrefixCache;
 use heisenbench_model::scenario::GroupSampler;
 use heisenbench_model::scenario::{Arrivals, Policy, Stamp, Stop};
 use heisenbench_model::schedule::{Planned, Schedule, UserShapes, user_shapes};
+use heisenbench_model::slo::Judged;
 use rand::RngExt;
 
 use crate::events::EventQueue;
@@ -76,6 +77,9 @@ struct Req {
     prev_emit_ns: u64,
     first_stamp_ns: u64,
     prev_stamp_ns: u64,
+    /// The longest gap between two of its emissions, and between two of their stamps.
+    max_gap_emit_ns: u64,
+    max_gap_stamp_ns: u64,
     end_stamp_ns: u64,
     done_ns: u64,
     serial: u64,
@@ -377,6 +381,8 @@ impl Simulation {
             prev_emit_ns: 0,
             first_stamp_ns: 0,
             prev_stamp_ns: 0,
+            max_gap_emit_ns: 0,
+            max_gap_stamp_ns: 0,
             end_stamp_ns: 0,
             done_ns: 0,
             serial: self.next_serial,
@@ -636,6 +642,8 @@ impl Simulation {
             } else {
                 self.tally.itl_true.record(now - req.prev_emit_ns);
                 self.tally.itl_measured.record(stamp - req.prev_stamp_ns);
+                req.max_gap_emit_ns = req.max_gap_emit_ns.max(now - req.prev_emit_ns);
+                req.max_gap_stamp_ns = req.max_gap_stamp_ns.max(stamp - req.prev_stamp_ns);
             }
             req.prev_emit_ns = now;
             req.prev_stamp_ns = stamp;
@@ -749,6 +757,20 @@ impl Simulation {
         let actual = marks.scalars(Origin::Actual, Convention::Heisenbench);
         let server = truth.scalars(Origin::Actual, Convention::Heisenbench);
         self.tally.record(&intended, &actual, &server);
+        if let Some(slo) = &self.sc.slo {
+            // One chunk has no gap to bound.
+            let gap = |ns: u64| (req.output > 1).then_some(ns as f64 * 1e-9);
+            let measured = gap(req.max_gap_stamp_ns);
+            let tokens = u64::from(req.output);
+            self.tally.slo.note(
+                slo,
+                slo.judge(&Judged::new(&intended, measured)),
+                slo.judge(&Judged::new(&actual, measured)),
+                tokens,
+            );
+            let truth = slo.judge(&Judged::new(&server, gap(req.max_gap_emit_ns)));
+            self.tally.slo_server.note(slo, truth, tokens);
+        }
     }
 }
 

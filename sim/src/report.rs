@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::scenario::{SimScenario, request_cost};
 use crate::time::ns_from_secs;
+use heisenbench_model::slo::{Attained, Goodput, SloCounts};
 use heisenbench_model::stats::{Dist, Recorder};
 
 /// Report format version; bumped when fields change meaning.
@@ -64,6 +65,10 @@ pub(crate) struct Tally {
     pub ntpot_intended: Recorder,
     pub ntpot_actual: Recorder,
     pub parts_sum: NtpotParts,
+    /// Completed requests judged against the scenario's SLO from both sends.
+    pub slo: SloCounts,
+    /// The same requests judged on the server's own latencies.
+    pub slo_server: Attained,
 }
 
 fn rec(r: &mut Recorder, s: f64) {
@@ -177,6 +182,11 @@ pub struct SimReport {
     pub workers: Vec<WorkerReport>,
     /// The model's prediction of the client queue (absent for closed loops and free clients).
     pub prediction: Option<Prediction>,
+    /// Goodput against the scenario's SLO, from the server's latencies, the intended send
+    /// and the actual send (absent without an SLO). Rejected and timed-out requests are
+    /// judged and never good; requests still in flight at the end are not judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<Goodput>,
 }
 
 impl SimReport {
@@ -267,6 +277,21 @@ impl SimReport {
             ttft_cdf_from_intended: t.ttft_intended.cdf(50),
             prediction: predict(sc, &t.due_wait),
             workers,
+            goodput: sc.slo.map(|slo| {
+                let mut judged = t.slo.clone();
+                judged.judged = judged
+                    .judged
+                    .saturating_add(counts.rejected)
+                    .saturating_add(counts.timed_out);
+                let per_s = |n: u64| {
+                    if simulated_s > 0.0 {
+                        n as f64 / simulated_s
+                    } else {
+                        0.0
+                    }
+                };
+                Goodput::from_counts(&slo, &judged, Some(&t.slo_server), per_s)
+            }),
         }
     }
 
@@ -466,6 +491,28 @@ impl SimReport {
                 format!("{} (rho {:.3}): {predicted}", cmp.model, cmp.rho),
             ));
             rows.push(("model says".into(), cmp.verdict_text.clone()));
+        }
+        if let Some(g) = &r.goodput {
+            let view = |v: &heisenbench_model::slo::GoodputView| {
+                format!(
+                    "{:.1} req/s ({:.1} %)",
+                    v.requests_per_s,
+                    100.0 * v.good_fraction
+                )
+            };
+            let server = g.server.as_ref().map_or(0.0, |s| s.good_fraction);
+            rows.push((
+                format!("goodput ({})", g.slo),
+                format!(
+                    "server {}, from intended {}, from actual {} of {} judged; the client failed {:.1} % that the server met ({:.1} % by its send delay alone)",
+                    g.server.as_ref().map_or("-".into(), view),
+                    view(&g.from_intended),
+                    view(&g.from_actual),
+                    g.judged,
+                    100.0 * (server - g.from_intended.good_fraction).max(0.0),
+                    100.0 * g.client_share,
+                ),
+            ));
         }
         write_pairs(out, &rows)?;
         writeln!(out)?;

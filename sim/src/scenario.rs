@@ -7,6 +7,7 @@ use heisenbench_model::scenario::{
     Arrivals, ClientModel, EventCosts, Lengths, Policy, Stamp, Stop, Workload,
 };
 use heisenbench_model::service::Service;
+use heisenbench_model::slo::Slo;
 use heisenbench_model::units::{Quantile, Rate, Seconds};
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +32,10 @@ pub struct SimScenario {
     /// The server model.
     #[serde(default)]
     pub server: ServerModel,
+    /// Service-level objectives to judge every request by: the report then gives goodput
+    /// from the server's own latencies, from the intended send and from the actual send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<Slo>,
 }
 
 impl SimScenario {
@@ -39,6 +44,9 @@ impl SimScenario {
         self.workload.validate()?;
         self.client.validate()?;
         self.server.validate()?;
+        if let Some(slo) = &self.slo {
+            slo.validate()?;
+        }
         self.validate_work()
     }
 
@@ -231,6 +239,7 @@ pub fn preset(name: &str, seconds: f64, seed: u64) -> Result<Vec<SimScenario>, S
         workload: workload.clone(),
         client,
         server: server.clone(),
+        slo: None,
     };
     let sharded = ClientModel {
         workers: k,

@@ -8,6 +8,7 @@ use heisenbench_model::scenario::{
     Arrivals, ClientModel, EventCosts, Lengths, Policy, Stamp, Stop, Workload,
 };
 use heisenbench_model::service::Service;
+use heisenbench_model::slo::Slo;
 use heisenbench_model::units::{Quantile, format_seconds};
 use heisenbench_sim::engine::Simulation;
 use heisenbench_sim::scenario::{PRESET_BUDGET_S, ServerModel, SimScenario, preset};
@@ -129,6 +130,7 @@ fn single_event_client(
             inter_token_latency_s: if burst_server { 0.0 } else { 1.0 },
             ..ServerModel::default()
         },
+        slo: None,
     }
 }
 
@@ -209,6 +211,93 @@ fn event_times_never_decrease() {
         last = sim.now();
     }
     assert!(sim.report().is_balanced());
+}
+
+/// Goodput in the simulator: exact where the latencies are known (a client that costs
+/// nothing before a server of fixed TTFT and ITL), each origin's good share equal to its
+/// own latency distribution at the bound (a second way to count), and every rejected or
+/// timed-out request judged and never good.
+#[test]
+fn goodput_is_judged_from_the_server_and_both_sends() {
+    let slo = |s: &str| Some(s.parse::<Slo>().unwrap());
+    // A free client; TTFT 20 ms, then 9 tokens 1 ms apart: E2E 29 ms, every gap 1 ms.
+    let mut sc = single_event_client(0.5, Service::deterministic(1e-3).unwrap(), 10, true, 500);
+    sc.client.costs = EventCosts {
+        send: None,
+        chunk: None,
+        finish: None,
+    };
+    sc.server = ServerModel {
+        max_num_seqs: 1_000_000,
+        time_to_first_token_s: 0.02,
+        inter_token_latency_s: 1e-3,
+        ..ServerModel::default()
+    };
+    for (bounds, good) in [
+        ("ttft=25ms", 1.0),
+        ("ttft=15ms", 0.0),
+        ("itl=2ms", 1.0),
+        ("itl=0.5ms", 0.0),
+        ("e2e=30ms", 1.0),
+        ("e2e=28ms,ttft=1s", 0.0),
+    ] {
+        sc.slo = slo(bounds);
+        let r = Simulation::new(sc.clone()).run();
+        let g = r.goodput.unwrap();
+        assert_eq!(g.judged, 500, "{bounds}");
+        for (view, v) in [
+            ("server", g.server.as_ref().unwrap()),
+            ("intended", &g.from_intended),
+            ("actual", &g.from_actual),
+        ] {
+            assert_eq!(v.good_fraction, good, "{bounds}, {view}");
+        }
+    }
+
+    // A loaded loop (utilisation 0.7, responses in one burst): from the intended send, the
+    // share good under a TTFT bound is the TTFT distribution at that bound.
+    let mut sc = single_event_client(0.7, Service::gamma(20e-6, 0.5).unwrap(), 20, true, 20_000);
+    sc.slo = None;
+    let cdf = Simulation::new(sc.clone()).run().ttft_cdf_from_intended;
+    let &(bound, p) = cdf
+        .iter()
+        .min_by(|a, b| (a.1 - 0.5).abs().total_cmp(&(b.1 - 0.5).abs()))
+        .unwrap();
+    sc.slo = slo(&format!("ttft={}us", bound * 1e6));
+    let g = Simulation::new(sc).run().goodput.unwrap();
+    assert!(
+        (g.from_intended.good_fraction - p).abs() < 0.02,
+        "good {} vs the distribution's {p} at {bound} s",
+        g.from_intended.good_fraction
+    );
+    assert!(g.from_actual.good_fraction >= g.from_intended.good_fraction);
+    assert_eq!(
+        g.server.unwrap().good_fraction,
+        1.0,
+        "the server's TTFT is 0"
+    );
+
+    // Rejections and timeouts are judged and fail.
+    let mut sc = preset("paper-1000", 1.0, 4).unwrap().remove(1);
+    sc.workload.output_tokens = Lengths::Fixed { tokens: 20 };
+    sc.server = ServerModel {
+        max_num_seqs: 4,
+        max_waiting_queue_length: 8,
+        time_to_first_token_s: 2e-3,
+        inter_token_latency_s: 1e-4,
+        ..ServerModel::default()
+    };
+    sc.client.timeout_s = Some(0.01);
+    sc.slo = slo("e2e=1s");
+    let r = Simulation::new(sc).run();
+    let (c, g) = (r.counts, r.goodput.unwrap());
+    assert!(c.rejected > 0 && c.timed_out > 0, "{c:?}");
+    assert_eq!(g.judged, c.completed + c.rejected + c.timed_out);
+    assert_eq!(
+        g.server.unwrap().good,
+        c.completed,
+        "every completion is within 1 s"
+    );
 }
 
 #[test]

@@ -252,7 +252,7 @@ impl From<RunFlags> for RunOverrides {
 }
 
 /// A value whose grammar lives in its type's `FromStr`.
-fn parse_flag<T: std::str::FromStr<Err = ModelError>>(s: &str) -> Result<T, ModelError> {
+pub(crate) fn parse_flag<T: std::str::FromStr<Err = ModelError>>(s: &str) -> Result<T, ModelError> {
     s.parse()
 }
 

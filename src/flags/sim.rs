@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use crate::flags::model::WorkloadArgs;
 use clap::Args;
 use heisenbench_model::service::Service;
+use heisenbench_model::slo::Slo;
 use heisenbench_model::units::{Rate, Seconds};
 
 use heisenbench_sim::scenario::{PRESET_SECONDS, ScenarioError, SimScenario, preset};
@@ -27,6 +28,10 @@ pub struct SimFlags {
     /// The workload's flags, the same as `run`'s (each overrides the file's or the preset's).
     #[command(flatten)]
     pub workload: WorkloadArgs,
+    /// Service-level objectives, as `run`'s --slo (overrides the file's `slo`): the report
+    /// gives goodput from the server's own latencies, the intended send and the actual send.
+    #[arg(long, value_parser = crate::flags::run::parse_flag::<Slo>)]
+    pub slo: Option<Slo>,
     /// Print the full report as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -65,6 +70,9 @@ impl SimFlags {
             }
             if let Some(w) = self.loops {
                 sc.client.workers = w;
+            }
+            if self.slo.is_some() {
+                sc.slo = self.slo;
             }
             sc.workload.apply(&flags)?;
             sc.validate()?;

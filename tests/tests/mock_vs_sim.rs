@@ -66,6 +66,7 @@ fn simulated(cfg: &MockConfig) -> Vec<Vec<u64>> {
             send_shares_loop: true,
         },
         server: cfg.law(),
+        slo: None,
     };
     sc.validate().unwrap();
     let mut sim = Simulation::new(sc).with_trace(100_000);

@@ -58,6 +58,7 @@ fn the_mock_the_simulator_and_che_agree_on_the_hit_rate() {
         workload: workload(),
         client: serde_json::from_str::<ClientModel>(r#"{"workers": 1, "costs": {}}"#).unwrap(),
         server: law.clone(),
+        slo: None,
     };
     sc.validate().unwrap();
     let sim = Simulation::new(sc).run();

@@ -513,6 +513,7 @@ impl Controls {
                 max_num_seqs: 100_000,
                 ..ServerModel::default()
             },
+            slo: None,
         };
         let trace = TRACE_CHUNKS as usize * 10;
         let lanes = |workers: u32, label: &dyn Fn(u32) -> String| {

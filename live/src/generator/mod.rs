@@ -31,12 +31,11 @@ use rustix::process::{Pid, Signal, getppid, kill_process, set_parent_process_dea
 
 use heisenbench_model::metrics::NtpotParts;
 use heisenbench_model::scenario::{Arrivals, Stop};
-use heisenbench_model::slo::Slo;
 use heisenbench_model::steady::{grew, mser};
 use result::MachineLoad;
 use result::{
-    Accounting, Attained, Goodput, GoodputView, Origins, Outcome, RunReport, ShardResult,
-    ShardStatus, SloCounts, SteadyState, Throughput, WarmupReport,
+    Accounting, Goodput, Origins, Outcome, RunReport, ShardResult, ShardStatus, SteadyState,
+    Throughput, WarmupReport,
 };
 use series::Series;
 use shard::{ShardTask, run_shard, slice_len};
@@ -552,7 +551,9 @@ pub fn report(
         tokens_per_chunk: (merged.usage_chunks > 0)
             .then(|| merged.tokens_usage as f64 / merged.usage_chunks as f64),
     };
-    let goodput = cfg.slo.map(|slo| goodput(&slo, &merged.slo, per_s));
+    let goodput = cfg
+        .slo
+        .map(|slo| Goodput::from_counts(&slo, &merged.slo, None, per_s));
     let warmup = cfg.warmup.map(|w| WarmupReport {
         warmup: w,
         requests: merged.warmup.requests,
@@ -632,34 +633,6 @@ fn sending(cfg: &RunConfig, merged: &ShardResult) -> result::Sending {
             .recorders
             .send_lag
             .fraction_at_most((result::ON_TIME_S * 1e9) as u64),
-    }
-}
-
-/// Goodput from the counts of judged requests, rates over the run's measured duration.
-fn goodput(slo: &Slo, c: &SloCounts, per_s: impl Fn(u64) -> f64) -> Goodput {
-    let share = |n: u64| {
-        if c.judged == 0 {
-            0.0
-        } else {
-            n as f64 / c.judged as f64
-        }
-    };
-    let view = |a: &Attained| GoodputView {
-        good: a.good,
-        good_fraction: share(a.good),
-        requests_per_s: per_s(a.good),
-        output_tokens_per_s: per_s(a.good_output_tokens),
-        attainment: slo
-            .bounded()
-            .map(|k| (k, share(a.met.get(&k).copied().unwrap_or(0))))
-            .collect(),
-    };
-    Goodput {
-        slo: *slo,
-        judged: c.judged,
-        from_intended: view(&c.from_intended),
-        from_actual: view(&c.from_actual),
-        client_share: share(c.from_actual.good.saturating_sub(c.from_intended.good)),
     }
 }
 

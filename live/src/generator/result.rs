@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use heisenbench_model::metrics::{NtpotParts, Scalars};
 use heisenbench_model::sample::ns_from_secs;
-use heisenbench_model::slo::{Constraint, Slo, Verdict};
+pub use heisenbench_model::slo::{Attained, Goodput, GoodputView, SloCounts};
 use heisenbench_model::stats::{Dist, Recorder};
 use serde::{Deserialize, Serialize};
 
@@ -375,70 +375,6 @@ impl WarmupCounts {
     fn add(&mut self, o: &WarmupCounts) {
         self.requests = self.requests.saturating_add(o.requests);
         self.completed = self.completed.saturating_add(o.completed);
-    }
-}
-
-/// Goodput's counts from one origin: the good requests, their output tokens, and the
-/// requests that met each bound.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Attained {
-    /// Requests that met every bound.
-    pub good: u64,
-    /// Their output tokens.
-    pub good_output_tokens: u64,
-    /// Requests that met each bound (only bounded constraints appear).
-    pub met: BTreeMap<Constraint, u64>,
-}
-
-impl Attained {
-    fn note(&mut self, slo: &Slo, v: Verdict, tokens: u64) {
-        if v.good() {
-            self.good = self.good.saturating_add(1);
-            self.good_output_tokens = self.good_output_tokens.saturating_add(tokens);
-        }
-        for c in slo.bounded() {
-            let n = self.met.entry(c).or_default();
-            if v.met(c) {
-                *n = n.saturating_add(1);
-            }
-        }
-    }
-
-    fn add(&mut self, o: &Attained) {
-        self.good = self.good.saturating_add(o.good);
-        self.good_output_tokens = self.good_output_tokens.saturating_add(o.good_output_tokens);
-        for (c, n) in &o.met {
-            let m = self.met.entry(*c).or_default();
-            *m = m.saturating_add(*n);
-        }
-    }
-}
-
-/// Requests judged against an SLO (every request past the warm-up that was sent and not
-/// cancelled: a failure or a timeout counts, and is never good), from both origins.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SloCounts {
-    /// Requests judged.
-    pub judged: u64,
-    /// Latencies from the intended send.
-    pub from_intended: Attained,
-    /// Latencies from the actual send.
-    pub from_actual: Attained,
-}
-
-impl SloCounts {
-    /// Counts one judged request: its verdicts from the intended and the actual send, and
-    /// its output tokens.
-    pub fn note(&mut self, slo: &Slo, intended: Verdict, actual: Verdict, tokens: u64) {
-        self.judged = self.judged.saturating_add(1);
-        self.from_intended.note(slo, intended, tokens);
-        self.from_actual.note(slo, actual, tokens);
-    }
-
-    fn add(&mut self, o: &SloCounts) {
-        self.judged = self.judged.saturating_add(o.judged);
-        self.from_intended.add(&o.from_intended);
-        self.from_actual.add(&o.from_actual);
     }
 }
 
@@ -897,39 +833,6 @@ pub struct Throughput {
     /// Tokens a chunk carried, by the server's usage over the chunks that carried them
     /// (None: the server sent no usage, and each chunk counts as one token).
     pub tokens_per_chunk: Option<f64>,
-}
-
-/// Goodput from one origin.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GoodputView {
-    /// Requests that met every bound.
-    pub good: u64,
-    /// Their share of the judged requests.
-    pub good_fraction: f64,
-    /// Good requests per second of the run.
-    pub requests_per_s: f64,
-    /// Their output tokens per second.
-    pub output_tokens_per_s: f64,
-    /// The share of judged requests that met each bound.
-    pub attainment: BTreeMap<Constraint, f64>,
-}
-
-/// Goodput against an SLO, from the intended send and from the actual send.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Goodput {
-    /// The bounds.
-    pub slo: Slo,
-    /// Requests judged: every request past the warm-up that was sent and not cancelled
-    /// (failures and timeouts count, and are never good).
-    pub judged: u64,
-    /// Latencies from the intended send: what the users who asked at the schedule's times
-    /// got.
-    pub from_intended: GoodputView,
-    /// Latencies from the actual send, as peers measure them.
-    pub from_actual: GoodputView,
-    /// The share of judged requests good from the actual send but not from the intended
-    /// one: the misses the client's own delay caused.
-    pub client_share: f64,
 }
 
 /// The warm-up kept out of the statistics.
