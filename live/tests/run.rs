@@ -10,6 +10,7 @@ use heisenbench_live::generator::result::{Outcome, RunReport};
 use heisenbench_live::generator::{RunOptions, run};
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::{FailureType, MockConfig};
+use heisenbench_live::openai::prompt::Prompts;
 use heisenbench_model::scenario::{Arrivals, Lengths, Stop, Workload};
 
 fn cfg(url: &str, shards: u32, requests: u64) -> RunConfig {
@@ -199,6 +200,65 @@ fn broken_server(reply: &'static [u8], hold: bool) -> String {
 /// The head of every raw server's stream. It says the connection closes after the
 /// response, so the client never reuses a connection the server is closing.
 const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+
+/// A server that streams several tokens a chunk and no usage: with `--tokenizer`, the run
+/// counts the tokens of the streamed text (held against the tokenizer's own count of the
+/// whole text) and says so; without one, a chunk counts as one token.
+#[test]
+fn without_usage_a_tokenizer_counts_the_tokens_a_chunk_carried() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tokenizer/tiny-llama.json");
+    let prompts = Prompts::from_tokenizer(
+        &path,
+        40,
+        heisenbench_live::openai::prompt::PromptContent::Unique,
+    )
+    .unwrap();
+    // Three chunks of two of the tokenizer's whole words each, then the finish.
+    let words = &prompts.vocabulary;
+    let pieces: Vec<String> = (0..3)
+        .map(|i| format!(" {} {}", words[2 * i], words[2 * i + 1]))
+        .collect();
+    let mut body = String::new();
+    for p in &pieces {
+        body.push_str(&format!("data: {{\"choices\":[{{\"text\":\"{p}\"}}]}}\n\n"));
+    }
+    body.push_str(
+        "data: {\"choices\":[{\"text\":\"\",\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+    );
+    let reply: &'static [u8] = Box::leak(
+        format!("{SSE_HEAD}{:x}\r\n{body}\r\n0\r\n\r\n", body.len())
+            .into_bytes()
+            .into_boxed_slice(),
+    );
+    let url = broken_server(reply, false);
+    let truth = heisenbench_live::openai::prompt::load_tokenizer(&path)
+        .unwrap()
+        .encode(pieces.concat(), false)
+        .unwrap()
+        .len() as f64;
+    assert!(truth >= 6.0, "{truth} tokens in {pieces:?}");
+
+    let mut c = cfg(&url, 1, 4);
+    c.prompts = prompts;
+    let r = go(&c);
+    assert_eq!(r.accounting.completed, 4, "{:?}", r.accounting);
+    let t = &r.throughput;
+    assert_eq!(
+        t.tokens_per_chunk_by,
+        Some(heisenbench_live::generator::result::TokenCounter::Tokenizer)
+    );
+    assert_eq!(t.tokens_per_chunk, Some(truth / 3.0));
+    assert_eq!(t.output_tokens, 4 * truth as u64);
+
+    let r = go(&cfg(&url, 1, 4));
+    assert_eq!(r.throughput.tokens_per_chunk, None);
+    assert_eq!(
+        r.throughput.output_tokens,
+        4 * 3,
+        "a chunk counts as one token"
+    );
+}
 
 #[test]
 fn broken_streams_are_classified() {

@@ -35,7 +35,7 @@ use heisenbench_model::steady::{grew, mser};
 use result::MachineLoad;
 use result::{
     Accounting, Goodput, Origins, Outcome, RunReport, ShardResult, ShardStatus, SteadyState,
-    Throughput, WarmupReport,
+    Throughput, TokenCounter, WarmupReport,
 };
 use series::Series;
 use shard::{ShardTask, run_shard, slice_len};
@@ -529,6 +529,20 @@ pub fn report(
     let steady = steady_state(&merged.series);
     let tpot = rec.tpot.summary();
     let rate = |t: f64| (t > 0.0).then(|| 1.0 / t);
+    // The server's usage where it sent one, else the tokenizer's count of the text.
+    let tokens_per_chunk = if merged.usage_chunks > 0 {
+        Some((
+            merged.tokens_usage as f64 / merged.usage_chunks as f64,
+            TokenCounter::Usage,
+        ))
+    } else {
+        (merged.tokenizer_chunks > 0).then(|| {
+            (
+                merged.tokens_tokenizer as f64 / merged.tokenizer_chunks as f64,
+                TokenCounter::Tokenizer,
+            )
+        })
+    };
     let throughput = Throughput {
         output_tokens: merged.output_tokens,
         input_tokens: merged.prompt_tokens_sent,
@@ -548,8 +562,8 @@ pub fn report(
             .unwrap_or(0) as f64,
         per_request_output_tokens_per_s_p50: rate(tpot.p50_s),
         per_request_output_tokens_per_s_p1: rate(tpot.p99_s),
-        tokens_per_chunk: (merged.usage_chunks > 0)
-            .then(|| merged.tokens_usage as f64 / merged.usage_chunks as f64),
+        tokens_per_chunk: tokens_per_chunk.map(|(k, _)| k),
+        tokens_per_chunk_by: tokens_per_chunk.map(|(_, by)| by),
     };
     let goodput = cfg
         .slo

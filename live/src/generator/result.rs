@@ -345,6 +345,14 @@ pub struct ShardResult {
     /// `tokens_usage`, how many tokens a chunk carried.
     #[serde(default)]
     pub usage_chunks: u64,
+    /// Output tokens of the completed requests that sent no usage, counted by encoding
+    /// their streamed text with `--tokenizer`.
+    #[serde(default)]
+    pub tokens_tokenizer: u64,
+    /// Token chunks of those requests: with `tokens_tokenizer`, how many tokens a chunk
+    /// carried.
+    #[serde(default)]
+    pub tokenizer_chunks: u64,
     /// The run second by second.
     #[serde(default)]
     pub series: Series,
@@ -468,6 +476,8 @@ impl ShardResult {
         self.last_end_ns = self.last_end_ns.max(o.last_end_ns);
         add(&mut self.output_tokens, o.output_tokens);
         add(&mut self.usage_chunks, o.usage_chunks);
+        add(&mut self.tokens_tokenizer, o.tokens_tokenizer);
+        add(&mut self.tokenizer_chunks, o.tokenizer_chunks);
         self.series.merge(&o.series);
         self.slo.add(&o.slo);
         self.warmup.add(&o.warmup);
@@ -830,9 +840,23 @@ pub struct Throughput {
     pub per_request_output_tokens_per_s_p50: Option<f64>,
     /// The decode rate the slowest 1 % of requests stayed below (1 / TPOT p99).
     pub per_request_output_tokens_per_s_p1: Option<f64>,
-    /// Tokens a chunk carried, by the server's usage over the chunks that carried them
-    /// (None: the server sent no usage, and each chunk counts as one token).
+    /// Tokens a chunk carried, by the server's usage over the chunks that carried them, or
+    /// else by `--tokenizer` over the streamed text (None: neither counted, and each chunk
+    /// counts as one token).
     pub tokens_per_chunk: Option<f64>,
+    /// What counted them (None: nothing did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_chunk_by: Option<TokenCounter>,
+}
+
+/// What counted the tokens a streamed chunk carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenCounter {
+    /// The server's usage.
+    Usage,
+    /// `--tokenizer`, over the streamed text.
+    Tokenizer,
 }
 
 /// The warm-up kept out of the statistics.

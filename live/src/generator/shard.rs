@@ -31,6 +31,7 @@ use crate::openai::prompt::PromptContent;
 use crate::openai::sse::{SseEvent, SseParser};
 use crate::openai::stream::{
     Ending, RepeatedHead, StreamEvent, StreamState, clip, error_text, interpret, interpret_after,
+    text_of,
 };
 use crate::time::{mono_ns, thread_cpu_ns};
 
@@ -83,6 +84,9 @@ struct Ctx {
     wake: ScheduleWake,
     /// How prompts are made.
     prompts: PromptMaker,
+    /// The run's tokenizer, which counts the output tokens of a stream that carries no
+    /// usage (None: no `--tokenizer`).
+    counter: Option<tokenizers::Tokenizer>,
     result: RefCell<ShardResult>,
     in_flight: Cell<u32>,
     timeout: Duration,
@@ -98,7 +102,14 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
     let _stamping = wire
         .as_ref()
         .and_then(|_| crate::net::receive_stamps::Stamping::start());
+    let counter = match &task.config.prompts.tokenizer {
+        Some(path) => {
+            Some(crate::openai::prompt::load_tokenizer(path).map_err(std::io::Error::other)?)
+        }
+        None => None,
+    };
     let ctx = Rc::new(Ctx {
+        counter,
         endpoint: task.config.endpoint(),
         shard: task.shard,
         start_ns: task.start_mono_ns,
@@ -377,6 +388,8 @@ struct Exchanged {
     stream: StreamState,
     /// The leading members this stream's chunks repeat, read once.
     head: RepeatedHead,
+    /// The streamed text, kept when a tokenizer is to count its tokens.
+    text: Option<String>,
 }
 
 /// When a request's due time was met: first seen due, by the schedule's timer or a chunk
@@ -402,7 +415,10 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
     if woken.is_some() {
         ctx.wake.started();
     }
-    let mut seen = Exchanged::default();
+    let mut seen = Exchanged {
+        text: ctx.counter.is_some().then(String::new),
+        ..Exchanged::default()
+    };
     let outcome = tokio::select! {
         o = tokio::time::timeout(ctx.timeout, exchange(ctx, payload, &mut seen)) => {
             o.unwrap_or(Outcome::TimedOut)
@@ -441,7 +457,15 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
         .stream
         .usage
         .map(|u| u32::try_from(u).unwrap_or(u32::MAX));
-    let output_tokens = seen.stream.tokens.max(usage.unwrap_or(0));
+    // Without usage, the tokenizer's count of the text (when there is one).
+    let counted = match (&seen.text, &ctx.counter) {
+        (Some(text), Some(tok)) if usage.is_none() && outcome == Outcome::Completed => tok
+            .encode(text.as_str(), false)
+            .ok()
+            .map(|e| u32::try_from(e.len()).unwrap_or(u32::MAX)),
+        _ => None,
+    };
+    let output_tokens = seen.stream.tokens.max(usage.or(counted).unwrap_or(0));
     {
         let w = r.series.at(rel(done));
         if outcome == Outcome::Completed {
@@ -540,6 +564,10 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
         r.ntpot_parts_sum.add(&parts);
         r.tokens_stream += u64::from(seen.stream.tokens);
         r.output_tokens += u64::from(output_tokens);
+        if let Some(c) = counted {
+            r.tokens_tokenizer += u64::from(c);
+            r.tokenizer_chunks += u64::from(seen.stream.tokens);
+        }
         if let Some(u) = usage {
             r.tokens_usage += u64::from(u);
             r.usage_chunks += u64::from(seen.stream.tokens);
@@ -942,6 +970,11 @@ fn on_event(
         .processing
         .record(processed.saturating_sub(stamps.read_ns));
     if chunk.token {
+        if let Some(text) = &mut seen.text
+            && let Some(t) = text_of(ev.data)
+        {
+            text.push_str(&t);
+        }
         if seen.first_arrival.is_none() {
             seen.first_arrival = Some(arrival);
             seen.first_sent = chunk.sent_ns;

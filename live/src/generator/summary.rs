@@ -114,9 +114,12 @@ impl RunReport {
                     format!("per request {m:.1} tok/s median, below {slow:.1} for the slowest 1 %"),
                 _ => "per request: no decode rate (tokens arrived at once)".into(),
             },
-            match t.tokens_per_chunk {
-                Some(k) => format!("; {k:.2} tokens per chunk (usage over chunks)"),
-                None => "; no usage: a chunk counts as one token".into(),
+            match (t.tokens_per_chunk, t.tokens_per_chunk_by) {
+                (Some(k), Some(super::result::TokenCounter::Tokenizer)) => format!(
+                    "; {k:.2} tokens per chunk (no usage: the tokenizer's count of the streamed text over chunks)"
+                ),
+                (Some(k), _) => format!("; {k:.2} tokens per chunk (usage over chunks)"),
+                (None, _) => "; no usage and no --tokenizer: a chunk counts as one token".into(),
             }
         )?;
         if let Some(w) = &r.warmup {

@@ -134,6 +134,17 @@ pub struct Prompts {
     pub checked_up_to: u32,
 }
 
+/// The tokenizer in `path` (a Hugging Face tokenizer.json), read within its file limit.
+pub fn load_tokenizer(path: &Path) -> Result<Tokenizer, PromptError> {
+    let load = |reason: String| PromptError::Load {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let bytes = crate::files::read_bounded(path, crate::files::FileKind::Tokenizer)
+        .map_err(|e| load(e.reason))?;
+    Tokenizer::from_bytes(bytes).map_err(|e| load(e.to_string()))
+}
+
 impl Default for Prompts {
     fn default() -> Self {
         Self::words()
@@ -165,13 +176,7 @@ impl Prompts {
         longest: u32,
         content: PromptContent,
     ) -> Result<Self, PromptError> {
-        let load = |reason: String| PromptError::Load {
-            path: path.to_path_buf(),
-            reason,
-        };
-        let bytes = crate::files::read_bounded(path, crate::files::FileKind::Tokenizer)
-            .map_err(|e| load(e.reason))?;
-        let tok = Tokenizer::from_bytes(bytes).map_err(|e| load(e.to_string()))?;
+        let tok = load_tokenizer(path)?;
         let checks = counts_to_check(longest);
         let candidates = candidates(&tok);
         let unit = candidates

@@ -126,6 +126,28 @@ enum RawError<'a> {
     Other(IgnoredAny),
 }
 
+/// The generated text one event carries (completion text, chat content, reasoning), or
+/// `None` when it is no completion chunk. The serde path: it runs only when a tokenizer
+/// counts a stream's tokens, never on the default path.
+pub fn text_of(data: &[u8]) -> Option<String> {
+    let raw = serde_json::from_slice::<RawChunk<'_>>(data).ok()?;
+    let mut text = String::new();
+    for c in raw.choices.iter().flatten() {
+        if let Some(t) = &c.text {
+            text.push_str(t);
+        }
+        if let Some(d) = &c.delta {
+            for part in [&d.content, &d.reasoning_content, &d.reasoning]
+                .into_iter()
+                .flatten()
+            {
+                text.push_str(part);
+            }
+        }
+    }
+    Some(text)
+}
+
 /// The longest server message kept, in characters.
 pub const MESSAGE_CHARS: usize = 200;
 
