@@ -380,8 +380,8 @@ pub fn store(path: &Path, c: &Calibration) -> Result<(), CalibrationError> {
         .map_err(CalibrationError::Write)
 }
 
-/// The embedded mock's CPU per event over the generator's, as measured on a 2-core machine
-/// at 8,000-10,000 req/s x 200 tokens (0.34-0.39; bench/RESULTS.md, "Past the knee").
+/// The embedded mock's CPU per event over the generator's, rounded up from what
+/// bench/RESULTS.md records under "Past the knee" (8,000-10,000 req/s x 200 tokens).
 pub const EMBEDDED_MOCK_COST_RATIO: f64 = 0.4;
 
 /// What the embedded mock adds to `generator_cores` of event handling on a machine of
