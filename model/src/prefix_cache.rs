@@ -246,6 +246,23 @@ pub fn predict(
     })
 }
 
+impl CachePrediction {
+    /// The mean time to first token this hit rate implies for prompts of `prompt_tokens`
+    /// under a prefill law that pays `overhead_s` and `per_token_s` for every token the
+    /// cache did not serve: `overhead + per_token x (prompt - cached)`. Exact in the
+    /// prediction's mean (the law is linear in the uncached tokens), at a load factor of 1
+    /// (no slow-down from a fuller batch) and with no wait for a slot.
+    pub fn prefill_ttft_mean_s(
+        &self,
+        prompt_tokens: u32,
+        overhead_s: f64,
+        per_token_s: f64,
+    ) -> f64 {
+        let uncached = (f64::from(prompt_tokens) - self.cached_tokens).max(0.0);
+        overhead_s + per_token_s * uncached
+    }
+}
+
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// One FNV-1a step over the eight bytes of `x`: stable across builds and platforms.

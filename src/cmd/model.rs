@@ -6,6 +6,7 @@ use crate::flags::model::{ModelCmd, PrefixCacheFlags, QueueCmd};
 use heisenbench_model::prefix_cache::{PrefixCacheLaw, predict};
 use heisenbench_model::queue::TailMethod;
 use heisenbench_model::scenario::SharedPrefix;
+use heisenbench_model::units::{Seconds, format_seconds};
 use heisenbench_sim::plancheck::PoolCheck;
 
 use super::write_json;
@@ -34,6 +35,18 @@ fn prefix_cache(f: &PrefixCacheFlags, out: &mut dyn Write) -> Result<(), Failure
     let p = predict(law, &shape.probabilities(), f.prefix_tokens, f.own_tokens)?;
     let prompt = f64::from(f.prefix_tokens + f.own_tokens);
     let shared = f64::from(f.prefix_tokens) / prompt;
+    // The TTFT the hit rate implies, and without the cache, when a prefill law is given.
+    let ttft = (f.prefill_overhead.is_some() || f.prefill_time_per_token.is_some()).then(|| {
+        let (o, t) = (
+            f.prefill_overhead.map_or(0.0, Seconds::get),
+            f.prefill_time_per_token.map_or(0.0, Seconds::get),
+        );
+        let tokens = f.prefix_tokens + f.own_tokens;
+        (
+            p.prefill_ttft_mean_s(tokens, o, t),
+            o + t * f64::from(tokens),
+        )
+    });
     if f.json {
         return write_json(
             out,
@@ -44,6 +57,8 @@ fn prefix_cache(f: &PrefixCacheFlags, out: &mut dyn Write) -> Result<(), Failure
                 "cached_tokens_per_request": p.cached_tokens,
                 "shared_share": shared,
                 "prefix_hit_rate": p.group_hit.iter().zip(shape.probabilities()).map(|(h, q)| h * q).sum::<f64>(),
+                "prefill_ttft_mean_s": ttft.map(|t| t.0),
+                "prefill_ttft_without_cache_s": ttft.map(|t| t.1),
             }),
         );
     }
@@ -79,6 +94,15 @@ fn prefix_cache(f: &PrefixCacheFlags, out: &mut dyn Write) -> Result<(), Failure
     ];
     for (k, v) in rows {
         writeln!(out, "  {k:<20} {v}")?;
+    }
+    if let Some((with, without)) = ttft {
+        writeln!(
+            out,
+            "  {:<20} {} mean, against {} with every token prefilled (a slot free, no slow-down under load)",
+            "TTFT (prefill)",
+            format_seconds(with),
+            format_seconds(without)
+        )?;
     }
     Ok(())
 }

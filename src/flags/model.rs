@@ -49,6 +49,13 @@ pub struct PrefixCacheFlags {
     /// Tokens per block.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub block_size: u32,
+    /// The server's fixed prefill time, e.g. 1ms (with --prefill-time-per-token: the TTFT
+    /// the hit rate implies is printed).
+    #[arg(long, value_parser = Seconds::parse, allow_hyphen_values = true)]
+    pub prefill_overhead: Option<Seconds>,
+    /// The server's prefill time per prompt token the cache did not serve, e.g. 10us.
+    #[arg(long, value_parser = Seconds::parse, allow_hyphen_values = true)]
+    pub prefill_time_per_token: Option<Seconds>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
