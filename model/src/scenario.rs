@@ -35,6 +35,10 @@ pub enum Arrivals {
     Trace {
         /// The send times.
         send_times_s: Vec<f64>,
+        /// Each request's prompt and output tokens, when the trace carries them (mooncake's
+        /// JSONL, Azure's CSV); empty: drawn from the workload's lengths.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        lengths: Vec<[u32; 2]>,
     },
     /// `users` concurrent users, each sending its next request `think_s` after the last
     /// one finished.
@@ -134,7 +138,7 @@ impl Arrivals {
             Self::Poisson { rate_per_s }
             | Self::Constant { rate_per_s }
             | Self::Gamma { rate_per_s, .. } => Some(*rate_per_s),
-            Self::Trace { send_times_s } => {
+            Self::Trace { send_times_s, .. } => {
                 let span = send_times_s.last().copied().unwrap_or(0.0)
                     - send_times_s.first().copied().unwrap_or(0.0);
                 (send_times_s.len() > 1 && span > 0.0)
@@ -171,7 +175,28 @@ impl Arrivals {
                 }
                 Ok(())
             }
-            Self::Trace { send_times_s } => {
+            Self::Trace {
+                send_times_s,
+                lengths,
+            } => {
+                if !lengths.is_empty() && lengths.len() != send_times_s.len() {
+                    return Err(ModelError::invalid(
+                        "workload.arrivals.lengths",
+                        lengths.len(),
+                        "a trace's lengths must number its send times",
+                    ));
+                }
+                if let Some(bad) = lengths
+                    .iter()
+                    .flatten()
+                    .find(|n| **n == 0 || **n > crate::limits::MAX_TOKENS)
+                {
+                    return Err(ModelError::invalid(
+                        "workload.arrivals.lengths",
+                        bad,
+                        "each length must be between 1 and 10,000,000 tokens",
+                    ));
+                }
                 if send_times_s.is_empty() {
                     return Err(ModelError::invalid(
                         "workload.arrivals.send_times_s",
@@ -553,6 +578,17 @@ impl GroupSampler {
 }
 
 impl Workload {
+    /// The longest prompt a request may have with any real chance: the lengths' likely
+    /// maximum, or the longest a trace gives.
+    pub fn longest_prompt(&self) -> u32 {
+        match &self.arrivals {
+            Arrivals::Trace { lengths, .. } if !lengths.is_empty() => {
+                lengths.iter().map(|l| l[0]).max().unwrap_or(1)
+            }
+            _ => self.input_tokens.likely_max(),
+        }
+    }
+
     /// The requests the schedule holds: exact for a count (or a trace), the mean (rate x
     /// duration) for a rate over a duration; `None` for a closed loop over a duration
     /// (its count depends on the server).
@@ -564,7 +600,7 @@ impl Workload {
                     Stop::Duration { .. } => None,
                 };
             }
-            Arrivals::Trace { send_times_s } => {
+            Arrivals::Trace { send_times_s, .. } => {
                 let n = send_times_s.len() as f64;
                 return Some(match self.stop {
                     Stop::Count { requests } => n.min(requests as f64),
@@ -660,18 +696,135 @@ pub struct EventCosts {
     pub finish: Option<Service>,
 }
 
-/// Send times from a trace file's text: one per line, seconds from the start; blank
-/// lines and `#` comments are skipped. The error names the 1-based line and its text.
-pub fn parse_trace(text: &str) -> std::result::Result<Vec<f64>, (usize, String)> {
-    let mut times = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim();
-        if t.is_empty() || t.starts_with('#') {
-            continue;
+/// A trace's requests: their send times, seconds from the start, and their prompt and
+/// output tokens when the trace carries them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Trace {
+    /// Send times, seconds from the start.
+    pub send_times_s: Vec<f64>,
+    /// Each request's prompt and output tokens (empty: the trace gives none).
+    pub lengths: Vec<[u32; 2]>,
+}
+
+/// A trace from a file's text, in one of three formats, told by its first line:
+///
+/// - send times, one per line, seconds from the start (blank lines and `#` comments
+///   skipped);
+/// - mooncake's JSONL, one request per line: `timestamp` (milliseconds), `input_length`,
+///   `output_length` (other members, such as `hash_ids`, are read past);
+/// - Azure's LLM inference CSV: a `TIMESTAMP,ContextTokens,GeneratedTokens` header (in any
+///   order), then one request per line, its time as `2023-11-16 18:15:46.6805900`.
+///
+/// The two with lengths are moved to start at 0. The error names the 1-based line and
+/// what is wrong with it.
+pub fn parse_trace(text: &str) -> std::result::Result<Trace, (usize, String)> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim()))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+    let Some((first_no, first)) = lines.next() else {
+        return Ok(Trace::default());
+    };
+    let rest = std::iter::once((first_no, first)).chain(lines);
+    let mut trace = Trace::default();
+    if first.starts_with('{') {
+        for (no, line) in rest {
+            let (t, input, output) = mooncake_line(line).map_err(|e| (no, e))?;
+            trace.send_times_s.push(t);
+            trace.lengths.push([input, output]);
         }
-        times.push(t.parse().map_err(|_| (i + 1, t.to_string()))?);
+    } else if first.to_ascii_lowercase().contains("timestamp") {
+        let columns: Vec<String> = first
+            .split(',')
+            .map(|c| c.trim().to_ascii_lowercase())
+            .collect();
+        let at = |name: &str| {
+            columns.iter().position(|c| c == name).ok_or((
+                first_no,
+                format!("an Azure trace's header names TIMESTAMP, ContextTokens and GeneratedTokens; '{first}' lacks {name}"),
+            ))
+        };
+        let (ti, ci, gi) = (
+            at("timestamp")?,
+            at("contexttokens")?,
+            at("generatedtokens")?,
+        );
+        for (no, line) in rest.skip(1) {
+            let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+            let cell = |i: usize| cells.get(i).copied().unwrap_or("");
+            let t = azure_time(cell(ti)).ok_or((
+                no,
+                format!(
+                    "'{}' is not a time like 2023-11-16 18:15:46.6805900",
+                    cell(ti)
+                ),
+            ))?;
+            let count = |i: usize| {
+                cell(i)
+                    .parse::<u32>()
+                    .map_err(|_| (no, format!("'{}' is not a token count", cell(i))))
+            };
+            trace.send_times_s.push(t);
+            trace.lengths.push([count(ci)?, count(gi)?]);
+        }
+    } else {
+        for (no, line) in rest {
+            trace.send_times_s.push(
+                line.parse()
+                    .map_err(|_| (no, format!("'{line}' is not a time in seconds")))?,
+            );
+        }
+        return Ok(trace);
     }
-    Ok(times)
+    if let Some(&t0) = trace.send_times_s.first() {
+        trace.send_times_s.iter_mut().for_each(|t| *t -= t0);
+    }
+    Ok(trace)
+}
+
+/// One line of mooncake's JSONL: (seconds, input tokens, output tokens).
+fn mooncake_line(line: &str) -> std::result::Result<(f64, u32, u32), String> {
+    #[derive(Deserialize)]
+    struct Line {
+        timestamp: f64,
+        input_length: u32,
+        output_length: u32,
+    }
+    let l: Line = serde_json::from_str(line).map_err(|e| {
+        format!("not a mooncake request (timestamp, input_length, output_length): {e}")
+    })?;
+    if !l.timestamp.is_finite() {
+        return Err(format!("timestamp {} is not a time", l.timestamp));
+    }
+    Ok((l.timestamp * 1e-3, l.input_length, l.output_length))
+}
+
+/// Seconds since 1970-01-01 of an Azure trace's `YYYY-MM-DD hh:mm:ss[.fraction]`.
+fn azure_time(s: &str) -> Option<f64> {
+    let (date, time) = s.split_once([' ', 'T'])?;
+    let mut d = date.splitn(3, '-').map(|x| x.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&day) {
+        return None;
+    }
+    let mut t = time.splitn(3, ':');
+    let (h, min) = (
+        t.next()?.parse::<i64>().ok()?,
+        t.next()?.parse::<i64>().ok()?,
+    );
+    let sec = t.next()?.parse::<f64>().ok()?;
+    if !(0..24).contains(&h) || !(0..60).contains(&min) || !(0.0..61.0).contains(&sec) {
+        return None;
+    }
+    // Days from the civil date (the proleptic Gregorian calendar).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some((days * 86_400 + h * 3_600 + min * 60) as f64 + sec)
 }
 
 /// Changes to a workload given on the command line, applied the same way by every command
@@ -686,8 +839,8 @@ pub struct WorkloadFlags {
     pub arrival: Option<Gaps>,
     /// A closed loop of this many users instead of a rate.
     pub users: Option<u32>,
-    /// Send times, seconds from the start.
-    pub trace: Option<Vec<f64>>,
+    /// A trace: send times, and lengths when it carries them.
+    pub trace: Option<Trace>,
     /// Schedule length, seconds.
     pub duration_s: Option<f64>,
     /// Request count.
@@ -731,12 +884,13 @@ impl Workload {
                 think_s: 0.0,
             };
         }
-        if let Some(times) = &f.trace {
+        if let Some(trace) = &f.trace {
             self.stop = Stop::Count {
-                requests: times.len() as u64,
+                requests: trace.send_times_s.len() as u64,
             };
             self.arrivals = Arrivals::Trace {
-                send_times_s: times.clone(),
+                send_times_s: trace.send_times_s.clone(),
+                lengths: trace.lengths.clone(),
             };
         }
         if let Some(seconds) = f.duration_s {
@@ -744,6 +898,16 @@ impl Workload {
         }
         if let Some(requests) = f.requests {
             self.stop = Stop::Count { requests };
+        }
+        if let Arrivals::Trace { lengths, .. } = &self.arrivals
+            && !lengths.is_empty()
+            && (f.input_tokens.is_some() || f.output_tokens.is_some())
+        {
+            return Err(ModelError::invalid(
+                "--prompt-tokens/--output-tokens",
+                "given",
+                "the trace gives each request's lengths",
+            ));
         }
         if let Some(l) = f.input_tokens {
             self.input_tokens = l;
@@ -914,7 +1078,10 @@ mod tests {
         .unwrap();
         assert_eq!(w.arrivals, Arrivals::Constant { rate_per_s: 50.0 });
         // A trace sets the count, unless a stop is given too.
-        let trace = Some(vec![0.0, 0.1, 0.3]);
+        let trace = Some(Trace {
+            send_times_s: vec![0.0, 0.1, 0.3],
+            lengths: Vec::new(),
+        });
         let mut w = base.clone();
         w.apply(&WorkloadFlags {
             trace: trace.clone(),
@@ -946,6 +1113,118 @@ mod tests {
             })
             .is_err()
         );
+    }
+
+    /// The three trace formats, told by their first line; lengths where the format has
+    /// them; every error names its line.
+    #[test]
+    fn trace_formats() {
+        let plain = parse_trace("# sends\n0\n0.5\n\n1.25\n").unwrap();
+        assert_eq!(plain.send_times_s, vec![0.0, 0.5, 1.25]);
+        assert!(plain.lengths.is_empty());
+
+        let mooncake = "{\"timestamp\": 1000, \"input_length\": 6955, \"output_length\": 52, \"hash_ids\": [0, 1]}\n\
+                        {\"timestamp\": 1500, \"input_length\": 12, \"output_length\": 3, \"hash_ids\": []}\n";
+        let m = parse_trace(mooncake).unwrap();
+        assert_eq!(m.send_times_s, vec![0.0, 0.5]);
+        assert_eq!(m.lengths, vec![[6955, 52], [12, 3]]);
+
+        let azure = "TIMESTAMP,ContextTokens,GeneratedTokens\n\
+                     2023-11-16 18:15:46.6805900,374,44\n\
+                     2023-11-16 18:15:50.9951690,396,109\n\
+                     2023-11-17 00:00:00,10,1\n";
+        let a = parse_trace(azure).unwrap();
+        assert_eq!(a.lengths, vec![[374, 44], [396, 109], [10, 1]]);
+        assert!(
+            (a.send_times_s[1] - 4.314579).abs() < 1e-6,
+            "{:?}",
+            a.send_times_s
+        );
+        // Across midnight: 5 h 44 min 13.31941 s after the first.
+        assert!((a.send_times_s[2] - 20_653.319_41).abs() < 1e-6);
+        // Columns in another order.
+        let b = parse_trace("GeneratedTokens,TIMESTAMP,ContextTokens\n7,2023-11-16 00:00:01,9\n")
+            .unwrap();
+        assert_eq!(b.lengths, vec![[9, 7]]);
+
+        // Against the epoch's own count (1,700,158,546 s for 2023-11-16 18:15:46 UTC; a
+        // leap day).
+        assert_eq!(azure_time("2023-11-16 18:15:46"), Some(1_700_158_546.0));
+        assert_eq!(azure_time("2000-02-29 00:00:00"), Some(951_782_400.0));
+        assert_eq!(azure_time("1970-01-01 00:00:00"), Some(0.0));
+        for bad in [
+            "2023-13-01 00:00:00",
+            "2023-11-16",
+            "yesterday",
+            "2023-11-16 25:00:00",
+        ] {
+            assert_eq!(azure_time(bad), None, "{bad}");
+        }
+
+        for (text, line, says) in [
+            ("0\n1\nsoon\n", 3, "not a time in seconds"),
+            (
+                "{\"timestamp\": 0, \"input_length\": 1}\n",
+                1,
+                "not a mooncake request",
+            ),
+            (
+                "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 00:00:00,x,1\n",
+                2,
+                "not a token count",
+            ),
+            ("TIMESTAMP,ContextTokens\n", 1, "lacks generatedtokens"),
+        ] {
+            let (l, why) = parse_trace(text).unwrap_err();
+            assert_eq!(l, line, "{text}");
+            assert!(why.contains(says), "{text}: {why}");
+        }
+    }
+
+    /// A trace's lengths number its sends and fit the token limit; length flags cannot
+    /// override them.
+    #[test]
+    fn a_trace_with_lengths_is_checked() {
+        let mut w = Workload {
+            arrivals: Arrivals::Poisson { rate_per_s: 10.0 },
+            stop: Stop::Count { requests: 5 },
+            input_tokens: Lengths::Fixed { tokens: 8 },
+            output_tokens: Lengths::Fixed { tokens: 8 },
+            prefix: None,
+        };
+        let trace = Trace {
+            send_times_s: vec![0.0, 1.0],
+            lengths: vec![[100, 5], [7, 9]],
+        };
+        w.apply(&WorkloadFlags {
+            trace: Some(trace.clone()),
+            ..WorkloadFlags::default()
+        })
+        .unwrap();
+        w.validate().unwrap();
+        assert_eq!(w.longest_prompt(), 100);
+        assert!(
+            w.clone()
+                .apply(&WorkloadFlags {
+                    output_tokens: Some(Lengths::Fixed { tokens: 3 }),
+                    ..WorkloadFlags::default()
+                })
+                .is_err()
+        );
+        for lengths in [
+            vec![[1, 1]],
+            vec![[0, 1], [1, 1]],
+            vec![[1, 1], [1, 20_000_000]],
+        ] {
+            let bad = Workload {
+                arrivals: Arrivals::Trace {
+                    send_times_s: vec![0.0, 1.0],
+                    lengths,
+                },
+                ..w.clone()
+            };
+            assert!(bad.validate().is_err());
+        }
     }
 
     #[test]

@@ -77,7 +77,7 @@ impl Schedule {
     /// known without drawing the send times: a count of a rate, or of a trace.
     fn known_end(&self) -> Option<u64> {
         match (&self.stop, &self.arrivals) {
-            (Stop::Count { requests }, Arrivals::Trace { send_times_s }) => {
+            (Stop::Count { requests }, Arrivals::Trace { send_times_s, .. }) => {
                 Some((*requests).min(send_times_s.len() as u64))
             }
             (Stop::Count { requests }, _) => Some(*requests),
@@ -98,7 +98,9 @@ impl Schedule {
                 self.at_ns
                     .saturating_add(ns_from_secs(g.sample(&mut self.rng_arrivals)))
             }
-            Arrivals::Trace { send_times_s } => ns_from_secs(*send_times_s.get(index as usize)?),
+            Arrivals::Trace { send_times_s, .. } => {
+                ns_from_secs(*send_times_s.get(index as usize)?)
+            }
             Arrivals::Closed { .. } => return None,
         })
     }
@@ -122,8 +124,15 @@ impl Iterator for Schedule {
         }
         self.at_ns = at_ns;
         self.index += 1;
-        let input_tokens = self.input.sample(&mut self.rng_lengths);
-        let output_tokens = self.output.sample(&mut self.rng_lengths);
+        let mut input_tokens = self.input.sample(&mut self.rng_lengths);
+        let mut output_tokens = self.output.sample(&mut self.rng_lengths);
+        // A trace that carries lengths gives them (the draws above keep the stream's
+        // position the same either way).
+        if let Arrivals::Trace { lengths, .. } = &self.arrivals
+            && let Some([i, o]) = lengths.get(index as usize)
+        {
+            (input_tokens, output_tokens) = (*i, *o);
+        }
         Some(Planned {
             index,
             at_ns,
@@ -229,6 +238,7 @@ mod tests {
             (
                 Arrivals::Trace {
                     send_times_s: (0..20).map(f64::from).collect(),
+                    lengths: Vec::new(),
                 },
                 Stop::Count { requests: 31 },
             ),

@@ -88,7 +88,9 @@ pub(crate) fn check_out_file(path: &std::path::Path) -> Result<(), Failure> {
     files::check_file(path).map_err(|e| Failure::Usage(format!("--out {e}")))
 }
 
-/// Send times from a trace file ([`crate::flags::run::read_trace`]).
-pub(crate) fn read_trace(path: &std::path::Path) -> Result<Vec<f64>, Failure> {
+/// A trace file ([`crate::flags::run::read_trace`]).
+pub(crate) fn read_trace(
+    path: &std::path::Path,
+) -> Result<heisenbench_model::scenario::Trace, Failure> {
     crate::flags::run::read_trace(path).map_err(|e| Failure::Usage(e.to_string()))
 }

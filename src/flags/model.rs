@@ -13,7 +13,7 @@ use heisenbench_model::mg1::Mg1;
 use heisenbench_model::mmc::Mgc;
 use heisenbench_model::plan::{Assignment, Budget, Hardware, Load};
 use heisenbench_model::queue::WaitModel;
-use heisenbench_model::scenario::{Gaps, Lengths, Popularity, WorkloadFlags};
+use heisenbench_model::scenario::{Gaps, Lengths, Popularity, Trace, WorkloadFlags};
 use heisenbench_model::service::{Service, ServiceKind};
 use heisenbench_model::slo::Slo;
 use heisenbench_model::units::{Rate, Seconds};
@@ -333,7 +333,10 @@ pub struct WorkloadArgs {
     /// Closed loop with this many users instead of a rate.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_USERS)))]
     pub users: Option<u32>,
-    /// Send times from a file, one per line, seconds from the start.
+    /// A trace file: send times one per line (seconds from the start), mooncake's JSONL
+    /// (timestamp in ms, input_length, output_length) or Azure's LLM inference CSV
+    /// (TIMESTAMP, ContextTokens, GeneratedTokens); the last two give each request's
+    /// lengths.
     #[arg(long)]
     pub trace: Option<PathBuf>,
     /// Schedule length (default: the scenario file's, else 10s).
@@ -361,8 +364,8 @@ pub struct WorkloadArgs {
 }
 
 impl WorkloadArgs {
-    /// The overrides these flags make, with the send times read from `--trace`'s file.
-    pub fn flags(&self, trace: Option<Vec<f64>>) -> WorkloadFlags {
+    /// The overrides these flags make, with the trace read from `--trace`'s file.
+    pub fn flags(&self, trace: Option<Trace>) -> WorkloadFlags {
         WorkloadFlags {
             qps: self.qps.map(Rate::get),
             arrival: self.arrival,

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::flags::model::WorkloadArgs;
 use heisenbench_model::ModelError;
+use heisenbench_model::scenario::Trace;
 use heisenbench_model::slo::Slo;
 use heisenbench_model::units::Seconds;
 
@@ -132,8 +133,7 @@ impl RunArgs {
             // A shared prefix is its own text, so counts up to the longer of the two.
             let longest = cfg
                 .workload
-                .input_tokens
-                .likely_max()
+                .longest_prompt()
                 .max(cfg.workload.prefix.map_or(0, |p| p.tokens));
             cfg.prompts = Prompts::from_tokenizer(path, longest, cfg.prompts.content)?;
         }
@@ -339,13 +339,13 @@ fn read_file(path: &Path, kind: FileKind) -> Result<String, RunArgsError> {
     Ok(heisenbench_live::files::read_text(path, kind)?)
 }
 
-/// Send times from a trace file, one per line, seconds from the start
-/// ([`heisenbench_model::scenario::parse_trace`]).
-pub fn read_trace(path: &Path) -> Result<Vec<f64>, RunArgsError> {
+/// A trace file: send times, or requests with their lengths
+/// ([`heisenbench_model::scenario::parse_trace`] reads its three formats).
+pub fn read_trace(path: &Path) -> Result<Trace, RunArgsError> {
     let text = read_file(path, FileKind::Trace)?;
-    heisenbench_model::scenario::parse_trace(&text).map_err(|(line, t)| RunArgsError::File {
+    heisenbench_model::scenario::parse_trace(&text).map_err(|(line, why)| RunArgsError::File {
         path: path.to_path_buf(),
-        reason: format!("line {line}: '{t}' is not a time in seconds"),
+        reason: format!("line {line}: {why}"),
     })
 }
 

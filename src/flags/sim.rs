@@ -48,7 +48,7 @@ impl SimFlags {
     pub fn scenarios(
         &self,
         file_text: Option<&str>,
-        trace: Option<Vec<f64>>,
+        trace: Option<heisenbench_model::scenario::Trace>,
     ) -> Result<Vec<SimScenario>, ScenarioError> {
         let mut list = match (&self.preset, file_text) {
             (Some(name), _) => {
