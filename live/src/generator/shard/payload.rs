@@ -1,0 +1,87 @@
+//! A request's body, made before its send is due: the prompt (the run's words, its
+//! shared prefix) and the JSON around it.
+
+use heisenbench_model::scenario::GroupSampler;
+use heisenbench_model::schedule::Planned;
+
+use super::super::config::{ApiKind, RunConfig};
+use crate::openai::prompt::PromptContent;
+
+/// How a shard makes its requests' prompts: the run's prompts and, with shared prefixes,
+/// which prefix each request draws.
+pub(super) struct PromptMaker {
+    /// Tokens in each shared prefix, and the draw of a request's group.
+    prefix: Option<(u32, GroupSampler)>,
+}
+
+impl PromptMaker {
+    pub(super) fn new(cfg: &RunConfig) -> Self {
+        Self {
+            prefix: cfg.workload.prefix.map(|p| (p.tokens, p.sampler())),
+        }
+    }
+
+    /// The prompt tokens of request `p`: its shared prefix's and its own.
+    pub(super) fn tokens(&self, p: &Planned) -> u32 {
+        p.input_tokens
+            .saturating_add(self.prefix.as_ref().map_or(0, |(t, _)| *t))
+    }
+
+    /// The prompt of request `p`: its group's prefix (the same words for every request of
+    /// the group), then its own words.
+    pub(super) fn prompt(&self, cfg: &RunConfig, p: &Planned) -> String {
+        let own = cfg.prompts.text(p.input_tokens, cfg.seed, p.index);
+        let Some((tokens, groups)) = &self.prefix else {
+            return own;
+        };
+        if cfg.prompts.content == PromptContent::Repeated {
+            return cfg.prompts.text(self.tokens(p), cfg.seed, p.index);
+        }
+        let group = groups.group_of(cfg.seed, p.index);
+        let mut text = cfg
+            .prompts
+            .text(*tokens, cfg.seed ^ PREFIX_SEED, u64::from(group));
+        if !own.is_empty() {
+            text.push(' ');
+            text.push_str(&own);
+        }
+        text
+    }
+
+    /// The request body of `p`.
+    pub(super) fn body(&self, cfg: &RunConfig, p: &Planned) -> Vec<u8> {
+        body(cfg, p, &self.prompt(cfg, p))
+    }
+}
+
+/// Mixed into the seed of shared prefixes' words, so a prefix is not a request's prompt.
+const PREFIX_SEED: u64 = 0x7072_6566_6978_0001;
+
+/// The JSON body of request `p` with `prompt`, written directly (no value tree: a body is
+/// made for every request, and a prompt's words are most of it).
+pub(super) fn body(cfg: &RunConfig, p: &Planned, prompt: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(prompt.len() + 192);
+    // Writing JSON strings into a Vec cannot fail.
+    out.extend_from_slice(b"{\"model\":");
+    let _ = serde_json::to_writer(&mut out, &cfg.model);
+    match cfg.api {
+        ApiKind::Completions => {
+            out.extend_from_slice(b",\"prompt\":");
+            let _ = serde_json::to_writer(&mut out, prompt);
+        }
+        ApiKind::Chat => {
+            out.extend_from_slice(b",\"messages\":[{\"role\":\"user\",\"content\":");
+            let _ = serde_json::to_writer(&mut out, prompt);
+            out.extend_from_slice(b"}]");
+        }
+    }
+    out.extend_from_slice(b",\"max_tokens\":");
+    out.extend_from_slice(itoa::Buffer::new().format(p.output_tokens).as_bytes());
+    out.extend_from_slice(b",\"ignore_eos\":true,\"stream\":");
+    out.extend_from_slice(if cfg.stream { b"true" } else { b"false" });
+    if cfg.stream {
+        out.extend_from_slice(b",\"stream_options\":{\"include_usage\":true}");
+    }
+    out.push(b'}');
+    out
+}
