@@ -839,6 +839,12 @@ fn the_mock_does_not_spin_out_of_descriptors() {
     let held: Vec<TcpStream> = (0..150)
         .filter_map(|_| TcpStream::connect_timeout(&to, Duration::from_secs(1)).ok())
         .collect();
+    // The mock must still be serving: it once set up its Ctrl-C listener after announcing
+    // its address, and a client this quick took the descriptors that listener needed.
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the mock stopped under the connections"
+    );
     assert!(held.len() > 64, "only {} connections", held.len());
     let cpu = |pid: u32| -> f64 {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();

@@ -8,6 +8,7 @@ use crate::Failure;
 use crate::args::ExploreArgs;
 
 pub fn run(a: ExploreArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    let ctrl_c = super::mock::CtrlC::listen()?;
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], a.port));
     let server = serve_pages(addr, |path, query, abandoned| {
         let r = heisenbench_figures::explore::handle_unless(path, query, &|| abandoned.is_set());
@@ -21,7 +22,7 @@ pub fn run(a: ExploreArgs, out: &mut dyn Write) -> Result<(), Failure> {
         // The desktop's browser, if it has one; the address above works either way.
         let _ = std::process::Command::new("xdg-open").arg(&url).spawn();
     }
-    super::mock::until_ctrl_c()?;
+    ctrl_c.wait();
     server.shutdown();
     Ok(())
 }
