@@ -1,7 +1,7 @@
 //! How late the timers fire on this machine, the real-time behaviour the unit tests no
 //! longer assert (they run on tokio's paused clock):
 //!
-//! - the microsecond timer ([`PreciseTimer`]) against tokio's millisecond wheel, for
+//! - the microsecond pacer ([`Pacer`]) against tokio's millisecond wheel, for
 //!   deadlines 250 us apart;
 //! - the mock through HTTP: the spread of its chunks' own stamps at 300 us between tokens.
 //!
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::api::sent_stamps;
 use heisenbench_live::mock::config::MockConfig;
-use heisenbench_live::time::timer::PreciseTimer;
+use heisenbench_live::time::timer::Pacer;
 
 fn quantiles(label: &str, mut v: Vec<f64>) {
     v.sort_by(f64::total_cmp);
@@ -38,7 +38,7 @@ fn main() {
         .expect("runtime");
     let step = Duration::from_micros(250);
     let (precise, wheel) = rt.block_on(async {
-        let timer = PreciseTimer::new();
+        let timer = Pacer::new();
         let (mut precise, mut wheel) = (Vec::new(), Vec::new());
         let mut deadline = Instant::now();
         for _ in 0..rounds {
@@ -54,7 +54,7 @@ fn main() {
         }
         (precise, wheel)
     });
-    quantiles("precise timer, lateness at 250 us steps", precise);
+    quantiles("pacer, lateness at 250 us steps", precise);
     quantiles("tokio sleep_until, lateness at 250 us steps", wheel);
 
     // The mock: 41 tokens 300 us apart; token 40 is stamped 12 ms after token 0 when no

@@ -5,7 +5,7 @@
 //! [`config::MockConfig`]): batch slots with a bounded waiting line (429 beyond it),
 //! TTFT or prefill time, inter-token latency with jitter, slow-down under load, failure
 //! injection, a context-length limit, echo or random text. Unlike it, sub-millisecond
-//! latencies are kept exact ([`crate::time::timer::PreciseTimer`], behind [`crate::time::clock::Clock`],
+//! latencies are kept exact ([`crate::time::timer::Pacer`], behind [`crate::time::clock::Clock`],
 //! which tests swap for tokio's paused clock), and every streamed chunk
 //! carries [`api::SENT_FIELD`], the CLOCK_MONOTONIC nanoseconds when it was handed to
 //! the connection, so a client on the same host can measure each chunk's delay.

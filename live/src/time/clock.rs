@@ -1,18 +1,19 @@
 //! [`Clock`]: the seam the mock reads and waits through: the host's clock with the
-//! microsecond timer in production, or tokio's clock, which a test can pause
+//! microsecond pacer in production, or tokio's clock, which a test can pause
 //! (`tokio::time::pause`, `#[tokio::test(start_paused = true)]`) so that every latency is
 //! exact virtual time and no assertion depends on how busy the machine is.
 
 use std::time::Instant;
 
 use super::mono_ns;
-use super::timer::PreciseTimer;
+use super::timer::Pacer;
 
 /// Where time is read and waited for.
 #[derive(Clone, Debug)]
 pub enum Clock {
-    /// The host's monotonic clock; sleeps on the microsecond timer thread.
-    Host(PreciseTimer),
+    /// The host's monotonic clock; sleeps on the microsecond pacer of the runtime that
+    /// first sleeps on it.
+    Host(Pacer),
     /// tokio's clock: virtual when the runtime's time is paused. Sleeps end on tokio's
     /// millisecond ticks (a deadline between ticks is met at the next one), and stamps
     /// count from `origin`, the clock's reading when it was made, on the host's
@@ -26,9 +27,9 @@ pub enum Clock {
 }
 
 impl Clock {
-    /// The host's clock, with its own timer thread.
+    /// The host's clock, with a pacer of its own.
     pub fn host() -> Self {
-        Self::Host(PreciseTimer::new())
+        Self::Host(Pacer::new())
     }
 
     /// tokio's clock, read from inside a runtime (virtual when its time is paused).

@@ -5,8 +5,9 @@
 //!   arrives gives the chunk's delay exactly, without clock synchronisation.
 //! * [`clock::Clock`]: where the mock reads and waits for time (the host, or tokio's
 //!   pausable clock in tests).
-//! * [`timer`]: a microsecond-resolution sleep for the async runtime
-//!   ([`timer::PreciseTimer`]) and the shard's schedule timer ([`timer::LoopTimer`]).
+//! * [`timer`]: microsecond-resolution sleeps for the async runtime: many sleepers'
+//!   ([`timer::Pacer`], the mock's timed streams) and one loop's ([`timer::LoopTimer`],
+//!   the shard's schedule).
 //!
 //! Uses nothing else of this crate; everything else may use it.
 

@@ -1,103 +1,197 @@
-//! A timer with microsecond resolution for the async runtime.
+//! Timers with microsecond resolution for the async runtime.
 //!
 //! tokio's timer wheel ticks in whole milliseconds, so a 250 us inter-token latency would
-//! become 1 ms. This timer keeps deadlines in a heap on one thread that sleeps on a
-//! condition-variable timeout (a futex wait with nanosecond resolution) and wakes the
-//! waiting task through a oneshot channel; it fires late by a wake-up's time, never early
-//! (bench/RESULTS.md, "The mock's timers in real time").
+//! become 1 ms. [`Pacer`] keeps many sleepers' deadlines in a heap served by one task of
+//! their own runtime, woken by a `timerfd`; [`LoopTimer`] is one such `timerfd` for a loop
+//! with one deadline at a time. Both fire late by a wake-up's time, never early
+//! (bench/RESULTS.md, "The mock's timers in real time" and "Timed streams paced on the
+//! mock's own thread").
 
-use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::thread;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use tokio::sync::oneshot;
+use tokio::sync::Notify;
 
-/// Handle to the timer thread; cheap to clone. The thread ends when every handle is gone.
-#[derive(Clone, Debug)]
-pub struct PreciseTimer {
-    tx: mpsc::Sender<(Instant, u64, oneshot::Sender<()>)>,
+/// Many sleepers' deadlines, kept in one heap and served by one task on the runtime that
+/// first sleeps on it (the driver, started then). The driver waits on a `timerfd` armed
+/// for the earliest deadline, in the runtime's own epoll wait, and wakes every sleeper
+/// whose deadline has passed. A sleeper costs a heap push and a wake on its own runtime,
+/// with no thread in between: an earlier design woke sleepers from a timer thread of its
+/// own, two wake-ups a deadline, each waiting for a core, which made the mock's timed
+/// streams fall behind at a few thousand tokens a millisecond (bench/RESULTS.md).
+///
+/// Cheap to clone. Without a `timerfd` (out of descriptors) it falls back to tokio's
+/// millisecond timer: late by up to a tick, still never early.
+#[derive(Clone, Debug, Default)]
+pub struct Pacer {
+    shared: Arc<Shared>,
 }
 
-impl Default for PreciseTimer {
-    fn default() -> Self {
-        Self::new()
+#[derive(Debug, Default)]
+struct Shared {
+    queue: Mutex<Queue>,
+    /// Told when a deadline earlier than the one the driver waits for arrives.
+    earlier: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    due: BinaryHeap<Due>,
+    next_id: u64,
+    /// The deadline the driver waits for (None: it waits to be told).
+    armed: Option<Instant>,
+    /// Whether a driver task is running.
+    driving: bool,
+}
+
+/// One sleeper's deadline; the heap's top is the earliest (and among equals, the first
+/// queued).
+#[derive(Debug)]
+struct Due {
+    at: Instant,
+    id: u64,
+    waker: Waker,
+}
+
+impl PartialEq for Due {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.id) == (other.at, other.id)
+    }
+}
+impl Eq for Due {}
+impl PartialOrd for Due {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Due {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (other.at, other.id).cmp(&(self.at, self.id))
     }
 }
 
-impl PreciseTimer {
-    /// Starts the timer thread.
+impl Pacer {
+    /// A pacer with no sleepers; its driver starts with the first.
     pub fn new() -> Self {
-        let (tx, rx) = mpsc::channel::<(Instant, u64, oneshot::Sender<()>)>();
-        thread::Builder::new()
-            .name("heisenbench-timer".into())
-            .spawn(move || {
-                let mut heap: BinaryHeap<Reverse<(Instant, u64)>> = BinaryHeap::new();
-                let mut waiters = std::collections::HashMap::new();
-                loop {
-                    let next = heap.peek().map(|Reverse((d, _))| *d);
-                    let msg = match next {
-                        Some(deadline) => {
-                            rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                        }
-                        None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                    };
-                    match msg {
-                        Ok((deadline, id, tx)) => {
-                            heap.push(Reverse((deadline, id)));
-                            waiters.insert(id, tx);
-                        }
-                        Err(RecvTimeoutError::Timeout) => {}
-                        Err(RecvTimeoutError::Disconnected) => {
-                            if heap.is_empty() {
-                                return;
-                            }
-                            // No new sleepers can come; sleep out the ones we have.
-                            if let Some(Reverse((d, _))) = heap.peek() {
-                                thread::sleep(d.saturating_duration_since(Instant::now()));
-                            }
-                        }
-                    }
-                    let now = Instant::now();
-                    while let Some(Reverse((d, id))) = heap.peek().copied() {
-                        if d > now {
-                            break;
-                        }
-                        heap.pop();
-                        if let Some(tx) = waiters.remove(&id) {
-                            let _ = tx.send(());
-                        }
-                    }
-                }
-            })
-            .expect("spawning the timer thread");
-        Self { tx }
+        Self::default()
     }
 
-    /// Completes at `deadline` (immediately if it has passed).
-    pub async fn sleep_until(&self, deadline: Instant) {
-        if deadline <= Instant::now() {
-            return;
+    /// Completes at `deadline` (at once if it has passed). Must be polled inside a tokio
+    /// runtime with I/O and time enabled.
+    pub fn sleep_until(&self, deadline: Instant) -> PacedSleep {
+        PacedSleep {
+            shared: self.shared.clone(),
+            at: deadline,
         }
-        let (tx, rx) = oneshot::channel();
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if self.tx.send((deadline, id, tx)).is_err() {
-            // The thread is gone (process shutting down): fall back to tokio's timer.
-            tokio::time::sleep_until(deadline.into()).await;
-            return;
+    }
+}
+
+/// The future of [`Pacer::sleep_until`]. Dropped before its deadline, it leaves its entry
+/// in the heap until then; the wake it gets is a no-op.
+#[derive(Debug)]
+pub struct PacedSleep {
+    shared: Arc<Shared>,
+    at: Instant,
+}
+
+impl Future for PacedSleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if Instant::now() >= self.at {
+            return Poll::Ready(());
         }
-        let _ = rx.await;
+        let earlier = {
+            let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            if !q.driving {
+                q.driving = true;
+                tokio::spawn(drive(self.shared.clone()));
+            }
+            let id = q.next_id;
+            q.next_id += 1;
+            q.due.push(Due {
+                at: self.at,
+                id,
+                waker: cx.waker().clone(),
+            });
+            q.armed.is_none_or(|armed| self.at < armed)
+        };
+        if earlier {
+            self.shared.earlier.notify_one();
+        }
+        Poll::Pending
+    }
+}
+
+/// Marks the pacer driverless when its driver ends (its runtime shut down), so that the
+/// next sleeper starts another.
+struct Driving(Arc<Shared>);
+
+impl Drop for Driving {
+    fn drop(&mut self) {
+        let mut q = self.0.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.driving = false;
+        q.armed = None;
+    }
+}
+
+/// The driver: wakes the sleepers whose deadlines have passed, then waits for the next
+/// deadline or for an earlier one to arrive.
+async fn drive(shared: Arc<Shared>) {
+    let _driving = Driving(shared.clone());
+    let mut timer = LoopTimer::with_lead(0).ok();
+    let mut woken: Vec<Waker> = Vec::new();
+    loop {
+        let next = {
+            let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            while q.due.peek().is_some_and(|d| d.at <= now) {
+                if let Some(d) = q.due.pop() {
+                    woken.push(d.waker);
+                }
+            }
+            q.armed = q.due.peek().map(|d| d.at);
+            q.armed
+        };
+        woken.drain(..).for_each(Waker::wake);
+        let Some(at) = next else {
+            shared.earlier.notified().await;
+            continue;
+        };
+        // The kernel's clock and `Instant` are the same (CLOCK_MONOTONIC); reading
+        // `Instant` first puts the armed time a few nanoseconds after `at`, never before.
+        let now = Instant::now();
+        let at_ns = super::mono_ns() + at.saturating_duration_since(now).as_nanos() as u64;
+        let fired = async {
+            match &timer {
+                Some(t) if t.until(at_ns).await.is_ok() => false,
+                _ => {
+                    tokio::time::sleep_until(at.into()).await;
+                    true
+                }
+            }
+        };
+        tokio::select! {
+            fell_back = fired => {
+                if fell_back {
+                    timer = None;
+                }
+            }
+            () = shared.earlier.notified() => {}
+        }
     }
 }
 
 /// One deadline at a time, woken by the kernel on the waiting task's own thread: a
-/// `timerfd` in the runtime's epoll set, armed at an absolute CLOCK_MONOTONIC time. Where
-/// [`PreciseTimer`] needs its thread to get a core and then wake the waiting runtime (two
-/// wake-ups, each of which waits for a core on a loaded machine), this is one: the epoll
+/// `timerfd` in the runtime's epoll set, armed at an absolute CLOCK_MONOTONIC time. A
+/// timer thread would need a core for itself and then wake the waiting runtime (two
+/// wake-ups, each of which waits for a core on a loaded machine); this is one: the epoll
 /// wait the runtime is already in returns at the deadline. For a loop with one sleeper at
-/// a time (a shard's schedule); a timed stream's many sleepers share [`PreciseTimer`].
+/// a time (a shard's schedule, [`Pacer`]'s driver).
 ///
 /// The kernel fires it [`LoopTimer::LEAD_NS`] before the deadline, and the wait then yields
 /// to the runtime (which goes on running its other tasks and polling its epoll set) until
@@ -106,6 +200,7 @@ impl PreciseTimer {
 #[derive(Debug)]
 pub struct LoopTimer {
     fd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
+    lead_ns: u64,
 }
 
 impl LoopTimer {
@@ -117,6 +212,12 @@ impl LoopTimer {
 
     /// A disarmed timer on the current tokio runtime (which must have I/O enabled).
     pub fn new() -> std::io::Result<Self> {
+        Self::with_lead(Self::LEAD_NS)
+    }
+
+    /// A disarmed timer whose kernel wake-up comes `lead_ns` before each deadline (0: at
+    /// it, for a loop that has other work to do and no reason to poll).
+    pub fn with_lead(lead_ns: u64) -> std::io::Result<Self> {
         use rustix::time::{TimerfdClockId, TimerfdFlags, timerfd_create};
         let fd = timerfd_create(
             TimerfdClockId::Monotonic,
@@ -128,7 +229,7 @@ impl LoopTimer {
         // the caller (and this workspace forbids `unsafe`).
         #[allow(deprecated)]
         let fd = tokio::io::unix::AsyncFd::with_interest(fd, tokio::io::Interest::READABLE)?;
-        Ok(Self { fd })
+        Ok(Self { fd, lead_ns })
     }
 
     /// Completes at `deadline_ns` (CLOCK_MONOTONIC, [`crate::time::mono_ns`]) and returns
@@ -140,7 +241,7 @@ impl LoopTimer {
         if deadline_ns <= crate::time::mono_ns() {
             return Ok(None);
         }
-        let wake_ns = deadline_ns.saturating_sub(Self::LEAD_NS);
+        let wake_ns = deadline_ns.saturating_sub(self.lead_ns);
         let at = Timespec {
             tv_sec: (wake_ns / 1_000_000_000) as _,
             tv_nsec: (wake_ns % 1_000_000_000) as _,
@@ -231,12 +332,40 @@ mod tests {
         }
     }
 
+    /// A pacer outlives the runtime its driver ran on: the next runtime's first sleeper
+    /// starts a driver there. A sleeper dropped before its deadline leaves nothing that
+    /// holds up the others.
+    #[test]
+    fn the_pacer_starts_a_driver_on_each_runtime_it_sleeps_on() {
+        let pacer = Pacer::new();
+        for _ in 0..2 {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let far = pacer.sleep_until(Instant::now() + Duration::from_secs(3600));
+                assert!(
+                    tokio::time::timeout(Duration::from_millis(5), far)
+                        .await
+                        .is_err()
+                );
+                let deadline = Instant::now() + Duration::from_micros(300);
+                // A guard against a hang only: the sleep is due in 300 us.
+                tokio::time::timeout(Duration::from_secs(30), pacer.sleep_until(deadline))
+                    .await
+                    .expect("the sleeper was woken");
+                assert!(Instant::now() >= deadline);
+            });
+        }
+    }
+
     #[tokio::test(flavor = "current_thread")]
     async fn never_fires_early() {
         // How late it fires depends on the machine's load and is measured by
         // `cargo run --release -p heisenbench-live --example timer` (bench/RESULTS.md);
         // never early holds under any load. Deadlines out of order, and some equal.
-        let timer = PreciseTimer::new();
+        let timer = Pacer::new();
         let start = Instant::now() + Duration::from_millis(1);
         let mut tasks = tokio::task::JoinSet::new();
         for us in [700u64, 250, 500, 250, 0, 1_300, 900, 260] {
