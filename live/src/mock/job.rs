@@ -113,14 +113,10 @@ impl Job {
         let clock = &self.state.clock;
         let mut buf = Vec::with_capacity(512);
         w.role_chunk(&mut buf, clock.stamp_ns());
-        if !buf.is_empty()
-            && tx
-                .send(Bytes::from(std::mem::take(&mut buf)))
-                .await
-                .is_err()
-        {
+        if !buf.is_empty() && tx.send(Bytes::copy_from_slice(&buf)).await.is_err() {
             return;
         }
+        buf.clear();
         let n = self.tokens.len();
         let mut deadline = self.start + self.state.ttft(self.prompt_tokens - self.cached_tokens);
         let mut last = self.start;
@@ -153,11 +149,10 @@ impl Job {
                 }
                 ChunkWriter::done(&mut buf);
             }
-            if tx
-                .send(Bytes::from(std::mem::take(&mut buf)))
-                .await
-                .is_err()
-            {
+            // One allocation of the chunk's size; `buf` keeps its capacity for the next.
+            let chunk = Bytes::copy_from_slice(&buf);
+            buf.clear();
+            if tx.send(chunk).await.is_err() {
                 self.finished(i + 1, now);
                 return;
             }
