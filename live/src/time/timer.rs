@@ -21,8 +21,8 @@ use tokio::sync::Notify;
 /// for the earliest deadline, in the runtime's own epoll wait, and wakes every sleeper
 /// whose deadline has passed. A sleeper costs a heap push and a wake on its own runtime,
 /// with no thread in between: an earlier design woke sleepers from a timer thread of its
-/// own, two wake-ups a deadline, each waiting for a core, which made the mock's timed
-/// streams fall behind at a few thousand tokens a millisecond (bench/RESULTS.md).
+/// own, two wake-ups a deadline, each waiting for a core, and the mock's timed streams fell
+/// behind sooner (bench/RESULTS.md, "Timed streams paced on the mock's own thread").
 ///
 /// Cheap to clone. Without a `timerfd` (out of descriptors) it falls back to tokio's
 /// millisecond timer: late by up to a tick, still never early.
