@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # `heisenbench audit` of real benchmark clients from PyPI against the embedded
-# zero-latency mock: inference-perf, `vllm bench serve` (which runs without a GPU) and
-# AIPerf, at
-# several rates with 200-token streams. Writes one audit JSON per point and a Markdown
+# zero-latency mock: inference-perf, `vllm bench serve` (which runs without a GPU), AIPerf,
+# GuideLLM and SGLang's bench_serving, at several rates with 200-token streams. Writes one audit JSON per point and a Markdown
 # table (bench/audit/RESULTS.md is where the recorded one lives).
 #
 # Opt-in: it installs the tools into venvs under $CACHE (vllm is about 9 GB), so it is
@@ -31,6 +30,10 @@ OUT=${OUT:-$(mktemp -d)}
 IP_VERSION=0.7.0
 VLLM_VERSION=0.33.0
 AIPERF_VERSION=0.13.0
+GUIDELLM_VERSION=0.8.1
+# SGLang's later releases route bench_serving through the server's own modules, which need
+# torch and CUDA packages; 0.5.6's bench_serving needs only the client libraries below.
+SGLANG_VERSION=0.5.6
 mkdir -p "$CACHE" "$OUT"
 
 if [ ! -x "$HB" ]; then
@@ -97,6 +100,30 @@ for tool in $TOOLS; do
         --prompt-output-tokens-stddev 0 --extra-inputs ignore_eos:true --random-seed 1
         --ui-type none --artifact-dir {out})
       EXTRA=(--label AIPerf --timeout 300s) ;;
+    guidellm)
+      venv "$CACHE/guidellm" "guidellm==$GUIDELLM_VERSION"
+      CMD=(env HF_HUB_OFFLINE=1 "$CACHE/guidellm/bin/guidellm" run
+        --backend "kind=openai_http,target={url},model={model},request_format=/v1/completions"
+        --profile "kind=poisson,rate={rate}" --constraint "kind=max_duration,seconds={duration}"
+        --data "kind=synthetic_text,prompt_tokens={prompt_tokens},output_tokens={output_tokens}"
+        --tokenizer "kind=huggingface_auto,model=$TOK" --metrics kind=generative,sample_size=0
+        --output "kind=json,path={out}/benchmarks.json" --disable-console-interactive)
+      EXTRA=(--label GuideLLM --timeout 300s) ;;
+    sglang)
+      # Without its dependencies (torch and the server's), then what bench_serving imports.
+      if [ ! -x "$CACHE/sglang/bin/python" ]; then
+        "$PYTHON" -m venv "$CACHE/sglang"
+        "$CACHE/sglang/bin/pip" install --quiet --no-deps "sglang==$SGLANG_VERSION"
+        "$CACHE/sglang/bin/pip" install --quiet aiohttp numpy pandas requests tqdm transformers \
+          pybase64 pillow IPython datasets 2>&1 | grep -v "sglang .* requires" || true
+      fi
+      CMD=(env HF_HUB_OFFLINE=1 "$CACHE/sglang/bin/python" -m sglang.bench_serving
+        --backend sglang-oai --base-url {url} --model {model} --tokenizer "$TOK"
+        --dataset-name random-ids --random-input-len {prompt_tokens}
+        --random-output-len {output_tokens} --random-range-ratio 1 --num-prompts {requests}
+        --request-rate {rate} --seed 1 --disable-tqdm --warmup-requests 0
+        --output-file {out}/sglang-result.json)
+      EXTRA=(--label "SGLang bench_serving" --timeout 300s) ;;
     *) echo "unknown tool $tool" >&2; exit 2 ;;
   esac
   for rate in $RATES; do

@@ -61,9 +61,11 @@ pub struct Reported {
 }
 
 /// The formats known, by the tool that writes them.
-pub const FORMATS: [&str; 4] = [
+pub const FORMATS: [&str; 6] = [
     "inference-perf (summary_lifecycle_metrics.json)",
     "AIPerf (profile_export_aiperf.json)",
+    "GuideLLM (--output kind=json)",
+    "SGLang's bench_serving --output-file (a .json name)",
     "vllm bench serve --save-result",
     "heisenbench run --out",
 ];
@@ -102,6 +104,8 @@ pub fn read(file: &Path) -> Option<Reported> {
     let v: Value = serde_json::from_slice(&text).ok()?;
     let mut r = inference_perf(&v)
         .or_else(|| aiperf(&v))
+        .or_else(|| guidellm(&v))
+        .or_else(|| sglang(&v))
         .or_else(|| vllm(&v))
         .or_else(|| heisenbench(&v))?;
     r.file = file.to_path_buf();
@@ -177,6 +181,74 @@ fn aiperf(v: &Value) -> Option<Reported> {
         ttft: s("time_to_first_token"),
         itl: s("inter_token_latency"),
         e2e: s("request_latency"),
+        ..Reported::default()
+    })
+}
+
+/// GuideLLM's JSON report (`guidellm run --output kind=json`): one entry per benchmark in
+/// `benchmarks` (an audit runs one), each metric with a `successful` distribution: `mean`,
+/// `median` and `percentiles`. TTFT, ITL and TPOT are in milliseconds (their names say
+/// `_ms`), the request latency and the dispatch delay in seconds. GuideLLM starts TTFT at
+/// its own dispatch of the request and reports how late that dispatch was against the
+/// schedule apart (`request_dispatch_delay`), as inference-perf does.
+fn guidellm(v: &Value) -> Option<Reported> {
+    v.get("metadata")?.get("guidellm_version")?;
+    let metrics = v.get("benchmarks")?.get(0)?.get("metrics")?;
+    let s = |k: &str, scale: f64| {
+        let d = metrics.get(k)?.get("successful")?;
+        let p = d.get("percentiles");
+        let q = |name: &str| p.and_then(|p| f(p, name)).map(|x| x * scale);
+        let s = Summary {
+            mean_s: f(d, "mean").map(|x| x * scale),
+            p50_s: f(d, "median").map(|x| x * scale).or_else(|| q("p50")),
+            p90_s: q("p90"),
+            p99_s: q("p99"),
+        };
+        (!s.is_empty()).then_some(s)
+    };
+    Some(Reported {
+        tool: "GuideLLM".into(),
+        completed: metrics
+            .get("request_totals")
+            .and_then(|t| t.get("successful"))
+            .and_then(Value::as_u64),
+        requests_per_s: metrics
+            .get("requests_per_second")
+            .and_then(|r| r.get("successful"))
+            .and_then(|r| f(r, "mean")),
+        ttft: s("time_to_first_token_ms", 1e-3),
+        itl: s("inter_token_latency_ms", 1e-3),
+        tpot: s("time_per_output_token_ms", 1e-3),
+        e2e: s("request_latency", 1.0),
+        send_lag: s("request_dispatch_delay", 1.0),
+        ..Reported::default()
+    })
+}
+
+/// SGLang's `bench_serving --output-file`: one JSON object per line (an audit writes one),
+/// milliseconds as in vLLM's, but with `e2e_latency` for vLLM's `e2el`, no p90 of TTFT, and
+/// keys of its own (`total_output_tokens_retokenized`), which tell the two apart. Like
+/// vLLM's bench it starts TTFT when its request coroutine starts and reports no lateness.
+fn sglang(v: &Value) -> Option<Reported> {
+    v.get("total_output_tokens_retokenized")?;
+    let s = |m: &str| {
+        let ms = |stat: &str| f(v, &format!("{stat}_{m}_ms")).map(|x| x * 1e-3);
+        let s = Summary {
+            mean_s: ms("mean"),
+            p50_s: ms("median"),
+            p90_s: ms("p90"),
+            p99_s: ms("p99"),
+        };
+        (!s.is_empty()).then_some(s)
+    };
+    Some(Reported {
+        tool: "SGLang bench_serving".into(),
+        completed: v.get("completed").and_then(Value::as_u64),
+        requests_per_s: f(v, "request_throughput"),
+        ttft: s("ttft"),
+        itl: s("itl"),
+        tpot: s("tpot"),
+        e2e: s("e2e_latency"),
         ..Reported::default()
     })
 }
@@ -300,6 +372,64 @@ mod tests {
         assert!((t.mean_s.unwrap() - 5.063301348e-3).abs() < 1e-12);
         assert!((t.p99_s.unwrap() - 41.88923044999997e-3).abs() < 1e-12);
         assert!((r.requests_per_s.unwrap() - 101.36).abs() < 0.01);
+    }
+
+    /// Written by GuideLLM 0.8.1 (`--output kind=json`) auditing it at 10 req/s for 1 s
+    /// (its report keeps every request's statistics, 3.4 MB at the others' 100 req/s for
+    /// 10 s): see fixtures/README.md.
+    const GUIDELLM: &str = include_str!("fixtures/guidellm-0.8.1-benchmarks.json");
+
+    #[test]
+    fn guidellm_report_reads() {
+        let v: Value = serde_json::from_str(GUIDELLM).expect("fixture is JSON");
+        let r = guidellm(&v).expect("recognised");
+        assert!(inference_perf(&v).is_none() && aiperf(&v).is_none() && vllm(&v).is_none());
+        assert!(sglang(&v).is_none() && heisenbench(&v).is_none());
+        assert_eq!((r.tool.as_str(), r.completed), ("GuideLLM", Some(21)));
+        let t = r.ttft.expect("ttft");
+        // The file says a mean of 18.368 ms, a median of 19.853 ms and a p99 of 49.090 ms.
+        assert!((t.mean_s.unwrap() - 18.36809657868885e-3).abs() < 1e-12);
+        assert!((t.p50_s.unwrap() - 19.85311508178711e-3).abs() < 1e-12);
+        assert!((t.p99_s.unwrap() - 49.09038543701172e-3).abs() < 1e-12);
+        // Its request latency is in seconds already, and at least the TTFT.
+        assert!(r.e2e.and_then(|e| e.p50_s) >= t.p50_s);
+        assert!(r.e2e.and_then(|e| e.p99_s) < Some(1.0));
+        // The dispatch delay, seconds: 12.27 ms in the mean.
+        let lag = r.send_lag.and_then(|s| s.mean_s).expect("dispatch delay");
+        assert!((lag - 0.012270075934273856).abs() < 1e-12);
+        assert_eq!(r.requests_per_s, Some(15.0));
+    }
+
+    /// Written by SGLang 0.5.6's `bench_serving --output-file` at 100 req/s with 200-token
+    /// streams: see fixtures/README.md.
+    const SGLANG: &str = include_str!("fixtures/sglang-0.5.6-result.json");
+
+    #[test]
+    fn sglang_result_reads_and_is_not_taken_for_vllms() {
+        let v: Value = serde_json::from_str(SGLANG).expect("fixture is JSON");
+        // vLLM's adapter would read it too (the same millisecond keys), under vLLM's name;
+        // `read` asks SGLang's first.
+        assert!(vllm(&v).is_some());
+        let r = sglang(&v).expect("recognised");
+        assert!(guidellm(&v).is_none() && inference_perf(&v).is_none() && aiperf(&v).is_none());
+        assert_eq!(
+            (r.tool.as_str(), r.completed),
+            ("SGLang bench_serving", Some(1000))
+        );
+        let t = r.ttft.expect("ttft");
+        // The file says 4.765 ms mean and 16.955 ms p99, and has no p90 of TTFT.
+        assert!((t.mean_s.unwrap() - 4.76492365096783e-3).abs() < 1e-12);
+        assert!((t.p99_s.unwrap() - 16.955177979943983e-3).abs() < 1e-12);
+        assert!(t.p50_s.is_some() && t.p90_s.is_none());
+        let e2e = r.e2e.expect("its e2e_latency keys");
+        assert!(e2e.p50_s >= t.p50_s);
+        assert!((r.requests_per_s.unwrap() - 75.95).abs() < 0.01);
+        let dir = std::env::temp_dir().join(format!("hb-sglang-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("sglang-result.json"), SGLANG).unwrap();
+        let found = find(&dir).map(|r| r.tool);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(found.as_deref(), Some("SGLang bench_serving"));
     }
 
     #[test]
