@@ -3,7 +3,8 @@
 # (--inter-token-latency), the generator reading every chunk one by one. Per run: the ITL
 # the generator saw (p50, p90, p99), its send lag p99, and the mock's own lateness (its
 # /metrics histogram: the share of tokens written within 0.1, 0.5 and 1 ms of their due
-# time). Binaries are taken in turns, so that two builds see the same stretch of a noisy
+# time; and the share it counted as due together with the token before them, which the
+# connection may write in one piece). Binaries are taken in turns, so that two builds see the same stretch of a noisy
 # machine.
 #
 #   bash bench/timed-streams.sh                                  # this tree's release build
@@ -47,22 +48,25 @@ python3 - "$WORK" <<'EOF'
 import glob, json, os, re, sys
 work = sys.argv[1]
 def ms(s): return f"{s * 1e3:.2f}"
-print("| run | achieved req/s | ITL p50 ms | p90 | p99 | send lag p99 ms | mock late <=0.1 ms | <=0.5 ms | <=1 ms |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| run | achieved req/s | ITL p50 ms | p90 | p99 | send lag p99 ms | mock late <=0.1 ms | <=0.5 ms | <=1 ms | due together |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for f in sorted(glob.glob(f"{work}/*.json")):
     name = os.path.basename(f)[:-5]
     try:
         r = json.load(open(f))
     except ValueError:
         print(f"| {name} | no report |"); continue
-    buckets, count = {}, 0
+    buckets, count, together = {}, 0, None
     for line in open(f[:-5] + ".metrics", errors="replace"):
         m = re.match(r'heisenbench:mock_token_lateness_seconds_bucket\{.*le="([^"]+)"\} (\S+)', line)
         if m: buckets[m.group(1)] = float(m.group(2))
         m = re.match(r'heisenbench:mock_token_lateness_seconds_count\{.*\} (\S+)', line)
         if m: count = float(m.group(1))
+        m = re.match(r'heisenbench:mock_tokens_due_together_total\{.*\} (\S+)', line)
+        if m: together = float(m.group(1))
     share = lambda le: f"{100 * buckets.get(le, 0) / count:.2f} %" if count else "-"
     i = r["itl"]
     print(f"| {name} | {r['achieved_qps']:.0f} | {ms(i['p50_s'])} | {ms(i['p90_s'])} | {ms(i['p99_s'])} "
-          f"| {ms(r['send_lag']['p99_s'])} | {share('0.0001')} | {share('0.0005')} | {share('0.001')} |")
+          f"| {ms(r['send_lag']['p99_s'])} | {share('0.0001')} | {share('0.0005')} | {share('0.001')} "
+          f"| {'-' if together is None or not count else f'{100 * together / count:.2f} %'} |")
 EOF

@@ -484,6 +484,36 @@ mod on_virtual_time {
             line("heisenbench:mock_token_lateness_seconds_sum").as_deref(),
             Some("0")
         );
+        assert_eq!(
+            line("heisenbench:mock_tokens_due_together_total").as_deref(),
+            Some("0"),
+            "20 ms apart, no token is due before the one before it is out"
+        );
+    }
+
+    /// Tokens due at one instant (no time between them) are counted as due together: each
+    /// was due when the one before it was handed over, and the connection may write them in
+    /// one piece.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn tokens_due_at_once_are_counted_as_due_together() {
+        let m = start(MockConfig {
+            time_to_first_token: Duration::from_millis(20),
+            inter_token_latency: Duration::ZERO,
+            ..MockConfig::default()
+        });
+        let r = post(
+            m.addr,
+            r#"{"prompt":"a","max_tokens":6,"stream":true,"ignore_eos":true}"#,
+        )
+        .await;
+        let (at, _) = arrivals(&r);
+        assert_eq!(at, vec![Duration::from_millis(20); 6]);
+        let metrics = request(m.addr, "GET", "/metrics", "").await.body();
+        let due_together = metrics
+            .lines()
+            .find(|l| l.starts_with("heisenbench:mock_tokens_due_together_total"))
+            .and_then(|l| l.rsplit(' ').next());
+        assert_eq!(due_together, Some("5"), "{metrics}");
     }
 
     /// With the prefix cache on, a prompt's cached blocks skip the prefill time per token:

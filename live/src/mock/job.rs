@@ -121,9 +121,14 @@ impl Job {
         let mut deadline = self.start + self.state.ttft(self.prompt_tokens - self.cached_tokens);
         let mut last = self.start;
         let mut first = self.start;
+        // When the previous token was handed over.
+        let mut handed = self.start;
         for i in 0..n {
             if i > 0 {
                 deadline += self.state.itl();
+                if handed >= deadline {
+                    self.state.metrics.due_together.fetch_add(1, Relaxed);
+                }
             }
             clock.sleep_until(deadline).await;
             let now = clock.now();
@@ -156,6 +161,7 @@ impl Job {
                 self.finished(i + 1, now);
                 return;
             }
+            handed = clock.now();
         }
         self.state
             .metrics

@@ -75,6 +75,10 @@ pub struct Metrics {
     pub rejected: AtomicU64,
     /// Answered with an injected failure.
     pub injected: AtomicU64,
+    /// Timed tokens whose due time had passed when the token before them in their stream
+    /// was handed to the connection: late enough that the connection may write the two in
+    /// one piece, so a client sees them arrive together.
+    pub due_together: AtomicU64,
     /// Prompt tokens of accepted requests.
     pub prompt_tokens: AtomicU64,
     /// Generated tokens.
@@ -115,6 +119,7 @@ impl Default for Metrics {
             success_length: z(),
             rejected: z(),
             injected: z(),
+            due_together: z(),
             prompt_tokens: z(),
             generation_tokens: z(),
             prefix_cache_queries: z(),
@@ -215,6 +220,12 @@ impl Metrics {
             "heisenbench:failures_injected_total",
             "Requests answered with an injected failure.",
             self.injected.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "heisenbench:mock_tokens_due_together_total",
+            "Timed tokens already due when the token before them was handed over (the two may be written in one piece).",
+            self.due_together.load(Relaxed),
         );
         self.ttft.render(
             &mut out,
