@@ -844,3 +844,41 @@ fn the_sending_side_is_reported_apart_from_completions() {
     assert!(text.contains("sent 400.0 req/s ("), "{text}");
     assert!(text.contains("; completed "), "{text}");
 }
+
+/// A mock that falls behind says so in the run's summary: with no time between tokens,
+/// every token after a stream's first is due before the one ahead of it is out, and the
+/// summary counts them from the mock's own metrics; a mock on time gets no such line.
+#[test]
+fn a_mock_behind_its_schedule_is_named_in_the_summary() {
+    use heisenbench_live::generator::config::ServerMetrics;
+    use heisenbench_live::scrape::{Targets, metrics_url};
+    let summary = |itl: std::time::Duration| {
+        let m = MockServer::start(MockConfig {
+            port: 0,
+            max_num_seqs: 1000,
+            time_to_first_token: std::time::Duration::from_millis(1),
+            inter_token_latency: itl,
+            ..MockConfig::default()
+        })
+        .unwrap();
+        let mut c = cfg(&m.url(), 1, 20);
+        c.workload.output_tokens = Lengths::Fixed { tokens: 5 };
+        c.server_metrics = ServerMetrics {
+            targets: Targets::Urls(vec![metrics_url(&m.url())]),
+            interval_s: 0.05,
+        };
+        let r = go(&c);
+        let mut text = Vec::new();
+        r.write_summary(&mut text).unwrap();
+        String::from_utf8(text).unwrap()
+    };
+    let behind = summary(std::time::Duration::ZERO);
+    assert!(
+        behind.contains("the mock fell behind: 80 of its 100 timed tokens"),
+        "{behind}"
+    );
+    // 100 ms apart: only a stall of that length would put two tokens together.
+    let on_time = summary(std::time::Duration::from_millis(100));
+    assert!(on_time.contains("server: vLLM"), "{on_time}");
+    assert!(!on_time.contains("fell behind"), "{on_time}");
+}

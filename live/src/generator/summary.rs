@@ -384,6 +384,20 @@ fn write_server(out: &mut dyn Write, v: &crate::scrape::view::ServerView) -> io:
             t.found.len(),
             t.raw.len()
         )?;
+        // heisenbench's mock counts its own lateness: say when it served tokens late enough
+        // to share a write, so that its ITL is not read as the network's or the client's.
+        let raw = |k: &str| t.raw.get(k).copied().filter(|x| x.is_finite());
+        if let (Some(together), Some(timed)) = (
+            raw("heisenbench:mock_tokens_due_together_total"),
+            raw("heisenbench:mock_token_lateness_seconds_count"),
+        ) && together > 0.0
+            && timed > 0.0
+        {
+            writeln!(
+                out,
+                "    the mock fell behind: {together:.0} of its {timed:.0} timed tokens (since it started) were due before the one ahead of them was out, and may have been written together"
+            )?;
+        }
     }
     let tot = &v.totals;
     let mut gauges = Vec::new();
