@@ -448,6 +448,15 @@ mod on_virtual_time {
         (at, stamps)
     }
 
+    /// The value of the first exposition line that starts with `name`.
+    fn metric(exposition: &str, name: &str) -> Option<String> {
+        exposition
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next())
+            .map(str::to_string)
+    }
+
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn latencies_are_exact() {
         let m = start(MockConfig {
@@ -468,13 +477,7 @@ mod on_virtual_time {
         assert_eq!(gaps, vec![20_000_000; 5]);
         // On time by its own account: six tokens, none late.
         let metrics = request(m.addr, "GET", "/metrics", "").await.body();
-        let line = |name: &str| {
-            metrics
-                .lines()
-                .find(|l| l.starts_with(name))
-                .and_then(|l| l.rsplit(' ').next())
-                .map(str::to_string)
-        };
+        let line = |name: &str| metric(&metrics, name);
         assert_eq!(
             line("heisenbench:mock_token_lateness_seconds_count").as_deref(),
             Some("6"),
@@ -509,11 +512,11 @@ mod on_virtual_time {
         let (at, _) = arrivals(&r);
         assert_eq!(at, vec![Duration::from_millis(20); 6]);
         let metrics = request(m.addr, "GET", "/metrics", "").await.body();
-        let due_together = metrics
-            .lines()
-            .find(|l| l.starts_with("heisenbench:mock_tokens_due_together_total"))
-            .and_then(|l| l.rsplit(' ').next());
-        assert_eq!(due_together, Some("5"), "{metrics}");
+        assert_eq!(
+            metric(&metrics, "heisenbench:mock_tokens_due_together_total").as_deref(),
+            Some("5"),
+            "{metrics}"
+        );
     }
 
     /// With the prefix cache on, a prompt's cached blocks skip the prefill time per token:

@@ -3,14 +3,17 @@
 //! law, and predicted by Che's approximation.
 
 use heisenbench_live::generator::config::RunConfig;
+use heisenbench_live::generator::result::RunReport;
 use heisenbench_live::generator::{RunOptions, run};
 use heisenbench_live::mock::MockServer;
 use heisenbench_live::mock::config::MockConfig;
-use heisenbench_model::prefix_cache::predict;
+use heisenbench_model::prefix_cache::{CachePrediction, predict};
 use heisenbench_model::scenario::{
     Arrivals, ClientModel, Lengths, Popularity, SharedPrefix, Stop, Workload,
 };
+use heisenbench_model::server::ServerModel;
 use heisenbench_sim::engine::Simulation;
+use heisenbench_sim::report::SimReport;
 use heisenbench_sim::scenario::SimScenario;
 
 const REQUESTS: u64 = 2000;
@@ -31,29 +34,21 @@ fn workload() -> Workload {
     }
 }
 
-#[test]
-fn the_mock_the_simulator_and_che_agree_on_the_hit_rate() {
-    let mock_cfg = MockConfig {
-        port: 0,
-        max_num_seqs: 10_000,
-        enable_kvcache: true,
-        kv_cache_size: 400,
-        block_size: 16,
-        ..MockConfig::default()
-    };
+/// The workload run live against a mock of `mock_cfg` (every request completed) and
+/// simulated against a server of the mock's law, under one seed; and the law.
+fn live_and_simulated(name: &str, mock_cfg: MockConfig) -> (RunReport, SimReport, ServerModel) {
     let law = mock_cfg.law();
     let m = MockServer::start(mock_cfg).unwrap();
     let cfg = RunConfig {
         seed: 11,
         timeout_s: Some(10.0),
-        ..RunConfig::streaming("prefix", workload(), &m.url(), "heisenbench-mock")
+        ..RunConfig::streaming(name, workload(), &m.url(), "heisenbench-mock")
     };
     let live = run(&cfg, &RunOptions::default()).unwrap();
+    m.shutdown();
     assert_eq!(live.accounting.completed, REQUESTS);
-    let measured = live.prefix_cache;
-
     let sc = SimScenario {
-        name: "prefix".into(),
+        name: name.into(),
         seed: 11,
         workload: workload(),
         client: serde_json::from_str::<ClientModel>(r#"{"workers": 1, "costs": {}}"#).unwrap(),
@@ -61,7 +56,30 @@ fn the_mock_the_simulator_and_che_agree_on_the_hit_rate() {
         slo: None,
     };
     sc.validate().unwrap();
-    let sim = Simulation::new(sc).run();
+    (live, Simulation::new(sc).run(), law)
+}
+
+/// Che's prediction for the workload's prefixes (128 tokens, 32 of each request's own) in
+/// the law's cache.
+fn che(law: &ServerModel) -> CachePrediction {
+    let p = workload().prefix.unwrap();
+    predict(law.prefix_cache.unwrap(), &p.probabilities(), 128, 32).unwrap()
+}
+
+#[test]
+fn the_mock_the_simulator_and_che_agree_on_the_hit_rate() {
+    let (live, sim, law) = live_and_simulated(
+        "prefix",
+        MockConfig {
+            port: 0,
+            max_num_seqs: 10_000,
+            enable_kvcache: true,
+            kv_cache_size: 400,
+            block_size: 16,
+            ..MockConfig::default()
+        },
+    );
+    let measured = live.prefix_cache;
     let (queried, cached) = (
         sim.counts.prefix_cache_queried_tokens,
         sim.counts.prefix_cache_cached_tokens,
@@ -79,10 +97,7 @@ fn the_mock_the_simulator_and_che_agree_on_the_hit_rate() {
     );
     // Che's steady state, against a run that starts cold: within 0.03 (the run's own
     // noise over 2,000 requests is about 0.011, one standard error).
-    let p = workload().prefix.unwrap();
-    let che = predict(law.prefix_cache.unwrap(), &p.probabilities(), 128, 32)
-        .unwrap()
-        .token_hit_rate;
+    let che = che(&law).token_hit_rate;
     let simulated = cached as f64 / queried as f64;
     assert!(
         (che - simulated).abs() < 0.03,
@@ -99,36 +114,19 @@ fn the_mock_the_simulator_and_che_agree_on_the_hit_rate() {
 #[test]
 fn the_ttft_under_the_cache_agrees_in_the_three_views() {
     let (overhead, per_token) = (1e-3, 20e-6);
-    let mock_cfg = MockConfig {
-        port: 0,
-        max_num_seqs: 10_000,
-        enable_kvcache: true,
-        kv_cache_size: 400,
-        block_size: 16,
-        prefill_overhead: std::time::Duration::from_secs_f64(overhead),
-        prefill_time_per_token: std::time::Duration::from_secs_f64(per_token),
-        ..MockConfig::default()
-    };
-    let law = mock_cfg.law();
-    let m = MockServer::start(mock_cfg).unwrap();
-    let cfg = RunConfig {
-        seed: 11,
-        timeout_s: Some(10.0),
-        ..RunConfig::streaming("prefix ttft", workload(), &m.url(), "heisenbench-mock")
-    };
-    let live = run(&cfg, &RunOptions::default()).unwrap();
-    m.shutdown();
-    assert_eq!(live.accounting.completed, REQUESTS);
-
-    let sc = SimScenario {
-        name: "prefix ttft".into(),
-        seed: 11,
-        workload: workload(),
-        client: serde_json::from_str::<ClientModel>(r#"{"workers": 1, "costs": {}}"#).unwrap(),
-        server: law.clone(),
-        slo: None,
-    };
-    let sim = Simulation::new(sc).run();
+    let (live, sim, law) = live_and_simulated(
+        "prefix ttft",
+        MockConfig {
+            port: 0,
+            max_num_seqs: 10_000,
+            enable_kvcache: true,
+            kv_cache_size: 400,
+            block_size: 16,
+            prefill_overhead: std::time::Duration::from_secs_f64(overhead),
+            prefill_time_per_token: std::time::Duration::from_secs_f64(per_token),
+            ..MockConfig::default()
+        },
+    );
     let uncached = (sim.counts.prefix_cache_queried_tokens - sim.counts.prefix_cache_cached_tokens)
         as f64
         / REQUESTS as f64;
@@ -139,10 +137,7 @@ fn the_ttft_under_the_cache_agrees_in_the_three_views() {
         overhead + per_token * uncached
     );
 
-    let p = workload().prefix.unwrap();
-    let predicted = predict(law.prefix_cache.unwrap(), &p.probabilities(), 128, 32)
-        .unwrap()
-        .prefill_ttft_mean_s(160, overhead, per_token);
+    let predicted = che(&law).prefill_ttft_mean_s(160, overhead, per_token);
     assert!(
         (predicted - simulated).abs() <= 0.05 * simulated,
         "predicted {predicted} against simulated {simulated}"

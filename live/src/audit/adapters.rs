@@ -231,26 +231,7 @@ fn guidellm(v: &Value) -> Option<Reported> {
 /// vLLM's bench it starts TTFT when its request coroutine starts and reports no lateness.
 fn sglang(v: &Value) -> Option<Reported> {
     v.get("total_output_tokens_retokenized")?;
-    let s = |m: &str| {
-        let ms = |stat: &str| f(v, &format!("{stat}_{m}_ms")).map(|x| x * 1e-3);
-        let s = Summary {
-            mean_s: ms("mean"),
-            p50_s: ms("median"),
-            p90_s: ms("p90"),
-            p99_s: ms("p99"),
-        };
-        (!s.is_empty()).then_some(s)
-    };
-    Some(Reported {
-        tool: "SGLang bench_serving".into(),
-        completed: v.get("completed").and_then(Value::as_u64),
-        requests_per_s: f(v, "request_throughput"),
-        ttft: s("ttft"),
-        itl: s("itl"),
-        tpot: s("tpot"),
-        e2e: s("e2e_latency"),
-        ..Reported::default()
-    })
+    Some(millisecond_keys(v, "SGLang bench_serving", "e2e_latency"))
 }
 
 /// `vllm bench serve --save-result`: milliseconds, `{mean,median,p90,p99}_{metric}_ms`.
@@ -258,6 +239,12 @@ fn vllm(v: &Value) -> Option<Reported> {
     if v.get("mean_ttft_ms").is_none() && v.get("median_ttft_ms").is_none() {
         return None;
     }
+    Some(millisecond_keys(v, "vllm bench serve", "e2el"))
+}
+
+/// The flat `{mean,median,p90,p99}_{metric}_ms` keys vLLM's bench writes and SGLang's
+/// borrowed, their end-to-end latency named `e2e`.
+fn millisecond_keys(v: &Value, tool: &str, e2e: &str) -> Reported {
     let s = |m: &str| {
         let ms = |stat: &str| f(v, &format!("{stat}_{m}_ms")).map(|x| x * 1e-3);
         let s = Summary {
@@ -268,16 +255,16 @@ fn vllm(v: &Value) -> Option<Reported> {
         };
         (!s.is_empty()).then_some(s)
     };
-    Some(Reported {
-        tool: "vllm bench serve".into(),
+    Reported {
+        tool: tool.into(),
         completed: v.get("completed").and_then(Value::as_u64),
         requests_per_s: f(v, "request_throughput"),
         ttft: s("ttft"),
         itl: s("itl"),
         tpot: s("tpot"),
-        e2e: s("e2el"),
+        e2e: s(e2e),
         ..Reported::default()
-    })
+    }
 }
 
 /// heisenbench's own `run --out` report: TTFT and E2E from the intended send.
