@@ -50,6 +50,7 @@ pub mod compare;
 pub mod error;
 mod fft;
 pub mod gig1;
+pub mod layout;
 pub mod limits;
 pub mod lindley;
 pub mod metrics;

@@ -39,6 +39,10 @@ pub enum Arrivals {
         /// JSONL, Azure's CSV); empty: drawn from the workload's lengths.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         lengths: Vec<[u32; 2]>,
+        /// Each request's prefix blocks, when the trace names them (mooncake's `hash_ids`):
+        /// requests that name the same block send the same tokens there.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        blocks: Option<TraceBlocks>,
     },
     /// `users` concurrent users, each sending its next request `think_s` after the last
     /// one finished.
@@ -178,7 +182,11 @@ impl Arrivals {
             Self::Trace {
                 send_times_s,
                 lengths,
+                blocks,
             } => {
+                if let Some(b) = blocks {
+                    b.validate(send_times_s.len())?;
+                }
                 if !lengths.is_empty() && lengths.len() != send_times_s.len() {
                     return Err(ModelError::invalid(
                         "workload.arrivals.lengths",
@@ -704,6 +712,69 @@ pub struct Trace {
     pub send_times_s: Vec<f64>,
     /// Each request's prompt and output tokens (empty: the trace gives none).
     pub lengths: Vec<[u32; 2]>,
+    /// Each request's prefix blocks, when the trace names them.
+    pub blocks: Option<TraceBlocks>,
+}
+
+/// A trace's prefix blocks: request i's prompt begins with the blocks `hash_ids[i]` names,
+/// `block_tokens` each, in order; two requests that name a block send the same tokens in
+/// it (a block's hash covers everything before it too, as mooncake's do, so equal ids
+/// come after equal prefixes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceBlocks {
+    /// Tokens per block (mooncake's traces: 512).
+    pub block_tokens: u32,
+    /// Each request's block ids, in the order of its prompt.
+    pub hash_ids: Vec<Vec<u64>>,
+}
+
+/// The block size of mooncake's published traces.
+pub const MOONCAKE_BLOCK_TOKENS: u32 = 512;
+
+impl TraceBlocks {
+    /// The share of the prompt tokens of `lengths` (the trace's, request by request) that
+    /// lie in a block some earlier request named: what a cache that never evicts could
+    /// serve, the trace's designed reuse. Blocks are cut by each prompt's length as
+    /// [`crate::layout::PromptLayout`] cuts them.
+    pub fn reused_share(&self, lengths: &[[u32; 2]]) -> f64 {
+        let mut seen = std::collections::HashSet::new();
+        let (mut reused, mut total) = (0u64, 0u64);
+        for (ids, [input, _]) in self.hash_ids.iter().zip(lengths) {
+            total += u64::from(*input);
+            let mut left = *input;
+            for id in ids {
+                let tokens = left.min(self.block_tokens);
+                if !seen.insert(*id) {
+                    reused += u64::from(tokens);
+                }
+                left -= tokens;
+            }
+        }
+        if total == 0 {
+            0.0
+        } else {
+            reused as f64 / total as f64
+        }
+    }
+
+    fn validate(&self, requests: usize) -> Result<()> {
+        if self.block_tokens == 0 || self.block_tokens > 1_000_000 {
+            return Err(ModelError::invalid(
+                "workload.arrivals.blocks.block_tokens",
+                self.block_tokens,
+                "must be between 1 and 1,000,000",
+            ));
+        }
+        if self.hash_ids.len() != requests {
+            return Err(ModelError::invalid(
+                "workload.arrivals.blocks.hash_ids",
+                self.hash_ids.len(),
+                "a trace's block lists must number its send times",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A trace from a file's text, in one of three formats, told by its first line:
@@ -711,7 +782,8 @@ pub struct Trace {
 /// - send times, one per line, seconds from the start (blank lines and `#` comments
 ///   skipped);
 /// - mooncake's JSONL, one request per line: `timestamp` (milliseconds), `input_length`,
-///   `output_length` (other members, such as `hash_ids`, are read past);
+///   `output_length` and, when given, `hash_ids` (its prefix blocks of
+///   [`MOONCAKE_BLOCK_TOKENS`]; other members are read past);
 /// - Azure's LLM inference CSV: a `TIMESTAMP,ContextTokens,GeneratedTokens` header (in any
 ///   order), then one request per line, its time as `2023-11-16 18:15:46.6805900`.
 ///
@@ -729,10 +801,18 @@ pub fn parse_trace(text: &str) -> std::result::Result<Trace, (usize, String)> {
     let rest = std::iter::once((first_no, first)).chain(lines);
     let mut trace = Trace::default();
     if first.starts_with('{') {
+        let mut hash_ids = Vec::new();
         for (no, line) in rest {
-            let (t, input, output) = mooncake_line(line).map_err(|e| (no, e))?;
-            trace.send_times_s.push(t);
-            trace.lengths.push([input, output]);
+            let l = mooncake_line(line).map_err(|e| (no, e))?;
+            trace.send_times_s.push(l.timestamp * 1e-3);
+            trace.lengths.push([l.input_length, l.output_length]);
+            hash_ids.push(l.hash_ids);
+        }
+        if hash_ids.iter().any(|h| !h.is_empty()) {
+            trace.blocks = Some(TraceBlocks {
+                block_tokens: MOONCAKE_BLOCK_TOKENS,
+                hash_ids,
+            });
         }
     } else if first.to_ascii_lowercase().contains("timestamp") {
         let columns: Vec<String> = first
@@ -783,21 +863,25 @@ pub fn parse_trace(text: &str) -> std::result::Result<Trace, (usize, String)> {
     Ok(trace)
 }
 
-/// One line of mooncake's JSONL: (seconds, input tokens, output tokens).
-fn mooncake_line(line: &str) -> std::result::Result<(f64, u32, u32), String> {
-    #[derive(Deserialize)]
-    struct Line {
-        timestamp: f64,
-        input_length: u32,
-        output_length: u32,
-    }
-    let l: Line = serde_json::from_str(line).map_err(|e| {
+/// One request of mooncake's JSONL.
+#[derive(Deserialize)]
+struct MooncakeLine {
+    /// Milliseconds.
+    timestamp: f64,
+    input_length: u32,
+    output_length: u32,
+    #[serde(default)]
+    hash_ids: Vec<u64>,
+}
+
+fn mooncake_line(line: &str) -> std::result::Result<MooncakeLine, String> {
+    let l: MooncakeLine = serde_json::from_str(line).map_err(|e| {
         format!("not a mooncake request (timestamp, input_length, output_length): {e}")
     })?;
     if !l.timestamp.is_finite() {
         return Err(format!("timestamp {} is not a time", l.timestamp));
     }
-    Ok((l.timestamp * 1e-3, l.input_length, l.output_length))
+    Ok(l)
 }
 
 /// Seconds since 1970-01-01 of an Azure trace's `YYYY-MM-DD hh:mm:ss[.fraction]`.
@@ -891,6 +975,7 @@ impl Workload {
             self.arrivals = Arrivals::Trace {
                 send_times_s: trace.send_times_s.clone(),
                 lengths: trace.lengths.clone(),
+                blocks: trace.blocks.clone(),
             };
         }
         if let Some(seconds) = f.duration_s {
@@ -1079,6 +1164,7 @@ mod tests {
         assert_eq!(w.arrivals, Arrivals::Constant { rate_per_s: 50.0 });
         // A trace sets the count, unless a stop is given too.
         let trace = Some(Trace {
+            blocks: None,
             send_times_s: vec![0.0, 0.1, 0.3],
             lengths: Vec::new(),
         });
@@ -1128,6 +1214,22 @@ mod tests {
         let m = parse_trace(mooncake).unwrap();
         assert_eq!(m.send_times_s, vec![0.0, 0.5]);
         assert_eq!(m.lengths, vec![[6955, 52], [12, 3]]);
+        assert_eq!(
+            m.blocks,
+            Some(TraceBlocks {
+                block_tokens: 512,
+                hash_ids: vec![vec![0, 1], vec![]]
+            })
+        );
+        // Request 2's prompt: 600 of its 1000 tokens in block 1, which request 1 named.
+        let reuse = TraceBlocks {
+            block_tokens: 600,
+            hash_ids: vec![vec![1], vec![1, 2]],
+        };
+        assert!((reuse.reused_share(&[[100, 1], [1000, 1]]) - 600.0 / 1100.0).abs() < 1e-12);
+        let no_blocks =
+            parse_trace("{\"timestamp\": 3, \"input_length\": 2, \"output_length\": 1}\n");
+        assert_eq!(no_blocks.unwrap().blocks, None);
 
         let azure = "TIMESTAMP,ContextTokens,GeneratedTokens\n\
                      2023-11-16 18:15:46.6805900,374,44\n\
@@ -1193,6 +1295,7 @@ mod tests {
             prefix: None,
         };
         let trace = Trace {
+            blocks: None,
             send_times_s: vec![0.0, 1.0],
             lengths: vec![[100, 5], [7, 9]],
         };
@@ -1220,6 +1323,7 @@ mod tests {
                 arrivals: Arrivals::Trace {
                     send_times_s: vec![0.0, 1.0],
                     lengths,
+                    blocks: None,
                 },
                 ..w.clone()
             };

@@ -239,6 +239,7 @@ mod tests {
                 Arrivals::Trace {
                     send_times_s: (0..20).map(f64::from).collect(),
                     lengths: Vec::new(),
+                    blocks: None,
                 },
                 Stop::Count { requests: 31 },
             ),

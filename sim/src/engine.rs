@@ -10,9 +10,9 @@
 
 use std::collections::VecDeque;
 
+use heisenbench_model::layout::PromptLayout;
 use heisenbench_model::metrics::{Convention, Marks, Origin};
 use heisenbench_model::prefix_cache::PrefixCache;
-use heisenbench_model::scenario::GroupSampler;
 use heisenbench_model::scenario::{Arrivals, Policy, Stamp, Stop};
 use heisenbench_model::schedule::{Planned, Schedule, UserShapes, user_shapes};
 use heisenbench_model::slo::Judged;
@@ -137,7 +137,7 @@ pub struct Simulation {
     /// The server's prefix cache, when its law has one, and the draw of a request's
     /// shared prefix.
     prefix_cache: Option<PrefixCache>,
-    groups: Option<GroupSampler>,
+    layout: PromptLayout,
     rng_server: SimRng,
     rng_client: SimRng,
     rng_policy: SimRng,
@@ -191,7 +191,7 @@ impl Simulation {
                 _ => Vec::new(),
             },
             prefix_cache: sc.server.prefix_cache.map(PrefixCache::new),
-            groups: sc.workload.prefix.map(|p| p.sampler()),
+            layout: PromptLayout::new(&sc.workload),
             rng_server: stream(seed, purpose::SERVER),
             rng_client: stream(seed, purpose::CLIENT),
             rng_policy: stream(seed, purpose::POLICY),
@@ -365,7 +365,7 @@ impl Simulation {
             }
         };
         // A shared prefix is part of the prompt the server prefills.
-        let input = input.saturating_add(self.sc.workload.prefix.map_or(0, |p| p.tokens));
+        let input = self.layout.total(input);
         let worker = self.assign();
         self.next_serial += 1;
         let r = self.alloc(Req {
@@ -582,21 +582,15 @@ impl Simulation {
     }
 
     /// The prompt tokens of request `r` the server's prefix cache serves (0 without one):
-    /// its shared prefix's tokens are named by its group, as the live generator's prompts
-    /// repeat a group's words, and its own by its index, so no two requests share them.
+    /// its tokens named by the workload's prompt layout, as the live generator's words are
+    /// drawn from it, so requests share tokens here exactly when they share words there.
     fn cached_tokens(&mut self, r: u32) -> u32 {
         let Some(cache) = &mut self.prefix_cache else {
             return 0;
         };
         let req = &self.reqs[r as usize];
-        let (prefix, group) = match (self.sc.workload.prefix, &self.groups) {
-            (Some(p), Some(g)) => (p.tokens, g.group_of(self.sc.seed, req.index)),
-            _ => (0, 0),
-        };
-        let own = req.input - prefix;
-        let tokens = (0..prefix)
-            .map(|k| (u64::from(group) << 32) | u64::from(k))
-            .chain((0..own).map(|k| (1 << 63) | (req.index << 24) | u64::from(k)));
+        let own = req.input - (self.layout.total(0));
+        let tokens = self.layout.token_names(self.sc.seed, req.index, own);
         let blocks = cache.law().block_hashes(tokens);
         let found = cache.admit(req.input, &blocks);
         self.counts.prefix_cache_queried_tokens += u64::from(req.input);

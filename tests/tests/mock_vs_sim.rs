@@ -44,6 +44,7 @@ fn simulated(cfg: &MockConfig) -> Vec<Vec<u64>> {
             arrivals: Arrivals::Trace {
                 send_times_s: sends.iter().map(|t| *t as f64 / 1e3).collect(),
                 lengths: Vec::new(),
+                blocks: None,
             },
             stop: Stop::Count { requests: REQUESTS },
             input_tokens: Lengths::Fixed {

@@ -159,3 +159,67 @@ fn the_ttft_under_the_cache_agrees_in_the_three_views() {
         measured * 1e3
     );
 }
+
+/// A mooncake trace's prefix blocks, replayed live against the mock's cache and simulated
+/// against the same law, against a count made by hand. Every request begins with block 0,
+/// then one of three blocks (by its index modulo 3), then a block of its own: with a cache
+/// too large to evict, request i finds block 0 if i >= 1 and its second block if i >= 3,
+/// 512 tokens each, and never its own.
+#[test]
+fn a_traces_prefix_blocks_are_shared_in_the_mock_and_the_simulator() {
+    use heisenbench_model::scenario::{WorkloadFlags, parse_trace};
+    const N: u64 = 30;
+    let text: String = (0..N)
+        .map(|i| {
+            format!(
+                "{{\"timestamp\": {}, \"input_length\": 1300, \"output_length\": 2, \"hash_ids\": [0, {}, {}]}}\n",
+                1000 + 5 * i,
+                1 + i % 3,
+                10 + i
+            )
+        })
+        .collect();
+    let mut workload = workload();
+    workload.prefix = None;
+    workload
+        .apply(&WorkloadFlags {
+            trace: Some(parse_trace(&text).unwrap()),
+            ..WorkloadFlags::default()
+        })
+        .unwrap();
+    let mock_cfg = MockConfig {
+        port: 0,
+        max_num_seqs: 10_000,
+        enable_kvcache: true,
+        kv_cache_size: 10_000,
+        block_size: 16,
+        max_model_len: 4096,
+        ..MockConfig::default()
+    };
+    let law = mock_cfg.law();
+    let m = MockServer::start(mock_cfg).unwrap();
+    let cfg = RunConfig {
+        seed: 5,
+        timeout_s: Some(10.0),
+        ..RunConfig::streaming("blocks", workload.clone(), &m.url(), "heisenbench-mock")
+    };
+    let live = run(&cfg, &RunOptions::default()).unwrap();
+    m.shutdown();
+    assert_eq!(live.accounting.completed, N, "{:?}", live.accounting);
+    let sc = SimScenario {
+        name: "blocks".into(),
+        seed: 5,
+        workload,
+        client: serde_json::from_str::<ClientModel>(r#"{"workers": 1, "costs": {}}"#).unwrap(),
+        server: law,
+        slo: None,
+    };
+    sc.validate().unwrap();
+    let sim = Simulation::new(sc).run();
+
+    let by_hand = 512 * (N - 1) + 512 * (N - 3);
+    assert_eq!(live.prefix_cache.prompt_tokens, 1300 * N);
+    assert_eq!(sim.counts.prefix_cache_queried_tokens, 1300 * N);
+    assert_eq!(live.prefix_cache.cached_tokens, by_hand);
+    assert_eq!(sim.counts.prefix_cache_cached_tokens, by_hand);
+}

@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 use std::path::Path;
 
+use heisenbench_model::scenario::Arrivals;
 use heisenbench_model::units::format_seconds;
 
 use super::result::{Goodput, RunReport};
@@ -309,6 +310,21 @@ impl RunReport {
                 pre.tokens,
                 pre.popularity,
                 100.0 * share
+            )?;
+        }
+        if let Arrivals::Trace {
+            blocks: Some(b),
+            lengths,
+            ..
+        } = &r.config.workload.arrivals
+        {
+            let distinct: std::collections::HashSet<&u64> = b.hash_ids.iter().flatten().collect();
+            writeln!(
+                out,
+                "  trace prefix blocks: {} distinct of {} tokens; {:.1} % of prompt tokens lie in a block an earlier request named (what a cache that never evicts could serve)",
+                distinct.len(),
+                b.block_tokens,
+                100.0 * b.reused_share(lengths)
             )?;
         }
         if let Some(g) = &r.goodput {

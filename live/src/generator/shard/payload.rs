@@ -1,49 +1,48 @@
 //! A request's body, made before its send is due: the prompt (the run's words, its
 //! shared prefix) and the JSON around it.
 
-use heisenbench_model::scenario::GroupSampler;
+use heisenbench_model::layout::{PromptLayout, PromptPart};
 use heisenbench_model::schedule::Planned;
 
 use super::super::config::{ApiKind, RunConfig};
 use crate::openai::prompt::PromptContent;
 
-/// How a shard makes its requests' prompts: the run's prompts and, with shared prefixes,
-/// which prefix each request draws.
+/// How a shard makes its requests' prompts: the run's prompts laid out by the workload
+/// (a shared prefix, a trace's prefix blocks, each request's own words).
 pub(super) struct PromptMaker {
-    /// Tokens in each shared prefix, and the draw of a request's group.
-    prefix: Option<(u32, GroupSampler)>,
+    layout: PromptLayout,
 }
 
 impl PromptMaker {
     pub(super) fn new(cfg: &RunConfig) -> Self {
         Self {
-            prefix: cfg.workload.prefix.map(|p| (p.tokens, p.sampler())),
+            layout: PromptLayout::new(&cfg.workload),
         }
     }
 
     /// The prompt tokens of request `p`: its shared prefix's and its own.
     pub(super) fn tokens(&self, p: &Planned) -> u32 {
-        p.input_tokens
-            .saturating_add(self.prefix.as_ref().map_or(0, |(t, _)| *t))
+        self.layout.total(p.input_tokens)
     }
 
-    /// The prompt of request `p`: its group's prefix (the same words for every request of
-    /// the group), then its own words.
+    /// The prompt of request `p`: each shared part the same words for every request that
+    /// shares it (drawn from the part's key), then its own words.
     pub(super) fn prompt(&self, cfg: &RunConfig, p: &Planned) -> String {
-        let own = cfg.prompts.text(p.input_tokens, cfg.seed, p.index);
-        let Some((tokens, groups)) = &self.prefix else {
-            return own;
-        };
-        if cfg.prompts.content == PromptContent::Repeated {
+        if self.layout.is_plain() || cfg.prompts.content == PromptContent::Repeated {
             return cfg.prompts.text(self.tokens(p), cfg.seed, p.index);
         }
-        let group = groups.group_of(cfg.seed, p.index);
-        let mut text = cfg
-            .prompts
-            .text(*tokens, cfg.seed ^ PREFIX_SEED, u64::from(group));
-        if !own.is_empty() {
-            text.push(' ');
-            text.push_str(&own);
+        let mut text = String::new();
+        for part in self.layout.parts(cfg.seed, p.index, p.input_tokens) {
+            let words = match part {
+                PromptPart::Shared { key, tokens } => {
+                    cfg.prompts.text(tokens, cfg.seed ^ PREFIX_SEED, key)
+                }
+                PromptPart::Own { tokens } => cfg.prompts.text(tokens, cfg.seed, p.index),
+            };
+            if !text.is_empty() && !words.is_empty() {
+                text.push(' ');
+            }
+            text.push_str(&words);
         }
         text
     }
