@@ -92,6 +92,7 @@ fn a_killed_shard_is_reported_and_its_requests_lost() {
                 input_tokens: Lengths::Fixed { tokens: 4 },
                 output_tokens: Lengths::Fixed { tokens: 5 },
                 prefix: None,
+                dataset: None,
             },
             &mock.url(),
             &MockConfig::default().model,

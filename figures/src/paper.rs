@@ -251,6 +251,7 @@ pub fn timeline() -> Result<Timeline, ExperimentError> {
             input_tokens: Lengths::Fixed { tokens: 8 },
             output_tokens: Lengths::Fixed { tokens: 6 },
             prefix: None,
+            dataset: None,
         },
         client: heisenbench_model::scenario::ClientModel {
             workers,

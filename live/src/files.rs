@@ -17,6 +17,8 @@ pub enum FileKind {
     Config,
     /// A trace of send times.
     Trace,
+    /// A dataset of prompts.
+    Dataset,
     /// A report or result heisenbench wrote, or a client's results read by an audit.
     Report,
     /// A stored calibration.
@@ -33,6 +35,7 @@ impl FileKind {
         match self {
             Self::Config | Self::Calibration => limits::MAX_CONFIG_FILE_BYTES,
             Self::Trace => limits::MAX_TRACE_FILE_BYTES,
+            Self::Dataset => limits::MAX_DATASET_FILE_BYTES,
             Self::Report => limits::MAX_REPORT_FILE_BYTES,
             Self::Tokenizer => limits::MAX_TOKENIZER_FILE_BYTES,
             Self::Certificates => limits::MAX_CERTIFICATE_FILE_BYTES,
@@ -43,6 +46,7 @@ impl FileKind {
         match self {
             Self::Config => "config",
             Self::Trace => "trace",
+            Self::Dataset => "dataset",
             Self::Report => "report",
             Self::Calibration => "calibration",
             Self::Tokenizer => "tokenizer",

@@ -26,6 +26,7 @@ fn cfg(url: &str, shards: u32, requests: u64) -> RunConfig {
                 input_tokens: Lengths::Uniform { min: 1, max: 40 },
                 output_tokens: Lengths::Uniform { min: 1, max: 30 },
                 prefix: None,
+                dataset: None,
             },
             url,
             "heisenbench-mock",

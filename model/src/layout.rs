@@ -44,6 +44,9 @@ const BLOCK_KEY: u64 = 1 << 63;
 pub struct PromptLayout {
     prefix: Option<(u32, GroupSampler)>,
     blocks: Option<TraceBlocks>,
+    /// A dataset's pool size: a request's own tokens are its entry's, shared with every
+    /// request that takes the same entry.
+    dataset_entries: Option<u64>,
 }
 
 impl PromptLayout {
@@ -55,6 +58,11 @@ impl PromptLayout {
                 Arrivals::Trace { blocks, .. } => blocks.clone(),
                 _ => None,
             },
+            dataset_entries: workload
+                .dataset
+                .as_ref()
+                .map(|d| d.entries.len() as u64)
+                .filter(|n| *n > 0),
         }
     }
 
@@ -105,7 +113,8 @@ impl PromptLayout {
 
     /// The names of request `index`'s prompt tokens, for a prefix cache: token `k` of a
     /// shared part named by its key and `k`, an own token by the request's index and its
-    /// place, so no two requests share an own token.
+    /// place, so no two requests share an own token (with a dataset, by its entry's: two
+    /// requests of one entry send the same prompt).
     pub fn token_names(&self, seed: u64, index: u64, input: u32) -> Vec<u64> {
         let mut names = Vec::with_capacity(self.total(input) as usize);
         let mut own_at = 0u64;
@@ -115,7 +124,10 @@ impl PromptLayout {
                     names.extend((0..u64::from(tokens)).map(|k| mix(key, k)));
                 }
                 PromptPart::Own { tokens } => {
-                    let base = mix(index, u64::MAX);
+                    let base = match self.dataset_entries {
+                        Some(n) => mix(index % n, DATASET_SALT),
+                        None => mix(index, u64::MAX),
+                    };
                     names.extend((0..u64::from(tokens)).map(|k| mix(base, own_at + k)));
                     own_at += u64::from(tokens);
                 }
@@ -124,6 +136,9 @@ impl PromptLayout {
         names
     }
 }
+
+/// Tells a dataset entry's own tokens from a request's.
+const DATASET_SALT: u64 = 0x6461_7461_7365_7401;
 
 /// A SplitMix64 finaliser of `(a, b)`: distinct pairs get distinct names with odds of a
 /// collision near 2^-64.
@@ -153,6 +168,7 @@ mod tests {
             input_tokens: Lengths::Fixed { tokens: 1 },
             output_tokens: Lengths::Fixed { tokens: 1 },
             prefix: None,
+            dataset: None,
         }
     }
 

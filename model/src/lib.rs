@@ -47,6 +47,7 @@
 pub mod batch;
 mod burst;
 pub mod compare;
+pub mod dataset;
 pub mod error;
 mod fft;
 pub mod gig1;

@@ -69,6 +69,8 @@ pub const MAX_MODEL_LIST_BYTES: usize = 16 << 20;
 pub const MAX_CONFIG_FILE_BYTES: u64 = 16 << 20;
 /// A trace of send times, one per line (about 50 million lines).
 pub const MAX_TRACE_FILE_BYTES: u64 = 512 << 20;
+/// Largest dataset file of prompts read (ShareGPT's cleaned set is about 640 MiB).
+pub const MAX_DATASET_FILE_BYTES: u64 = 2 << 30;
 /// A report or result heisenbench wrote (`run`, a shard's result, `sim`, `audit`, figure
 /// data), or a client's own results file read by an audit.
 pub const MAX_REPORT_FILE_BYTES: u64 = 256 << 20;

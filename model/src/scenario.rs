@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::Dataset;
 use crate::error::{ModelError, Result};
 use crate::service::Service;
 
@@ -455,6 +456,10 @@ pub struct Workload {
     /// its prefix. None: every prompt is its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<SharedPrefix>,
+    /// Prompts from a dataset file: each request's prompt (and, where the dataset gives
+    /// it, output length) is a drawn entry's, not `input_tokens`'s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<Dataset>,
 }
 
 /// Shared prompt prefixes: `groups` prefixes of `tokens` tokens, each request's drawn by
@@ -593,7 +598,45 @@ impl Workload {
             Arrivals::Trace { lengths, .. } if !lengths.is_empty() => {
                 lengths.iter().map(|l| l[0]).max().unwrap_or(1)
             }
-            _ => self.input_tokens.likely_max(),
+            _ => match &self.dataset {
+                Some(d) if !d.entries.is_empty() => {
+                    d.entries.iter().map(|e| e[0]).max().unwrap_or(1)
+                }
+                _ => self.input_tokens.likely_max(),
+            },
+        }
+    }
+
+    /// Request `index`'s prompt and output tokens, given the ones drawn for it: a trace's
+    /// lengths when it carries them, else a dataset entry's prompt (and its output, where
+    /// it gives one and it is asked for), else the drawn ones. The schedule and every
+    /// closed-loop user (in `sim` and `run`) take a request's lengths from here.
+    pub fn lengths_of(&self, index: u64, drawn: (u32, u32)) -> (u32, u32) {
+        if let Arrivals::Trace { lengths, .. } = &self.arrivals
+            && let Some([i, o]) = lengths.get(index as usize)
+        {
+            return (*i, *o);
+        }
+        match self.dataset.as_ref().and_then(|d| d.lengths_of(index)) {
+            Some((input, output)) => (input, output.unwrap_or(drawn.1)),
+            None => drawn,
+        }
+    }
+
+    /// The mean prompt and output tokens of a request: of a trace's lengths or a dataset's
+    /// drawn entries where they give them, else of the workload's distributions.
+    pub fn mean_tokens(&self) -> (f64, f64) {
+        let drawn = (self.input_tokens.mean(), self.output_tokens.mean());
+        if let Arrivals::Trace { lengths, .. } = &self.arrivals
+            && !lengths.is_empty()
+        {
+            let n = lengths.len() as f64;
+            let sum = |k: usize| lengths.iter().map(|l| f64::from(l[k])).sum::<f64>() / n;
+            return (sum(0), sum(1));
+        }
+        match self.dataset.as_ref().and_then(Dataset::mean_lengths) {
+            Some((input, output)) => (input, output.unwrap_or(drawn.1)),
+            None => drawn,
         }
     }
 
@@ -630,6 +673,27 @@ impl Workload {
         self.arrivals.validate()?;
         if let Some(p) = &self.prefix {
             p.validate()?;
+        }
+        if let Some(d) = &self.dataset {
+            d.validate()?;
+            if self.prefix.is_some() {
+                return Err(ModelError::invalid(
+                    "workload.dataset",
+                    d.path.display(),
+                    "a dataset gives whole prompts: it takes no shared prefixes",
+                ));
+            }
+            if let Arrivals::Trace {
+                lengths, blocks, ..
+            } = &self.arrivals
+                && (!lengths.is_empty() || blocks.is_some())
+            {
+                return Err(ModelError::invalid(
+                    "workload.dataset",
+                    d.path.display(),
+                    "the trace gives each request's lengths: a dataset cannot give them too",
+                ));
+            }
         }
         self.validate_stop()?;
         if let Some(n) = self.expected_requests()
@@ -939,6 +1003,8 @@ pub struct WorkloadFlags {
     pub prefix_tokens: Option<u32>,
     /// Shared prefixes: how often each is drawn.
     pub prefix_popularity: Option<Popularity>,
+    /// Prompts from a dataset file (its entries are read later, where files are read).
+    pub dataset: Option<Dataset>,
 }
 
 impl Workload {
@@ -993,6 +1059,22 @@ impl Workload {
                 "given",
                 "the trace gives each request's lengths",
             ));
+        }
+        if let Some(d) = &f.dataset {
+            self.dataset = Some(d.clone());
+        }
+        if let Some(d) = &mut self.dataset {
+            if f.input_tokens.is_some() {
+                return Err(ModelError::invalid(
+                    "--prompt-tokens",
+                    "given",
+                    "the dataset gives each request's prompt (--dataset-min-tokens and --dataset-max-tokens filter its lengths)",
+                ));
+            }
+            if f.output_tokens.is_some() {
+                // Asked for by name: the given lengths, not the dataset's.
+                d.outputs_from_dataset = false;
+            }
         }
         if let Some(l) = f.input_tokens {
             self.input_tokens = l;
@@ -1140,6 +1222,7 @@ mod tests {
             input_tokens: Lengths::Fixed { tokens: 8 },
             output_tokens: Lengths::Fixed { tokens: 4 },
             prefix: None,
+            dataset: None,
         };
         // A rate keeps the shape; a shape keeps the rate.
         let mut w = base.clone();
@@ -1293,6 +1376,7 @@ mod tests {
             input_tokens: Lengths::Fixed { tokens: 8 },
             output_tokens: Lengths::Fixed { tokens: 8 },
             prefix: None,
+            dataset: None,
         };
         let trace = Trace {
             blocks: None,

@@ -27,8 +27,7 @@ pub struct Planned {
 /// The open-loop schedule of a workload (Poisson, constant, gamma or trace arrivals).
 /// Closed loops have no schedule: their send times depend on the responses.
 pub struct Schedule {
-    arrivals: Arrivals,
-    stop: Stop,
+    workload: Workload,
     rng_arrivals: SimRng,
     rng_lengths: SimRng,
     gamma: Option<Gamma<f64>>,
@@ -52,8 +51,7 @@ impl Schedule {
             _ => None,
         };
         Some(Self {
-            arrivals: workload.arrivals.clone(),
-            stop: workload.stop,
+            workload: workload.clone(),
             rng_arrivals: stream(seed, purpose::ARRIVALS),
             rng_lengths: stream(seed, purpose::LENGTHS),
             gamma,
@@ -76,7 +74,7 @@ impl Schedule {
     /// Where a count-stopped schedule ends (its index past the last entry), when it is
     /// known without drawing the send times: a count of a rate, or of a trace.
     fn known_end(&self) -> Option<u64> {
-        match (&self.stop, &self.arrivals) {
+        match (&self.workload.stop, &self.workload.arrivals) {
             (Stop::Count { requests }, Arrivals::Trace { send_times_s, .. }) => {
                 Some((*requests).min(send_times_s.len() as u64))
             }
@@ -86,7 +84,7 @@ impl Schedule {
     }
 
     fn time_of(&mut self, index: u64) -> Option<u64> {
-        Some(match &self.arrivals {
+        Some(match &self.workload.arrivals {
             Arrivals::Poisson { rate_per_s } => {
                 let e: f64 = Exp1.sample(&mut self.rng_arrivals);
                 self.at_ns.saturating_add(ns_from_secs(e / rate_per_s))
@@ -111,28 +109,26 @@ impl Iterator for Schedule {
 
     fn next(&mut self) -> Option<Planned> {
         let index = self.index;
-        if let Stop::Count { requests } = self.stop
+        if let Stop::Count { requests } = self.workload.stop
             && index >= requests
         {
             return None;
         }
         let at_ns = self.time_of(index)?;
-        if let Stop::Duration { seconds } = self.stop
+        if let Stop::Duration { seconds } = self.workload.stop
             && at_ns >= ns_from_secs(seconds)
         {
             return None;
         }
         self.at_ns = at_ns;
         self.index += 1;
-        let mut input_tokens = self.input.sample(&mut self.rng_lengths);
-        let mut output_tokens = self.output.sample(&mut self.rng_lengths);
-        // A trace that carries lengths gives them (the draws above keep the stream's
-        // position the same either way).
-        if let Arrivals::Trace { lengths, .. } = &self.arrivals
-            && let Some([i, o]) = lengths.get(index as usize)
-        {
-            (input_tokens, output_tokens) = (*i, *o);
-        }
+        // A trace or a dataset may give the lengths instead (drawn all the same, so the
+        // stream's position does not depend on it).
+        let drawn = (
+            self.input.sample(&mut self.rng_lengths),
+            self.output.sample(&mut self.rng_lengths),
+        );
+        let (input_tokens, output_tokens) = self.workload.lengths_of(index, drawn);
         Some(Planned {
             index,
             at_ns,
@@ -225,6 +221,7 @@ mod tests {
                 scv: 0.5,
             },
             prefix: None,
+            dataset: None,
         }
     }
 

@@ -361,6 +361,7 @@ impl Simulation {
                 let k = &mut self.user_sent[user as usize];
                 let index = u64::from(user) + *k * users;
                 *k += 1;
+                let (i, o) = self.sc.workload.lengths_of(index, (i, o));
                 (i, o, index)
             }
         };

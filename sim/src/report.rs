@@ -308,7 +308,7 @@ impl SimReport {
 fn predict(sc: &SimScenario, observed: &Recorder) -> Option<Prediction> {
     let rate = sc.workload.arrivals.rate_per_s()?;
     let k = sc.client.workers;
-    let tokens = sc.workload.output_tokens.mean().round().max(1.0) as u32;
+    let tokens = sc.workload.mean_tokens().1.round().max(1.0) as u32;
     let mut costs = sc.client.costs.clone();
     if !sc.client.send_shares_loop {
         costs.send = None;
@@ -418,6 +418,21 @@ impl SimReport {
                 ),
             ),
         ];
+        if let Some(d) = &r.scenario.workload.dataset
+            && let Some((input, output)) = d.mean_lengths()
+        {
+            rows.push((
+                "dataset".into(),
+                format!(
+                    "{}: {} entries drawn; prompt tokens mean {input:.1}, output tokens {}",
+                    d.path.display(),
+                    d.entries.len(),
+                    output.map_or("drawn".to_string(), |o| format!(
+                        "the dataset's, mean {o:.1}"
+                    ))
+                ),
+            ));
+        }
         if c.prefix_cache_queried_tokens > 0 {
             rows.push((
                 "prefix cache".into(),

@@ -76,7 +76,7 @@ impl SimScenario {
                  duration or the count",
             );
         }
-        let tokens = self.workload.output_tokens.mean().max(0.0);
+        let tokens = self.workload.mean_tokens().1.max(0.0);
         let events = requests * (tokens + 2.0);
         if events > MAX_SIM_EVENTS {
             return too_much(
@@ -108,10 +108,11 @@ impl SimScenario {
             return None;
         };
         let server = &self.server;
-        let tokens = self.workload.output_tokens.mean().max(1.0);
+        let (input, tokens) = self.workload.mean_tokens();
+        let tokens = tokens.max(1.0);
         let latency = server.time_to_first_token_s
             + server.prefill_overhead_s
-            + server.prefill_time_per_token_s * self.workload.input_tokens.mean()
+            + server.prefill_time_per_token_s * input
             + server.inter_token_latency_s * (tokens - 1.0);
         let admitted = u64::from(server.max_num_seqs) + u64::from(server.max_waiting_queue_length);
         // Users beyond the slots and the queue are refused at once: their cycle is their
@@ -216,6 +217,7 @@ pub fn preset(name: &str, seconds: f64, seed: u64) -> Result<Vec<SimScenario>, S
         input_tokens: Lengths::Fixed { tokens: 320 },
         output_tokens: Lengths::Fixed { tokens: 200 },
         prefix: None,
+        dataset: None,
     };
     let single = ClientModel {
         workers: 1,

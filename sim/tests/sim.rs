@@ -110,6 +110,7 @@ fn single_event_client(
             input_tokens: Lengths::Fixed { tokens: 10 },
             output_tokens: Lengths::Fixed { tokens },
             prefix: None,
+            dataset: None,
         },
         client: ClientModel {
             workers: 1,

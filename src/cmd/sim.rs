@@ -70,11 +70,29 @@ fn scenarios(a: &SimFlags) -> Result<Vec<SimScenario>, Failure> {
         .as_deref()
         .map(super::read_trace)
         .transpose()?;
-    a.scenarios(text.as_deref(), trace)
+    let mut list = a
+        .scenarios(text.as_deref(), trace)
         .map_err(|e| match (&a.scenario, &text) {
             (Some(path), Some(_)) => Failure::Usage(format!("{}: {e}", path.display())),
             _ => Failure::Usage(e.to_string()),
-        })
+        })?;
+    // A dataset's entries are drawn as `run` draws them: the same file, seed and schedule
+    // give the same requests' lengths.
+    for sc in &mut list {
+        let expected = sc.workload.expected_requests();
+        if let Some(ds) = &mut sc.workload.dataset
+            && ds.entries.is_empty()
+        {
+            heisenbench_live::openai::dataset::read_dataset(
+                ds,
+                a.tokenizer.as_deref(),
+                sc.seed,
+                expected,
+            )
+            .map_err(|e| Failure::Usage(e.to_string()))?;
+        }
+    }
+    Ok(list)
 }
 
 /// Runs one scenario, with a progress line on a terminal once it takes over a second.

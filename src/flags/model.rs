@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use heisenbench_model::batch::BatchMg1;
+use heisenbench_model::dataset::{Dataset, DatasetFormat};
 use heisenbench_model::error::Result;
 use heisenbench_model::gig1::Gig1;
 use heisenbench_model::mg1::Mg1;
@@ -361,6 +362,21 @@ pub struct WorkloadArgs {
     /// Shared prefixes: how often each is drawn, uniform or zipf:S.
     #[arg(long)]
     pub prefix_popularity: Option<Popularity>,
+    /// Prompts from a dataset file: ShareGPT's JSON (the first turn is the prompt, the
+    /// reply's length the output's) or JSONL (`prompt` or `messages`, optional
+    /// `output_tokens`); entries drawn in a seeded order. --output-tokens overrides the
+    /// dataset's output lengths.
+    #[arg(long)]
+    pub dataset: Option<PathBuf>,
+    /// The dataset's format: auto (told by its first character), sharegpt or jsonl.
+    #[arg(long, default_value = "auto", requires = "dataset")]
+    pub dataset_format: DatasetFormat,
+    /// Leave out dataset entries whose prompt has fewer tokens.
+    #[arg(long, requires = "dataset", value_parser = clap::value_parser!(u32).range(1..))]
+    pub dataset_min_tokens: Option<u32>,
+    /// Leave out dataset entries whose prompt has more tokens.
+    #[arg(long, requires = "dataset", value_parser = clap::value_parser!(u32).range(1..))]
+    pub dataset_max_tokens: Option<u32>,
 }
 
 impl WorkloadArgs {
@@ -378,6 +394,11 @@ impl WorkloadArgs {
             prefix_groups: self.prefix_groups,
             prefix_tokens: self.prefix_tokens,
             prefix_popularity: self.prefix_popularity,
+            dataset: self.dataset.as_ref().map(|path| Dataset {
+                min_prompt_tokens: self.dataset_min_tokens,
+                max_prompt_tokens: self.dataset_max_tokens,
+                ..Dataset::new(path.clone(), self.dataset_format)
+            }),
         }
     }
 }

@@ -17,6 +17,7 @@ use heisenbench_live::generator::config::{
 use heisenbench_live::generator::distributed::{ShardSpec, parse_utc, utc_now_s};
 use heisenbench_live::generator::k8s::{Deployment, SecretKey};
 use heisenbench_live::generator::prepare::Pending;
+use heisenbench_live::openai::dataset::{DatasetError, read_dataset};
 use heisenbench_live::openai::prompt::{PromptContent, PromptError, Prompts};
 
 /// `heisenbench run`.
@@ -85,6 +86,9 @@ pub enum RunArgsError {
     /// The tokenizer gives no prompts.
     #[error(transparent)]
     Prompts(#[from] PromptError),
+    /// The dataset gives no prompts.
+    #[error(transparent)]
+    Dataset(#[from] DatasetError),
 }
 
 impl RunArgs {
@@ -129,7 +133,14 @@ impl RunArgs {
                 ),
                 ResolveError::Invalid(e) => e.into(),
             })?;
-        if let Some(path) = &self.tokenizer {
+        let expected = cfg.workload.expected_requests();
+        if let Some(ds) = &mut cfg.workload.dataset {
+            // A dataset's prompts are its own text: the tokenizer only counts them.
+            if let Some(path) = &self.tokenizer {
+                cfg.prompts = Prompts::counted_by(path)?;
+            }
+            cfg.prompts.dataset = read_dataset(ds, self.tokenizer.as_deref(), cfg.seed, expected)?;
+        } else if let Some(path) = &self.tokenizer {
             // A shared prefix is its own text, so counts up to the longer of the two.
             let longest = cfg
                 .workload

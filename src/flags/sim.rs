@@ -28,6 +28,10 @@ pub struct SimFlags {
     /// The workload's flags, the same as `run`'s (each overrides the file's or the preset's).
     #[command(flatten)]
     pub workload: WorkloadArgs,
+    /// Count a dataset's tokens with this Hugging Face tokenizer.json, as `run
+    /// --tokenizer` does (without it, words, as `run` counts without it).
+    #[arg(long)]
+    pub tokenizer: Option<PathBuf>,
     /// Service-level objectives, as `run`'s --slo (overrides the file's `slo`): the report
     /// gives goodput from the server's own latencies, the intended send and the actual send.
     #[arg(long, value_parser = crate::flags::run::parse_flag::<Slo>)]

@@ -37,6 +37,7 @@ fn measured() -> (RunReport, tempdir::Dir, Vec<heisenbench_live::mock::Served>) 
         input_tokens: Lengths::Uniform { min: 8, max: 64 },
         output_tokens: Lengths::Fixed { tokens: OUTPUT },
         prefix: None,
+        dataset: None,
     };
     let cfg = RunConfig {
         seed: 5,
@@ -291,6 +292,7 @@ fn the_clients_share_of_goodput_matches_the_models_wait() {
         input_tokens: Lengths::Fixed { tokens: 8 },
         output_tokens: Lengths::Fixed { tokens: 4 },
         prefix: None,
+        dataset: None,
     };
     let bound = 5.4e-3;
     let cfg = RunConfig {

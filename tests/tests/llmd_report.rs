@@ -119,6 +119,7 @@ fn a_runs_report_validates_and_broken_ones_do_not() {
         input_tokens: Lengths::Uniform { min: 8, max: 64 },
         output_tokens: Lengths::Fixed { tokens: 8 },
         prefix: None,
+        dataset: None,
     };
     let cfg = RunConfig {
         seed: 3,

@@ -52,6 +52,7 @@ fn simulated(cfg: &MockConfig) -> Vec<Vec<u64>> {
             },
             output_tokens: Lengths::Fixed { tokens: OUTPUT },
             prefix: None,
+            dataset: None,
         },
         client: ClientModel {
             workers: 1,

@@ -28,6 +28,7 @@ fn requests_past_the_bound_are_dropped_at_their_due_time() {
         input_tokens: Lengths::Fixed { tokens: 4 },
         output_tokens: Lengths::Fixed { tokens: 2 },
         prefix: None,
+        dataset: None,
     };
     let cfg = RunConfig {
         in_flight_bound: Some(4),

@@ -31,6 +31,7 @@ fn workload() -> Workload {
             tokens: 128,
             popularity: Popularity::Zipf { s: 1.0 },
         }),
+        dataset: None,
     }
 }
 

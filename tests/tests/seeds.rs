@@ -64,6 +64,7 @@ fn a_trace_with_lengths_gives_them_to_sim_and_run() {
         input_tokens: Lengths::Fixed { tokens: 1 },
         output_tokens: Lengths::Fixed { tokens: 1 },
         prefix: None,
+        dataset: None,
     };
     workload
         .apply(&WorkloadFlags {
@@ -126,4 +127,100 @@ fn a_trace_with_lengths_gives_them_to_sim_and_run() {
         "{} against {expected}",
         sim.e2e.server.mean_s
     );
+}
+
+/// A dataset drawn in `run` and in `sim` under one seed: the same requests get the same
+/// entries. A JSONL of 40 prompts of distinct random words (entry e has 20 + e words and
+/// asks for 1 + e % 5 tokens) serves 100 requests, so the pool of 40 is taken whole and
+/// then again: the mock's prefix cache finds the second round's prompts (every full block
+/// but the one holding the last token), and the simulator's cache, naming a request's
+/// tokens by its entry, finds the same; the prompt and output tokens sent match the
+/// simulator's, and the mock's usage confirms each request's prompt.
+#[test]
+fn a_dataset_gives_the_same_requests_to_sim_and_run() {
+    use heisenbench_live::generator::{RunOptions, run};
+    use heisenbench_live::mock::MockServer;
+    use heisenbench_live::mock::config::MockConfig;
+    use heisenbench_live::openai::dataset::read_dataset;
+    use heisenbench_model::dataset::{Dataset, DatasetFormat};
+    use heisenbench_model::scenario::{Arrivals, ClientModel, Lengths, Stop, Workload};
+
+    let dir = std::env::temp_dir().join(format!("hb-seeds-dataset-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("prompts.jsonl");
+    let text: String = (0..40u32)
+        .map(|e| {
+            let words: Vec<String> = (0..20 + e).map(|k| format!("w{e}x{k}")).collect();
+            format!(
+                "{{\"prompt\": \"{}\", \"output_tokens\": {}}}\n",
+                words.join(" "),
+                1 + e % 5
+            )
+        })
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    let mut workload = Workload {
+        arrivals: Arrivals::Constant { rate_per_s: 500.0 },
+        stop: Stop::Count { requests: 100 },
+        input_tokens: Lengths::Fixed { tokens: 1 },
+        output_tokens: Lengths::Fixed { tokens: 1 },
+        prefix: None,
+        dataset: Some(Dataset::new(path.clone(), DatasetFormat::Auto)),
+    };
+    let seed = 9;
+    let ds = workload.dataset.as_mut().unwrap();
+    let prompts = read_dataset(ds, None, seed, Some(100.0)).unwrap();
+    assert_eq!(ds.entries.len(), 40, "every entry, then again");
+    let sent_inputs: u64 = (0..100u64)
+        .map(|i| u64::from(ds.entries[(i % 40) as usize][0]))
+        .sum();
+    let sent_outputs: u64 = (0..100u64)
+        .map(|i| u64::from(ds.entries[(i % 40) as usize][1]))
+        .sum();
+
+    let mock_cfg = MockConfig {
+        port: 0,
+        max_num_seqs: 10_000,
+        enable_kvcache: true,
+        kv_cache_size: 10_000,
+        block_size: 16,
+        ..MockConfig::default()
+    };
+    let law = mock_cfg.law();
+    let m = MockServer::start(mock_cfg).unwrap();
+    let mut cfg = RunConfig {
+        seed,
+        timeout_s: Some(10.0),
+        ..RunConfig::streaming("dataset", workload.clone(), &m.url(), "heisenbench-mock")
+    };
+    cfg.prompts.dataset = prompts;
+    cfg.validate().unwrap();
+    cfg.check_read().unwrap();
+    let live = run(&cfg, &RunOptions::default()).unwrap();
+    m.shutdown();
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(live.accounting.completed, 100, "{:?}", live.accounting);
+    assert_eq!(live.throughput.input_tokens, sent_inputs);
+    assert_eq!(live.throughput.output_tokens, sent_outputs);
+    assert_eq!(live.prompt_tokens.mismatches, 0, "{:?}", live.prompt_tokens);
+
+    let sc = SimScenario {
+        name: "dataset".into(),
+        seed,
+        workload,
+        client: serde_json::from_str::<ClientModel>(r#"{"workers": 1, "costs": {}}"#).unwrap(),
+        server: law,
+        slo: None,
+    };
+    sc.validate().unwrap();
+    let sim = heisenbench_sim::engine::Simulation::new(sc).run();
+    assert_eq!(sim.counts.prefix_cache_queried_tokens, sent_inputs);
+    // The second round's 60 requests take entries 0..40 and 0..20 of the pool; each finds
+    // floor((n - 1) / 16) blocks of its n-token prompt.
+    let cfg_entries = &cfg.workload.dataset.as_ref().unwrap().entries;
+    let by_hand: u64 = (40..100u64)
+        .map(|i| u64::from((cfg_entries[(i % 40) as usize][0] - 1) / 16 * 16))
+        .sum();
+    assert_eq!(sim.counts.prefix_cache_cached_tokens, by_hand);
+    assert_eq!(live.prefix_cache.cached_tokens, by_hand);
 }

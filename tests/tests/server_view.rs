@@ -45,6 +45,7 @@ fn measured(rate: f64) -> (RunReport, f64) {
         input_tokens: Lengths::Fixed { tokens: 16 },
         output_tokens: Lengths::Fixed { tokens: 10 },
         prefix: None,
+        dataset: None,
     };
     let cfg = RunConfig {
         seed: 11,
@@ -157,6 +158,7 @@ fn a_slow_clients_part_of_the_split_is_its_send_lag() {
         input_tokens: Lengths::Fixed { tokens: 8 },
         output_tokens: Lengths::Fixed { tokens: 4 },
         prefix: None,
+        dataset: None,
     };
     let cfg = RunConfig {
         seed: 3,

@@ -489,6 +489,7 @@ impl Controls {
                 input_tokens: Lengths::Fixed { tokens: 8 },
                 output_tokens: Lengths::Fixed { tokens: shown },
                 prefix: None,
+                dataset: None,
             },
             client: ClientModel {
                 workers,

@@ -94,6 +94,7 @@ fn measure_one(duration_s: f64, qps: f64) -> Result<(CostPoint, u64, f64), Calib
                 input_tokens: Lengths::Fixed { tokens: 32 },
                 output_tokens: Lengths::Fixed { tokens: 200 },
                 prefix: None,
+                dataset: None,
             },
             &mock.url(),
             &MockConfig::default().model,

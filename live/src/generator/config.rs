@@ -401,6 +401,7 @@ impl RunConfig {
                 input_tokens: Lengths::Fixed { tokens: 320 },
                 output_tokens: Lengths::Fixed { tokens: 200 },
                 prefix: None,
+                dataset: None,
             },
             |f| f.workload.clone(),
         );
@@ -505,11 +506,24 @@ impl RunConfig {
             input_tokens: Lengths::Fixed { tokens: tokens.0 },
             output_tokens: Lengths::Fixed { tokens: tokens.1 },
             prefix: None,
+            dataset: None,
         };
         Self {
             timeout_s: Some(60.0),
             shards,
             ..Self::streaming(&format!("sweep stage {}", index + 1), workload, url, model)
+        }
+    }
+
+    /// Checks that nothing is left to read before the run: a dataset's prompts drawn.
+    pub fn check_read(&self) -> Result<(), ModelError> {
+        match &self.workload.dataset {
+            Some(d) if d.entries.is_empty() => Err(ModelError::Invalid {
+                name: "workload.dataset",
+                value: d.path.display().to_string(),
+                reason: "was not read: a run needs its drawn prompts",
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -538,6 +552,22 @@ impl RunConfig {
             );
         }
         self.server_metrics.validate()?;
+        if let Some(d) = &self.workload.dataset {
+            if d.entries.len() != self.prompts.dataset.len() {
+                return bad(
+                    "workload.dataset",
+                    d.path.display().to_string(),
+                    "its drawn lengths and prompts differ in number",
+                );
+            }
+            if self.prompts.content == crate::openai::prompt::PromptContent::Repeated {
+                return bad(
+                    "--prompts",
+                    "repeated".into(),
+                    "makes prompts of its own: a dataset gives them",
+                );
+            }
+        }
         if self.in_flight_bound == Some(0) {
             return bad("in_flight_bound", "0".into(), "must be >= 1");
         }

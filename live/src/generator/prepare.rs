@@ -87,5 +87,6 @@ pub fn prepare(
         reasons = why;
     }
     cfg.validate()?;
+    cfg.check_read()?;
     Ok(reasons)
 }

@@ -238,7 +238,8 @@ async fn closed_user(ctx: &Rc<Ctx>, user: u32, users: u32, think_s: f64) {
         if !go {
             return;
         }
-        let (input_tokens, output_tokens) = shapes.next().unwrap_or((1, 1));
+        let drawn = shapes.next().unwrap_or((1, 1));
+        let (input_tokens, output_tokens) = ctx.cfg.workload.lengths_of(index, drawn);
         ctx.result.borrow_mut().scheduled += 1;
         let mut p = Planned {
             index,

@@ -69,7 +69,7 @@ pub fn default_run_shards(
     };
     let (k, reasons) = cal.default_shards(
         qps,
-        workload.output_tokens.mean(),
+        workload.mean_tokens().1,
         whole_responses,
         cores,
         SHARD_BUDGET_S,

@@ -301,7 +301,7 @@ impl RunReport {
             )?,
         }
         if let Some(pre) = r.config.workload.prefix {
-            let own = r.config.workload.input_tokens.mean();
+            let own = r.config.workload.mean_tokens().0;
             let share = f64::from(pre.tokens) / (f64::from(pre.tokens) + own);
             writeln!(
                 out,
@@ -310,6 +310,26 @@ impl RunReport {
                 pre.tokens,
                 pre.popularity,
                 100.0 * share
+            )?;
+        }
+        if let Some(d) = &r.config.workload.dataset
+            && let (Some(read), Some((input, output))) = (&d.read, d.mean_lengths())
+        {
+            writeln!(
+                out,
+                "  dataset {} ({}): {} entries drawn from {} in a seeded order ({} looked at, {} left out by the length filter or for want of a reply); prompt tokens mean {:.1} ({}); output tokens {}",
+                d.path.display(),
+                read.format,
+                d.entries.len(),
+                read.in_file,
+                read.looked_at,
+                read.left_out,
+                input,
+                read.counted_by,
+                match output {
+                    Some(o) => format!("the dataset's, mean {o:.1}"),
+                    None => format!("drawn as {}", r.config.workload.output_tokens),
+                }
             )?;
         }
         if let Arrivals::Trace {

@@ -4,9 +4,11 @@
 //! * [`stream`]: what each event of a completion stream says, and how a stream ended.
 //! * `scan`: the chunk scanner, the allocation-free fast path of [`stream::interpret`].
 //! * [`prompt`]: prompts of an exact token count (a Hugging Face tokenizer file) or of words.
+//! * [`dataset`]: prompts from a dataset file (ShareGPT, JSONL), counted and drawn.
 //!
 //! Uses nothing else of this crate.
 
+pub mod dataset;
 pub mod prompt;
 mod scan;
 pub mod sse;

@@ -132,6 +132,10 @@ pub struct Prompts {
     pub special_tokens: u32,
     /// The largest count checked by encoding.
     pub checked_up_to: u32,
+    /// A dataset's drawn prompts, in the order requests take them (request i takes
+    /// entry i mod their count), when the workload has a dataset.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dataset: Vec<super::dataset::DatasetPrompt>,
 }
 
 /// The tokenizer in `path` (a Hugging Face tokenizer.json), read within its file limit.
@@ -161,6 +165,7 @@ impl Prompts {
             tokenizer: None,
             special_tokens: 0,
             checked_up_to: 0,
+            dataset: Vec::new(),
         }
     }
 
@@ -194,6 +199,7 @@ impl Prompts {
             vocabulary: Vec::new(),
             tokenizer: Some(path.to_path_buf()),
             checked_up_to: longest.max(1),
+            dataset: Vec::new(),
         };
         if content == PromptContent::Unique {
             let mut vocabulary: Vec<String> = candidates
@@ -220,6 +226,18 @@ impl Prompts {
             }
         }
         Ok(prompts)
+    }
+
+    /// Prompts that are given (a dataset's), counted by the tokenizer in `path`: its
+    /// special tokens read from it, nothing else built.
+    pub fn counted_by(path: &Path) -> Result<Self, PromptError> {
+        let tok = load_tokenizer(path)?;
+        let len = |special| tok.encode("a", special).map_or(0, |e| e.len());
+        Ok(Self {
+            tokenizer: Some(path.to_path_buf()),
+            special_tokens: u32::try_from(len(true).saturating_sub(len(false))).unwrap_or(0),
+            ..Self::words()
+        })
     }
 
     /// The words unique prompts are drawn from.
@@ -266,6 +284,16 @@ impl Prompts {
 
     /// One line for a report: what the prompts are and what a prompt's count means.
     pub fn describe(&self) -> String {
+        if !self.dataset.is_empty() {
+            let counted = match &self.tokenizer {
+                Some(p) => format!("counted by {}", p.display()),
+                None => "counted as words (exact for the embedded mock only; --tokenizer FILE for a real model)".into(),
+            };
+            return format!(
+                "prompts from a dataset ({} entries drawn in a seeded order, sent as written); prompt tokens {counted}",
+                self.dataset.len()
+            );
+        }
         let what = match self.content {
             PromptContent::Unique => format!(
                 "unique prompts (seeded random words of a {}-word vocabulary, a different prompt for every request)",

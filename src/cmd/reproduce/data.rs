@@ -166,6 +166,7 @@ fn live_config(
                 input_tokens: Lengths::Fixed { tokens: 320 },
                 output_tokens: Lengths::Fixed { tokens: 200 },
                 prefix: None,
+                dataset: None,
             },
             url,
             &MockConfig::default().model,

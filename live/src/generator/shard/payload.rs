@@ -5,6 +5,7 @@ use heisenbench_model::layout::{PromptLayout, PromptPart};
 use heisenbench_model::schedule::Planned;
 
 use super::super::config::{ApiKind, RunConfig};
+use crate::openai::dataset::DatasetPrompt;
 use crate::openai::prompt::PromptContent;
 
 /// How a shard makes its requests' prompts: the run's prompts laid out by the workload
@@ -47,8 +48,21 @@ impl PromptMaker {
         text
     }
 
-    /// The request body of `p`.
+    /// The request body of `p`: a dataset entry's prompt as written (its chat turns as
+    /// messages for a chat request), else the prompt made for it.
     pub(super) fn body(&self, cfg: &RunConfig, p: &Planned) -> Vec<u8> {
+        let pool = &cfg.prompts.dataset;
+        if !pool.is_empty() {
+            let entry = &pool[(p.index % pool.len() as u64) as usize];
+            return match (entry, cfg.api) {
+                (DatasetPrompt::Messages(m), ApiKind::Chat) => {
+                    let mut turns = Vec::with_capacity(256);
+                    let _ = serde_json::to_writer(&mut turns, m);
+                    body_with(cfg, p, Content::Messages(&turns))
+                }
+                _ => body(cfg, p, &entry.text()),
+            };
+        }
         body(cfg, p, &self.prompt(cfg, p))
     }
 }
@@ -59,19 +73,39 @@ const PREFIX_SEED: u64 = 0x7072_6566_6978_0001;
 /// The JSON body of request `p` with `prompt`, written directly (no value tree: a body is
 /// made for every request, and a prompt's words are most of it).
 pub(super) fn body(cfg: &RunConfig, p: &Planned, prompt: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(prompt.len() + 192);
+    body_with(cfg, p, Content::Text(prompt))
+}
+
+/// What a request asks about.
+enum Content<'a> {
+    /// A prompt (a chat request's one user turn).
+    Text(&'a str),
+    /// A chat request's turns, already written as a JSON array.
+    Messages(&'a [u8]),
+}
+
+fn body_with(cfg: &RunConfig, p: &Planned, content: Content<'_>) -> Vec<u8> {
+    let len = match content {
+        Content::Text(t) => t.len(),
+        Content::Messages(m) => m.len(),
+    };
+    let mut out = Vec::with_capacity(len + 192);
     // Writing JSON strings into a Vec cannot fail.
     out.extend_from_slice(b"{\"model\":");
     let _ = serde_json::to_writer(&mut out, &cfg.model);
-    match cfg.api {
-        ApiKind::Completions => {
+    match (cfg.api, content) {
+        (ApiKind::Completions, Content::Text(prompt)) => {
             out.extend_from_slice(b",\"prompt\":");
             let _ = serde_json::to_writer(&mut out, prompt);
         }
-        ApiKind::Chat => {
+        (ApiKind::Chat, Content::Text(prompt)) => {
             out.extend_from_slice(b",\"messages\":[{\"role\":\"user\",\"content\":");
             let _ = serde_json::to_writer(&mut out, prompt);
             out.extend_from_slice(b"}]");
+        }
+        (_, Content::Messages(turns)) => {
+            out.extend_from_slice(b",\"messages\":");
+            out.extend_from_slice(turns);
         }
     }
     out.extend_from_slice(b",\"max_tokens\":");
