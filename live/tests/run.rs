@@ -474,6 +474,7 @@ fn closed_loop_and_in_flight_cap() {
     c.workload.arrivals = Arrivals::Closed {
         users: 4,
         think_s: 0.0,
+        turns: 1,
     };
     let r = go(&c);
     assert_eq!(r.accounting.scheduled, 60);

@@ -47,6 +47,9 @@ pub struct PromptLayout {
     /// A dataset's pool size: a request's own tokens are its entry's, shared with every
     /// request that takes the same entry.
     dataset_entries: Option<u64>,
+    /// Closed-loop users' conversations (users, turns): a request's prompt is its
+    /// conversation's history, position by position.
+    conversations: Option<(u64, u64)>,
 }
 
 impl PromptLayout {
@@ -63,6 +66,12 @@ impl PromptLayout {
                 .as_ref()
                 .map(|d| d.entries.len() as u64)
                 .filter(|n| *n > 0),
+            conversations: match workload.arrivals {
+                Arrivals::Closed { users, turns, .. } if turns > 1 => {
+                    Some((u64::from(users), u64::from(turns)))
+                }
+                _ => None,
+            },
         }
     }
 
@@ -116,6 +125,13 @@ impl PromptLayout {
     /// place, so no two requests share an own token (with a dataset, by its entry's: two
     /// requests of one entry send the same prompt).
     pub fn token_names(&self, seed: u64, index: u64, input: u32) -> Vec<u64> {
+        if let Some((users, turns)) = self.conversations {
+            // Request k of user u (index u + k * users) is turn k mod T of its conversation
+            // k / T: the same history at the same positions as the turns before it.
+            let (user, k) = (index % users, index / users);
+            let key = mix(mix(user, k / turns), CONVERSATION_SALT);
+            return (0..u64::from(input)).map(|pos| mix(key, pos)).collect();
+        }
         let mut names = Vec::with_capacity(self.total(input) as usize);
         let mut own_at = 0u64;
         for part in self.parts(seed, index, input) {
@@ -139,6 +155,61 @@ impl PromptLayout {
 
 /// Tells a dataset entry's own tokens from a request's.
 const DATASET_SALT: u64 = 0x6461_7461_7365_7401;
+
+/// Tells a conversation's tokens from anything else's.
+const CONVERSATION_SALT: u64 = 0x636f_6e76_6572_7301;
+
+/// A closed-loop user's conversation, turn by turn: what each request asks, given the
+/// lengths drawn for its new message and its reply. The simulator and the live generator
+/// both step one for every user, so a turn's prompt tokens are the same in both (live, the
+/// history holds the server's actual replies, which `ignore_eos` makes as long as asked).
+#[derive(Debug, Clone)]
+pub struct Conversation {
+    turns: u32,
+    turn: u32,
+    history: u32,
+}
+
+/// One request of a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Turn {
+    /// Its turn, from 1.
+    pub turn: u32,
+    /// Its prompt tokens: the history's and the new message's.
+    pub input: u32,
+    /// The new message's tokens.
+    pub message: u32,
+    /// The reply's tokens asked for.
+    pub output: u32,
+}
+
+impl Conversation {
+    /// A user's conversations of `turns` turns each.
+    pub fn new(turns: u32) -> Self {
+        Self {
+            turns: turns.max(1),
+            turn: 0,
+            history: 0,
+        }
+    }
+
+    /// The next request, its new message `drawn.0` tokens and its reply `drawn.1`: the
+    /// first turn of a new conversation after the last one's last.
+    pub fn next(&mut self, drawn: (u32, u32)) -> Turn {
+        if self.turn == self.turns {
+            (self.turn, self.history) = (0, 0);
+        }
+        self.turn += 1;
+        let input = self.history.saturating_add(drawn.0);
+        self.history = input.saturating_add(drawn.1);
+        Turn {
+            turn: self.turn,
+            input,
+            message: drawn.0,
+            output: drawn.1,
+        }
+    }
+}
 
 /// A SplitMix64 finaliser of `(a, b)`: distinct pairs get distinct names with odds of a
 /// collision near 2^-64.
@@ -170,6 +241,35 @@ mod tests {
             prefix: None,
             dataset: None,
         }
+    }
+
+    #[test]
+    fn a_conversation_resends_its_history() {
+        let mut c = Conversation::new(3);
+        let turns: Vec<Turn> = [(5, 2), (4, 3), (1, 1), (6, 6)]
+            .into_iter()
+            .map(|d| c.next(d))
+            .collect();
+        let got: Vec<(u32, u32)> = turns.iter().map(|t| (t.turn, t.input)).collect();
+        // 5; 5 + 2 + 4; 11 + 3 + 1; then a new conversation.
+        assert_eq!(got, vec![(1, 5), (2, 11), (3, 15), (1, 6)]);
+
+        let mut w = trace(vec![], 1);
+        w.arrivals = Arrivals::Closed {
+            users: 2,
+            think_s: 0.0,
+            turns: 3,
+        };
+        let l = PromptLayout::new(&w);
+        // User 0's requests are indices 0, 2, 4 (one conversation), then 6 (the next).
+        let (t1, t2, t4) = (
+            l.token_names(0, 0, 5),
+            l.token_names(0, 2, 11),
+            l.token_names(0, 6, 6),
+        );
+        assert_eq!(t1[..], t2[..5], "turn 2 begins with turn 1's prompt");
+        assert_ne!(t4[0], t1[0], "a new conversation shares nothing");
+        assert_ne!(l.token_names(0, 1, 5)[0], t1[0], "nor does another user's");
     }
 
     #[test]

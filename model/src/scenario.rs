@@ -53,7 +53,21 @@ pub enum Arrivals {
         /// Think time between a response and the next request, seconds.
         #[serde(default)]
         think_s: f64,
+        /// Turns of each user's conversation (1: every request stands alone): each turn
+        /// sends the whole conversation so far, the server's replies in it, and a new user
+        /// message of the workload's prompt tokens; after the last turn a new conversation
+        /// begins.
+        #[serde(default = "one_turn", skip_serializing_if = "is_one_turn")]
+        turns: u32,
     },
+}
+
+fn one_turn() -> u32 {
+    1
+}
+
+fn is_one_turn(turns: &u32) -> bool {
+    *turns == 1
 }
 
 /// The shape of renewal inter-arrival gaps, whatever their rate: the one grammar every
@@ -232,12 +246,23 @@ impl Arrivals {
                 }
                 Ok(())
             }
-            Self::Closed { users, think_s } => {
+            Self::Closed {
+                users,
+                think_s,
+                turns,
+            } => {
                 if *users == 0 {
                     return Err(ModelError::invalid(
                         "workload.arrivals.users",
                         0,
                         "must be >= 1",
+                    ));
+                }
+                if *turns == 0 || *turns > 10_000 {
+                    return Err(ModelError::invalid(
+                        "workload.arrivals.turns",
+                        turns,
+                        "must be between 1 and 10,000",
                     ));
                 }
                 duration("workload.arrivals.think_s", *think_s)
@@ -598,6 +623,14 @@ impl Workload {
             Arrivals::Trace { lengths, .. } if !lengths.is_empty() => {
                 lengths.iter().map(|l| l[0]).max().unwrap_or(1)
             }
+            Arrivals::Closed { turns, .. } if *turns > 1 => {
+                let (i, o) = (
+                    self.input_tokens.likely_max(),
+                    self.output_tokens.likely_max(),
+                );
+                i.saturating_mul(*turns)
+                    .saturating_add(o.saturating_mul(turns - 1))
+            }
             _ => match &self.dataset {
                 Some(d) if !d.entries.is_empty() => {
                     d.entries.iter().map(|e| e[0]).max().unwrap_or(1)
@@ -623,6 +656,14 @@ impl Workload {
         }
     }
 
+    /// Turns of a closed-loop user's conversation (1 for anything else).
+    pub fn turns(&self) -> u32 {
+        match self.arrivals {
+            Arrivals::Closed { turns, .. } => turns,
+            _ => 1,
+        }
+    }
+
     /// The mean prompt and output tokens of a request: of a trace's lengths or a dataset's
     /// drawn entries where they give them, else of the workload's distributions.
     pub fn mean_tokens(&self) -> (f64, f64) {
@@ -633,6 +674,11 @@ impl Workload {
             let n = lengths.len() as f64;
             let sum = |k: usize| lengths.iter().map(|l| f64::from(l[k])).sum::<f64>() / n;
             return (sum(0), sum(1));
+        }
+        if self.turns() > 1 {
+            // Turn t re-sends t - 1 messages and replies: on average (T - 1) / 2 of each.
+            let history = f64::from(self.turns() - 1) / 2.0 * (drawn.0 + drawn.1);
+            return (drawn.0 + history, drawn.1);
         }
         match self.dataset.as_ref().and_then(Dataset::mean_lengths) {
             Some((input, output)) => (input, output.unwrap_or(drawn.1)),
@@ -673,6 +719,13 @@ impl Workload {
         self.arrivals.validate()?;
         if let Some(p) = &self.prefix {
             p.validate()?;
+        }
+        if self.turns() > 1 && (self.dataset.is_some() || self.prefix.is_some()) {
+            return Err(ModelError::invalid(
+                "workload.arrivals.turns",
+                self.turns(),
+                "a conversation's prompt is its history: it takes no dataset or shared prefix",
+            ));
         }
         if let Some(d) = &self.dataset {
             d.validate()?;
@@ -987,6 +1040,10 @@ pub struct WorkloadFlags {
     pub arrival: Option<Gaps>,
     /// A closed loop of this many users instead of a rate.
     pub users: Option<u32>,
+    /// Turns of each closed-loop user's conversation.
+    pub turns: Option<u32>,
+    /// Closed-loop users' think time, seconds.
+    pub think_s: Option<f64>,
     /// A trace: send times, and lengths when it carries them.
     pub trace: Option<Trace>,
     /// Schedule length, seconds.
@@ -1032,7 +1089,28 @@ impl Workload {
             self.arrivals = Arrivals::Closed {
                 users,
                 think_s: 0.0,
+                turns: 1,
             };
+        }
+        if let Some(t) = f.turns {
+            let Arrivals::Closed { turns, .. } = &mut self.arrivals else {
+                return Err(ModelError::invalid(
+                    "--turns",
+                    t,
+                    "conversations need a closed loop of users (--users N)",
+                ));
+            };
+            *turns = t;
+        }
+        if let Some(t) = f.think_s {
+            let Arrivals::Closed { think_s, .. } = &mut self.arrivals else {
+                return Err(ModelError::invalid(
+                    "--think-time",
+                    t,
+                    "think time needs a closed loop of users (--users N)",
+                ));
+            };
+            *think_s = t;
         }
         if let Some(trace) = &f.trace {
             self.stop = Stop::Count {

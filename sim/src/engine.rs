@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use heisenbench_model::layout::PromptLayout;
+use heisenbench_model::layout::{Conversation, PromptLayout};
 use heisenbench_model::metrics::{Convention, Marks, Origin};
 use heisenbench_model::prefix_cache::PrefixCache;
 use heisenbench_model::scenario::{Arrivals, Policy, Stamp, Stop};
@@ -65,6 +65,8 @@ enum Phase {
 
 #[derive(Debug, Clone)]
 struct Req {
+    /// Its turn in a closed-loop user's conversation, from 1 (0: not in one).
+    turn: u32,
     intended_ns: u64,
     actual_ns: u64,
     server_recv_ns: u64,
@@ -134,6 +136,8 @@ pub struct Simulation {
     user_shapes: Vec<UserShapes>,
     /// Requests each closed-loop user has sent.
     user_sent: Vec<u64>,
+    /// Each closed-loop user's conversation, when users hold conversations of turns.
+    conversations: Vec<Conversation>,
     /// The server's prefix cache, when its law has one, and the draw of a request's
     /// shared prefix.
     prefix_cache: Option<PrefixCache>,
@@ -184,6 +188,12 @@ impl Simulation {
                 Arrivals::Closed { users, .. } => (0..users)
                     .map(|u| user_shapes(&sc.workload, seed, u))
                     .collect(),
+                _ => Vec::new(),
+            },
+            conversations: match sc.workload.arrivals {
+                Arrivals::Closed { users, turns, .. } if turns > 1 => {
+                    vec![Conversation::new(turns); users as usize]
+                }
                 _ => Vec::new(),
             },
             user_sent: match sc.workload.arrivals {
@@ -348,6 +358,7 @@ impl Simulation {
 
     fn on_arrive(&mut self, now: u64, user: u32) {
         self.last_intended_ns = now;
+        let mut turn = 0;
         let (input, output, index) = match self.upcoming.take() {
             Some(p) => {
                 self.schedule_next();
@@ -362,7 +373,14 @@ impl Simulation {
                 let index = u64::from(user) + *k * users;
                 *k += 1;
                 let (i, o) = self.sc.workload.lengths_of(index, (i, o));
-                (i, o, index)
+                match self.conversations.get_mut(user as usize) {
+                    Some(c) => {
+                        let t = c.next((i, o));
+                        turn = t.turn;
+                        (t.input, t.output, index)
+                    }
+                    None => (i, o, index),
+                }
             }
         };
         // A shared prefix is part of the prompt the server prefills.
@@ -370,6 +388,7 @@ impl Simulation {
         let worker = self.assign();
         self.next_serial += 1;
         let r = self.alloc(Req {
+            turn,
             intended_ns: now,
             actual_ns: 0,
             server_recv_ns: 0,
@@ -752,6 +771,9 @@ impl Simulation {
         let actual = marks.scalars(Origin::Actual, Convention::Heisenbench);
         let server = truth.scalars(Origin::Actual, Convention::Heisenbench);
         self.tally.record(&intended, &actual, &server);
+        if req.turn > 0 {
+            self.tally.record_turn(req.turn, &intended, &server);
+        }
         if let Some(slo) = &self.sc.slo {
             // One chunk has no gap to bound.
             let gap = |ns: u64| (req.output > 1).then_some(ns as f64 * 1e-9);

@@ -69,6 +69,9 @@ pub(crate) struct Tally {
     pub slo: SloCounts,
     /// The same requests judged on the server's own latencies.
     pub slo_server: Attained,
+    /// TTFT by conversation turn (index: turn - 1), from the intended send and the
+    /// server's own.
+    pub ttft_by_turn: Vec<[Recorder; 2]>,
 }
 
 fn rec(r: &mut Recorder, s: f64) {
@@ -92,6 +95,26 @@ impl Tally {
         }
         self.parts_sum.add(&intended.ntpot_parts);
     }
+
+    pub(crate) fn record_turn(&mut self, turn: u32, intended: &Scalars, server: &Scalars) {
+        let i = turn as usize - 1;
+        if self.ttft_by_turn.len() <= i {
+            self.ttft_by_turn.resize_with(i + 1, Default::default);
+        }
+        rec(&mut self.ttft_by_turn[i][0], intended.ttft_s);
+        rec(&mut self.ttft_by_turn[i][1], server.ttft_s);
+    }
+}
+
+/// TTFT at one turn of the users' conversations.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TurnTtft {
+    /// The turn, from 1.
+    pub turn: u32,
+    /// From the intended send.
+    pub from_intended: Dist,
+    /// As the server produced it.
+    pub server: Dist,
 }
 
 /// A metric as the server produced it and as the client measured it.
@@ -187,6 +210,9 @@ pub struct SimReport {
     /// judged and never good; requests still in flight at the end are not judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput: Option<Goodput>,
+    /// TTFT by turn, when closed-loop users hold conversations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ttft_by_turn: Vec<TurnTtft>,
 }
 
 impl SimReport {
@@ -276,6 +302,16 @@ impl SimReport {
             ttft_cdf_server: t.ttft_true.cdf(50),
             ttft_cdf_from_intended: t.ttft_intended.cdf(50),
             prediction: predict(sc, &t.due_wait),
+            ttft_by_turn: t
+                .ttft_by_turn
+                .iter()
+                .enumerate()
+                .map(|(i, [intended, server])| TurnTtft {
+                    turn: i as u32 + 1,
+                    from_intended: intended.summary(),
+                    server: server.summary(),
+                })
+                .collect(),
             workers,
             goodput: sc.slo.map(|slo| {
                 let mut judged = t.slo.clone();
@@ -430,6 +466,18 @@ impl SimReport {
                     output.map_or("drawn".to_string(), |o| format!(
                         "the dataset's, mean {o:.1}"
                     ))
+                ),
+            ));
+        }
+        for t in &r.ttft_by_turn {
+            rows.push((
+                format!("TTFT turn {}", t.turn),
+                format!(
+                    "server p50 {}, from intended p50 {} p99 {} ({} requests)",
+                    format_seconds(t.server.p50_s),
+                    format_seconds(t.from_intended.p50_s),
+                    format_seconds(t.from_intended.p99_s),
+                    t.from_intended.count
                 ),
             ));
         }

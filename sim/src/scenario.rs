@@ -102,7 +102,7 @@ impl SimScenario {
     /// the server's slots and queue, who are refused at once), and the loops can finish no
     /// more than their cost allows. `None` when neither bounds it.
     fn closed_loop_requests(&self) -> Option<f64> {
-        let (Arrivals::Closed { users, think_s }, Stop::Duration { seconds }) =
+        let (Arrivals::Closed { users, think_s, .. }, Stop::Duration { seconds }) =
             (&self.workload.arrivals, self.workload.stop)
         else {
             return None;

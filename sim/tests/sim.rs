@@ -333,6 +333,7 @@ fn closed_loop_users_each_have_one_request_in_flight() {
     sc.workload.arrivals = Arrivals::Closed {
         users: 5,
         think_s: 0.001,
+        turns: 1,
     };
     sc.workload.stop = Stop::Count { requests: 300 };
     sc.server.inter_token_latency_s = 1e-4;
@@ -356,6 +357,7 @@ fn closed_loop_users_draw_the_live_generators_shapes() {
     sc.workload.arrivals = Arrivals::Closed {
         users,
         think_s: 0.0,
+        turns: 1,
     };
     sc.workload.stop = Stop::Count {
         requests: u64::from(users),

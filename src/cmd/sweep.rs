@@ -56,6 +56,7 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
             Arrivals::Closed {
                 users: load as u32,
                 think_s: 0.0,
+                turns: 1,
             }
         } else {
             Arrivals::Poisson { rate_per_s: load }

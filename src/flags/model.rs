@@ -334,6 +334,14 @@ pub struct WorkloadArgs {
     /// Closed loop with this many users instead of a rate.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_USERS)))]
     pub users: Option<u32>,
+    /// With --users: each user holds conversations of this many turns, each turn sending
+    /// the whole conversation so far (the server's replies in it) and a new message of
+    /// --prompt-tokens; the report gives the TTFT of each turn.
+    #[arg(long, requires = "users", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub turns: Option<u32>,
+    /// With --users: think time between a response and the user's next request.
+    #[arg(long, requires = "users", value_parser = Seconds::parse, allow_hyphen_values = true)]
+    pub think_time: Option<Seconds>,
     /// A trace file: send times one per line (seconds from the start), mooncake's JSONL
     /// (timestamp in ms, input_length, output_length) or Azure's LLM inference CSV
     /// (TIMESTAMP, ContextTokens, GeneratedTokens); the last two give each request's
@@ -386,6 +394,8 @@ impl WorkloadArgs {
             qps: self.qps.map(Rate::get),
             arrival: self.arrival,
             users: self.users,
+            turns: self.turns,
+            think_s: self.think_time.map(Seconds::get),
             trace,
             duration_s: self.duration.map(Seconds::get),
             requests: self.requests,

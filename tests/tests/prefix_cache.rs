@@ -224,3 +224,66 @@ fn a_traces_prefix_blocks_are_shared_in_the_mock_and_the_simulator() {
     assert_eq!(live.prefix_cache.cached_tokens, by_hand);
     assert_eq!(sim.counts.prefix_cache_cached_tokens, by_hand);
 }
+
+/// Conversations: two users, three turns each, twice over. Turn t re-sends the turns before
+/// it with the server's replies, so its prompt is 20, 48 and 76 tokens (20 a message, 8 a
+/// reply) and a prefix cache of 16-token blocks finds the previous turn's prompt: 16 tokens
+/// at turn 2, 48 at turn 3; 64 a conversation, 256 in all. The mock's cache (the replies as
+/// it wrote them) and the simulator's (the history named by position) find exactly that,
+/// and both give the TTFT of every turn.
+#[test]
+fn conversations_reuse_their_history_in_the_mock_and_the_simulator() {
+    let mut workload = workload();
+    workload.prefix = None;
+    workload.arrivals = Arrivals::Closed {
+        users: 2,
+        think_s: 0.0,
+        turns: 3,
+    };
+    workload.stop = Stop::Count { requests: 12 };
+    workload.input_tokens = Lengths::Fixed { tokens: 20 };
+    workload.output_tokens = Lengths::Fixed { tokens: 8 };
+    let mock_cfg = MockConfig {
+        port: 0,
+        max_num_seqs: 10_000,
+        enable_kvcache: true,
+        kv_cache_size: 10_000,
+        block_size: 16,
+        ..MockConfig::default()
+    };
+    let law = mock_cfg.law();
+    let m = MockServer::start(mock_cfg).unwrap();
+    let cfg = RunConfig {
+        seed: 2,
+        timeout_s: Some(10.0),
+        ..RunConfig::streaming("turns", workload.clone(), &m.url(), "heisenbench-mock")
+    };
+    let live = run(&cfg, &RunOptions::default()).unwrap();
+    m.shutdown();
+    assert_eq!(live.accounting.completed, 12, "{:?}", live.accounting);
+    let sc = SimScenario {
+        name: "turns".into(),
+        seed: 2,
+        workload,
+        client: serde_json::from_str::<ClientModel>(r#"{"workers": 1, "costs": {}}"#).unwrap(),
+        server: law,
+        slo: None,
+    };
+    sc.validate().unwrap();
+    let sim = Simulation::new(sc).run();
+
+    let prompts = 4 * (20 + 48 + 76);
+    assert_eq!(live.throughput.input_tokens, prompts);
+    assert_eq!(sim.counts.prefix_cache_queried_tokens, prompts);
+    assert_eq!(
+        live.prefix_cache.prompt_tokens, prompts,
+        "the mock counted each turn's history"
+    );
+    assert_eq!(live.prompt_tokens.mismatches, 0, "{:?}", live.prompt_tokens);
+    assert_eq!(sim.counts.prefix_cache_cached_tokens, 256);
+    assert_eq!(live.prefix_cache.cached_tokens, 256);
+    assert_eq!(live.ttft_by_turn.len(), 3);
+    assert!(live.ttft_by_turn.iter().all(|d| d.count == 4));
+    assert_eq!(sim.ttft_by_turn.len(), 3);
+    assert!(sim.ttft_by_turn.iter().all(|t| t.from_intended.count == 4));
+}

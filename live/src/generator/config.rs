@@ -552,6 +552,13 @@ impl RunConfig {
             );
         }
         self.server_metrics.validate()?;
+        if self.workload.turns() > 1 && !self.stream {
+            return bad(
+                "--turns",
+                self.workload.turns().to_string(),
+                "conversations re-send the streamed replies: drop --no-stream",
+            );
+        }
         if let Some(d) = &self.workload.dataset {
             if d.entries.len() != self.prompts.dataset.len() {
                 return bad(

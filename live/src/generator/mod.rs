@@ -600,6 +600,11 @@ pub fn report(
             from_actual: rec.ttft_actual.summary(),
         },
         ttft_after_processing: rec.ttft_processed.summary(),
+        ttft_by_turn: merged
+            .ttft_by_turn
+            .iter()
+            .map(heisenbench_model::stats::Recorder::summary)
+            .collect(),
         tpot: rec.tpot.summary(),
         itl: rec.itl.summary(),
         e2e: Origins {

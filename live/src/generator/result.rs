@@ -285,6 +285,10 @@ pub struct ShardResult {
     pub interrupted: bool,
     /// Latency recorders.
     pub recorders: Recorders,
+    /// TTFT from the intended send by conversation turn (index: turn - 1), when
+    /// closed-loop users hold conversations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ttft_by_turn: Vec<Recorder>,
     /// Output tokens counted in streams.
     pub tokens_stream: u64,
     /// Output tokens the server's usage reported.
@@ -440,6 +444,15 @@ impl ShardResult {
         *n = n.saturating_add(count);
     }
 
+    /// Notes a measured TTFT (from the intended send) at turn `turn` of a conversation.
+    pub fn record_turn(&mut self, turn: u32, ttft_ns: u64) {
+        let i = turn as usize - 1;
+        if self.ttft_by_turn.len() <= i {
+            self.ttft_by_turn.resize_with(i + 1, Recorder::default);
+        }
+        self.ttft_by_turn[i].record(ttft_ns);
+    }
+
     /// Adds `o` into `self`. Counters saturate instead of wrapping (shard files may hold
     /// anything), so a sum too large to hold shows as unbalanced accounting, never as a
     /// small, plausible number.
@@ -452,6 +465,13 @@ impl ShardResult {
         add(&mut self.not_sent, o.not_sent);
         self.interrupted |= o.interrupted;
         self.recorders.merge(&o.recorders);
+        if self.ttft_by_turn.len() < o.ttft_by_turn.len() {
+            self.ttft_by_turn
+                .resize_with(o.ttft_by_turn.len(), Recorder::default);
+        }
+        for (a, b) in self.ttft_by_turn.iter_mut().zip(&o.ttft_by_turn) {
+            a.merge(b);
+        }
         add(&mut self.tokens_stream, o.tokens_stream);
         add(&mut self.tokens_usage, o.tokens_usage);
         add(&mut self.token_mismatches, o.token_mismatches);
@@ -635,6 +655,10 @@ pub struct RunReport {
     pub sending: Option<Sending>,
     /// From the first send to the last response, seconds.
     pub duration_s: f64,
+    /// TTFT from the intended send by conversation turn (turn 1 first), when closed-loop
+    /// users hold conversations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ttft_by_turn: Vec<Dist>,
     /// Actual minus intended send.
     pub send_lag: Dist,
     /// The send lag of an open loop in its stages (they add up to it request by request).

@@ -17,6 +17,7 @@ use std::rc::Rc;
 use std::task::Poll;
 use std::time::Duration;
 
+use heisenbench_model::layout::Conversation;
 use heisenbench_model::metrics::{Convention, Marks, Origin};
 use heisenbench_model::scenario::{Arrivals, Stop};
 use heisenbench_model::schedule::{Planned, Schedule, user_shapes};
@@ -36,6 +37,8 @@ mod payload;
 
 use exchange::{Exchanged, exchange};
 use payload::PromptMaker;
+
+use crate::openai::dataset::ChatMessage;
 
 /// What a shard is told: the run, its index, and the common start (CLOCK_MONOTONIC ns).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -202,14 +205,19 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
             }
         }
         None => {
-            let Arrivals::Closed { users, think_s } = ctx.cfg.workload.arrivals else {
+            let Arrivals::Closed {
+                users,
+                think_s,
+                turns,
+            } = ctx.cfg.workload.arrivals
+            else {
                 unreachable!("only closed loops lack a schedule")
             };
             for user in (ctx.shard..users).step_by(ctx.cfg.shards as usize) {
                 let (c, stop) = (ctx.clone(), stop.clone());
                 tasks.push(tokio::task::spawn_local(async move {
                     tokio::select! {
-                        () = closed_user(&c, user, users, think_s) => {}
+                        () = closed_user(&c, user, users, think_s, turns) => {}
                         () = stop.stopped() => c.result.borrow_mut().interrupted = true,
                     }
                 }));
@@ -225,10 +233,20 @@ async fn shard_main(task: ShardTask, stop: StopSignal) -> std::io::Result<ShardR
     Ok(ctx.result.into_inner())
 }
 
-/// One user of a closed loop: send, wait for the whole response, think, repeat.
-async fn closed_user(ctx: &Rc<Ctx>, user: u32, users: u32, think_s: f64) {
+/// One user of a closed loop: send, wait for the whole response, think, repeat. A user
+/// holding conversations sends each turn with the conversation so far (its messages and
+/// the server's replies as they came) before its new message.
+async fn closed_user(ctx: &Rc<Ctx>, user: u32, users: u32, think_s: f64, turns: u32) {
     let mut shapes = user_shapes(&ctx.cfg.workload, ctx.cfg.seed, user);
+    let mut conversation = Conversation::new(turns);
+    let mut history: Vec<ChatMessage> = Vec::new();
     let mut index = u64::from(user);
+    // Users start with the run, as an open loop's schedule does: a request sent before the
+    // start would have no intended time to count from.
+    let early = ctx.start_ns.saturating_sub(mono_ns());
+    if early > 0 {
+        tokio::time::sleep(Duration::from_nanos(early)).await;
+    }
     loop {
         let now_rel = mono_ns().saturating_sub(ctx.start_ns);
         let go = match ctx.cfg.workload.stop {
@@ -247,11 +265,36 @@ async fn closed_user(ctx: &Rc<Ctx>, user: u32, users: u32, think_s: f64) {
             input_tokens,
             output_tokens,
         };
-        let payload = ctx.prompts.body(&ctx.cfg, &p);
+        let (payload, turn) = if turns > 1 {
+            let t = conversation.next((input_tokens, output_tokens));
+            if t.turn == 1 {
+                history.clear();
+            }
+            (p.input_tokens, p.output_tokens) = (t.input, t.output);
+            history.push(ChatMessage {
+                role: "user".into(),
+                content: ctx.cfg.prompts.text(t.message, ctx.cfg.seed, index),
+            });
+            (
+                ctx.prompts.conversation_body(&ctx.cfg, &p, &history),
+                t.turn,
+            )
+        } else {
+            (ctx.prompts.body(&ctx.cfg, &p), 0)
+        };
         // A closed loop's intended time is when the user is ready: now, its body made.
         p.at_ns = mono_ns().saturating_sub(ctx.start_ns);
         ctx.result.borrow_mut().series.at(p.at_ns).offered += 1;
-        request(ctx, p, None, payload).await;
+        let reply = request(ctx, p, None, payload).await;
+        if turn > 0 {
+            history.push(ChatMessage {
+                role: "assistant".into(),
+                content: reply.text.unwrap_or_default(),
+            });
+            if let Some(ttft) = reply.ttft_ns {
+                ctx.result.borrow_mut().record_turn(turn, ttft);
+            }
+        }
         index += u64::from(users);
         if think_s > 0.0 {
             tokio::time::sleep(Duration::from_secs_f64(think_s)).await;
@@ -303,7 +346,16 @@ struct Woken {
 
 /// One request: sent now, read to its end, recorded. `woken` splits an open loop's send
 /// lag into its stages.
-async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u8>) {
+/// What a closed-loop user needs of its request: the reply's text (kept when a tokenizer
+/// counts it or a conversation re-sends it) and, for a measured completed request, its
+/// TTFT from the intended send.
+#[derive(Debug, Default)]
+struct Reply {
+    text: Option<String>,
+    ttft_ns: Option<u64>,
+}
+
+async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u8>) -> Reply {
     let intended = ctx.start_ns + p.at_ns;
     let in_flight = ctx.in_flight.get() + 1;
     ctx.in_flight.set(in_flight);
@@ -316,7 +368,7 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
         ctx.wake.started();
     }
     let mut seen = Exchanged {
-        text: ctx.counter.is_some().then(String::new),
+        text: (ctx.counter.is_some() || ctx.cfg.workload.turns() > 1).then(String::new),
         ..Exchanged::default()
     };
     let outcome = tokio::select! {
@@ -366,6 +418,10 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
         _ => None,
     };
     let output_tokens = seen.stream.tokens.max(usage.or(counted).unwrap_or(0));
+    let mut reply = Reply {
+        text: seen.text.take(),
+        ttft_ns: None,
+    };
     {
         let w = r.series.at(rel(done));
         if outcome == Outcome::Completed {
@@ -409,7 +465,7 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
         if outcome == Outcome::Completed {
             r.warmup.completed += 1;
         }
-        return;
+        return reply;
     }
     r.measured_from_ns = Some(
         r.measured_from_ns
@@ -446,6 +502,7 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
         };
         let from_intended = marks.scalars(Origin::Intended, Convention::Heisenbench);
         let from_actual = marks.scalars(Origin::Actual, Convention::Heisenbench);
+        reply.ttft_ns = Some(first.saturating_sub(intended));
         if let Some(slo) = &ctx.cfg.slo {
             let gap = seen.max_gap.map(|g| g as f64 * 1e-9);
             verdicts = (
@@ -495,4 +552,5 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
         r.slo
             .note(slo, verdicts.0, verdicts.1, u64::from(output_tokens));
     }
+    reply
 }

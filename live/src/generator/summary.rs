@@ -312,6 +312,24 @@ impl RunReport {
                 100.0 * share
             )?;
         }
+        if r.config.workload.turns() > 1 {
+            writeln!(
+                out,
+                "  conversations of {} turns: each turn re-sends the conversation so far, the server's replies in it",
+                r.config.workload.turns()
+            )?;
+            for (i, d) in r.ttft_by_turn.iter().enumerate() {
+                writeln!(
+                    out,
+                    "    turn {:<3} TTFT from intended p50 {:>9}  p99 {:>9}  mean {:>9}  ({} requests)",
+                    i + 1,
+                    format_seconds(d.p50_s),
+                    format_seconds(d.p99_s),
+                    format_seconds(d.mean_s),
+                    d.count
+                )?;
+            }
+        }
         if let Some(d) = &r.config.workload.dataset
             && let (Some(read), Some((input, output))) = (&d.read, d.mean_lengths())
         {

@@ -5,7 +5,7 @@ use heisenbench_model::layout::{PromptLayout, PromptPart};
 use heisenbench_model::schedule::Planned;
 
 use super::super::config::{ApiKind, RunConfig};
-use crate::openai::dataset::DatasetPrompt;
+use crate::openai::dataset::{ChatMessage, DatasetPrompt};
 use crate::openai::prompt::PromptContent;
 
 /// How a shard makes its requests' prompts: the run's prompts laid out by the workload
@@ -46,6 +46,32 @@ impl PromptMaker {
             text.push_str(&words);
         }
         text
+    }
+
+    /// The request body of turn `p` of a conversation whose turns so far are `turns` (the
+    /// last one the new message): a chat request's messages, or for completions their
+    /// contents joined by spaces.
+    pub(super) fn conversation_body(
+        &self,
+        cfg: &RunConfig,
+        p: &Planned,
+        turns: &[ChatMessage],
+    ) -> Vec<u8> {
+        match cfg.api {
+            ApiKind::Chat => {
+                let mut json = Vec::with_capacity(256);
+                let _ = serde_json::to_writer(&mut json, turns);
+                body_with(cfg, p, Content::Messages(&json))
+            }
+            ApiKind::Completions => {
+                let text: Vec<&str> = turns
+                    .iter()
+                    .map(|t| t.content.trim())
+                    .filter(|t| !t.is_empty())
+                    .collect();
+                body(cfg, p, &text.join(" "))
+            }
+        }
     }
 
     /// The request body of `p`: a dataset entry's prompt as written (its chat turns as
