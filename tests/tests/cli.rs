@@ -700,11 +700,65 @@ fn run_bad_flags_exit_2() {
         vec!["run", "--timeout", "-1s"],
         vec!["run", "/nonexistent/scenario.json"],
         vec!["run", "--tokenizer", "/nonexistent/tokenizer.json"],
+        vec!["run", "--dataset", "/nonexistent/sharegpt.json"],
+        vec!["run", "--dataset-min-tokens", "4"],
+        vec!["run", "--turns", "3"],
+        vec!["run", "--users", "2", "--turns", "0"],
+        vec!["run", "--users", "2", "--turns", "3", "--no-stream"],
+        vec!["run", "--users", "2", "--think-time", "-1s"],
+        vec![
+            "sim",
+            "--preset",
+            "paper-1000",
+            "--dataset",
+            "/nonexistent/d.jsonl",
+        ],
     ] {
         let e = fails(&args);
         assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
         assert_eq!(e.to_string().lines().count(), 1, "{args:?}");
     }
+    // A dataset that exists, with flags it cannot meet, and one with nothing in it.
+    let dir = std::env::temp_dir().join(format!("heisenbench-cli-dataset-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let data = dir.join("d.jsonl");
+    std::fs::write(&data, "{\"prompt\": \"a b c\"}\n").unwrap();
+    let empty = dir.join("e.jsonl");
+    std::fs::write(&empty, "{\"prompt\": \"\"}\n").unwrap();
+    let (data, empty) = (data.to_str().unwrap(), empty.to_str().unwrap());
+    for (args, says) in [
+        (
+            vec!["run", "--dataset", data, "--prompt-tokens", "5"],
+            "gives each request's prompt",
+        ),
+        (
+            vec![
+                "run",
+                "--dataset",
+                data,
+                "--prefix-groups",
+                "2",
+                "--prefix-tokens",
+                "4",
+            ],
+            "no shared prefixes",
+        ),
+        (
+            vec!["run", "--dataset", data, "--prompts", "repeated"],
+            "a dataset gives them",
+        ),
+        (
+            vec!["run", "--dataset", data, "--dataset-min-tokens", "4"],
+            "none of its 1 entries",
+        ),
+        (vec!["run", "--dataset", empty], "none of its 1 entries"),
+    ] {
+        let e = fails(&args);
+        assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+        assert!(e.to_string().contains(says), "{args:?}: {e}");
+        assert_eq!(e.to_string().lines().count(), 1, "{args:?}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// With a tokenizer file, every prompt's length is the tokenizer's count, and the report
