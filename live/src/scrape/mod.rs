@@ -222,6 +222,9 @@ impl Scraper {
     }
 }
 
+/// The environment variable that, set to 1, keeps the scrape to the run's odd seconds.
+pub const ODD_SECONDS_ONLY: &str = "HEISENBENCH_SCRAPE_ODD_SECONDS_ONLY";
+
 /// Calls `scrape` once now (the baseline), at every tick of `interval` from
 /// `start_mono_ns` until `stopped`, and once more at the end. Ticks missed by a slow scrape
 /// are skipped, not made up; a stop is seen within 50 ms.
@@ -234,6 +237,9 @@ fn ticks(
 ) {
     scrape(out);
     let step = interval.as_nanos() as u64;
+    // A measurement knob (bench/scrape-interleaved.sh): scrape in the run's odd seconds
+    // only, so one run holds windows with the scrape and windows without, side by side.
+    let odd_seconds_only = std::env::var_os(ODD_SECONDS_ONLY).is_some_and(|v| v == "1");
     let mut k: u64 = 1;
     while !stopped.load(Ordering::Relaxed) {
         let due = start_mono_ns.saturating_add(k.saturating_mul(step));
@@ -242,11 +248,20 @@ fn ticks(
             std::thread::sleep(Duration::from_nanos((due - now).min(50_000_000)));
             continue;
         }
+        if odd_seconds_only && in_even_second(due - start_mono_ns) {
+            k += 1;
+            continue;
+        }
         scrape(out);
         let after = mono_ns();
         k = (after.saturating_sub(start_mono_ns) / step + 1).max(k + 1);
     }
     scrape(out);
+}
+
+/// Whether `rel_ns` after the run's start falls in an even second (0, 2, 4, ...).
+fn in_even_second(rel_ns: u64) -> bool {
+    (rel_ns / 1_000_000_000).is_multiple_of(2)
 }
 
 /// One scrape of `target`, begun at `t0` and answered at `t1`: its time, and its snapshot
@@ -373,6 +388,15 @@ pub fn answers(server: Server<'_>, url: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The measurement knob keeps the scrape to odd seconds: ticks in [0, 1) s, [2, 3) s
+    /// are skipped, ticks in [1, 2) s are taken.
+    #[test]
+    fn odd_seconds_are_told_from_even_ones() {
+        let s = 1_000_000_000;
+        assert!(in_even_second(0) && in_even_second(s - 1) && in_even_second(2 * s));
+        assert!(!in_even_second(s) && !in_even_second(2 * s - 1) && !in_even_second(3 * s));
+    }
 
     #[test]
     fn the_metrics_endpoint_sits_beside_the_api() {
