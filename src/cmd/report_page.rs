@@ -67,6 +67,9 @@ fn arrivals(a: &heisenbench_model::scenario::Arrivals) -> String {
         Constant { rate_per_s } => format!("arrivals every 1/{rate_per_s} s"),
         Gamma { rate_per_s, .. } => format!("gamma arrivals at {rate_per_s} req/s"),
         Trace { .. } => "a trace's arrivals".into(),
+        Closed { users, turns, .. } if *turns > 1 => {
+            format!("{users} closed-loop users in conversations of {turns} turns")
+        }
         Closed { users, .. } => format!("{users} closed-loop users"),
     }
 }
@@ -155,6 +158,20 @@ fn tables(r: &RunReport) -> Vec<Table> {
             row("E2E from the actual send", &r.e2e.from_actual),
         ],
     });
+    if !r.ttft_by_turn.is_empty() {
+        out.push(Table {
+            caption: "TTFT from the intended send by conversation turn (each turn re-sends the conversation so far)".into(),
+            head: ["turn", "count", "p50", "p90", "p99", "p99.9", "max"]
+                .map(String::from)
+                .to_vec(),
+            rows: r
+                .ttft_by_turn
+                .iter()
+                .enumerate()
+                .map(|(i, d)| row(&(i + 1).to_string(), d))
+                .collect(),
+        });
+    }
     if let Some(g) = &r.goodput {
         let mut head = vec![
             "origin".to_string(),

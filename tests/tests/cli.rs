@@ -1624,3 +1624,44 @@ fn model_prefix_cache_predicts_che() {
     let rate = tight["token_hit_rate"].as_f64().unwrap();
     assert!((rate - 0.5569).abs() < 5e-4, "{rate}");
 }
+
+/// Conversations through the command line: the report's JSON carries TTFT by turn, and the
+/// report page a table of it, one row a turn.
+#[test]
+fn conversations_are_reported_by_turn() {
+    let dir = std::env::temp_dir().join(format!("heisenbench-turns-{}", std::process::id()));
+    let out = dir.join("run");
+    ok(&[
+        "run",
+        "--users",
+        "2",
+        "--turns",
+        "3",
+        "--requests",
+        "12",
+        "--prompt-tokens",
+        "6",
+        "--output-tokens",
+        "3",
+        "--shard-mode",
+        "thread",
+        "--workers",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let turns = report["ttft_by_turn"].as_array().unwrap();
+    assert_eq!(turns.len(), 3);
+    assert!(turns.iter().all(|d| d["count"] == 4), "{turns:?}");
+    // Two conversations a user; turn t re-sends 6 + 3 tokens a turn before it.
+    assert_eq!(report["throughput"]["input_tokens"], 4 * (6 + 15 + 24));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("by conversation turn"),
+        "the page's turn table"
+    );
+    assert!(html.contains("in conversations of 3 turns"));
+    std::fs::remove_dir_all(&dir).ok();
+}
