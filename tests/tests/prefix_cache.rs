@@ -38,26 +38,62 @@ fn workload() -> Workload {
 /// The workload run live against a mock of `mock_cfg` (every request completed) and
 /// simulated against a server of the mock's law, under one seed; and the law.
 fn live_and_simulated(name: &str, mock_cfg: MockConfig) -> (RunReport, SimReport, ServerModel) {
+    let (live, sim) = views(name, workload(), 11, mock_cfg, |_| {});
+    let law = sim.scenario.server.clone();
+    (live, sim, law)
+}
+
+/// `workload` under `seed` run live against a mock of `mock_cfg` (its config first changed
+/// by `adjust`; every scheduled request must complete) and simulated against a server of
+/// the mock's law.
+fn views(
+    name: &str,
+    workload: Workload,
+    seed: u64,
+    mock_cfg: MockConfig,
+    adjust: impl FnOnce(&mut RunConfig),
+) -> (RunReport, SimReport) {
     let law = mock_cfg.law();
     let m = MockServer::start(mock_cfg).unwrap();
-    let cfg = RunConfig {
-        seed: 11,
+    let mut cfg = RunConfig {
+        seed,
         timeout_s: Some(10.0),
-        ..RunConfig::streaming(name, workload(), &m.url(), "heisenbench-mock")
+        ..RunConfig::streaming(name, workload.clone(), &m.url(), "heisenbench-mock")
     };
+    adjust(&mut cfg);
+    cfg.validate().unwrap();
+    cfg.check_read().unwrap();
     let live = run(&cfg, &RunOptions::default()).unwrap();
     m.shutdown();
-    assert_eq!(live.accounting.completed, REQUESTS);
+    assert_eq!(
+        live.accounting.completed,
+        workload.expected_requests().unwrap() as u64,
+        "{:?}",
+        live.accounting
+    );
     let sc = SimScenario {
         name: name.into(),
-        seed: 11,
-        workload: workload(),
+        seed,
+        workload,
         client: serde_json::from_str::<ClientModel>(r#"{"workers": 1, "costs": {}}"#).unwrap(),
-        server: law.clone(),
+        server: law,
         slo: None,
     };
     sc.validate().unwrap();
-    (live, Simulation::new(sc).run(), law)
+    (live, Simulation::new(sc).run())
+}
+
+/// A mock whose prefix cache of 16-token blocks is too large to evict anything here.
+fn large_cache() -> MockConfig {
+    MockConfig {
+        port: 0,
+        max_num_seqs: 10_000,
+        enable_kvcache: true,
+        kv_cache_size: 10_000,
+        block_size: 16,
+        max_model_len: 4096,
+        ..MockConfig::default()
+    }
 }
 
 /// Che's prediction for the workload's prefixes (128 tokens, 32 of each request's own) in
@@ -188,35 +224,7 @@ fn a_traces_prefix_blocks_are_shared_in_the_mock_and_the_simulator() {
             ..WorkloadFlags::default()
         })
         .unwrap();
-    let mock_cfg = MockConfig {
-        port: 0,
-        max_num_seqs: 10_000,
-        enable_kvcache: true,
-        kv_cache_size: 10_000,
-        block_size: 16,
-        max_model_len: 4096,
-        ..MockConfig::default()
-    };
-    let law = mock_cfg.law();
-    let m = MockServer::start(mock_cfg).unwrap();
-    let cfg = RunConfig {
-        seed: 5,
-        timeout_s: Some(10.0),
-        ..RunConfig::streaming("blocks", workload.clone(), &m.url(), "heisenbench-mock")
-    };
-    let live = run(&cfg, &RunOptions::default()).unwrap();
-    m.shutdown();
-    assert_eq!(live.accounting.completed, N, "{:?}", live.accounting);
-    let sc = SimScenario {
-        name: "blocks".into(),
-        seed: 5,
-        workload,
-        client: serde_json::from_str::<ClientModel>(r#"{"workers": 1, "costs": {}}"#).unwrap(),
-        server: law,
-        slo: None,
-    };
-    sc.validate().unwrap();
-    let sim = Simulation::new(sc).run();
+    let (live, sim) = views("blocks", workload, 5, large_cache(), |_| {});
 
     let by_hand = 512 * (N - 1) + 512 * (N - 3);
     assert_eq!(live.prefix_cache.prompt_tokens, 1300 * N);
@@ -243,34 +251,7 @@ fn conversations_reuse_their_history_in_the_mock_and_the_simulator() {
     workload.stop = Stop::Count { requests: 12 };
     workload.input_tokens = Lengths::Fixed { tokens: 20 };
     workload.output_tokens = Lengths::Fixed { tokens: 8 };
-    let mock_cfg = MockConfig {
-        port: 0,
-        max_num_seqs: 10_000,
-        enable_kvcache: true,
-        kv_cache_size: 10_000,
-        block_size: 16,
-        ..MockConfig::default()
-    };
-    let law = mock_cfg.law();
-    let m = MockServer::start(mock_cfg).unwrap();
-    let cfg = RunConfig {
-        seed: 2,
-        timeout_s: Some(10.0),
-        ..RunConfig::streaming("turns", workload.clone(), &m.url(), "heisenbench-mock")
-    };
-    let live = run(&cfg, &RunOptions::default()).unwrap();
-    m.shutdown();
-    assert_eq!(live.accounting.completed, 12, "{:?}", live.accounting);
-    let sc = SimScenario {
-        name: "turns".into(),
-        seed: 2,
-        workload,
-        client: serde_json::from_str::<ClientModel>(r#"{"workers": 1, "costs": {}}"#).unwrap(),
-        server: law,
-        slo: None,
-    };
-    sc.validate().unwrap();
-    let sim = Simulation::new(sc).run();
+    let (live, sim) = views("turns", workload, 2, large_cache(), |_| {});
 
     let prompts = 4 * (20 + 48 + 76);
     assert_eq!(live.throughput.input_tokens, prompts);
@@ -286,4 +267,67 @@ fn conversations_reuse_their_history_in_the_mock_and_the_simulator() {
     assert!(live.ttft_by_turn.iter().all(|d| d.count == 4));
     assert_eq!(sim.ttft_by_turn.len(), 3);
     assert!(sim.ttft_by_turn.iter().all(|t| t.from_intended.count == 4));
+}
+
+/// A dataset drawn in `run` and in `sim` under one seed: the same requests get the same
+/// entries. A JSONL of 40 prompts of distinct random words (entry e has 20 + e words and
+/// asks for 1 + e % 5 tokens) serves 100 requests, so the pool of 40 is taken whole and
+/// then again: the mock's prefix cache finds the second round's prompts (every full block
+/// but the one holding the last token), and the simulator's cache, naming a request's
+/// tokens by its entry, finds the same; the prompt and output tokens sent match the
+/// simulator's, and the mock's usage confirms each request's prompt.
+#[test]
+fn a_dataset_gives_the_same_requests_to_sim_and_run() {
+    use heisenbench_live::openai::dataset::read_dataset;
+    use heisenbench_model::dataset::{Dataset, DatasetFormat};
+
+    let dir = std::env::temp_dir().join(format!("hb-seeds-dataset-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("prompts.jsonl");
+    let text: String = (0..40u32)
+        .map(|e| {
+            let words: Vec<String> = (0..20 + e).map(|k| format!("w{e}x{k}")).collect();
+            format!(
+                "{{\"prompt\": \"{}\", \"output_tokens\": {}}}\n",
+                words.join(" "),
+                1 + e % 5
+            )
+        })
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    let mut workload = Workload {
+        arrivals: Arrivals::Constant { rate_per_s: 500.0 },
+        stop: Stop::Count { requests: 100 },
+        input_tokens: Lengths::Fixed { tokens: 1 },
+        output_tokens: Lengths::Fixed { tokens: 1 },
+        prefix: None,
+        dataset: Some(Dataset::new(path.clone(), DatasetFormat::Auto)),
+    };
+    let seed = 9;
+    let ds = workload.dataset.as_mut().unwrap();
+    let prompts = read_dataset(ds, None, seed, Some(100.0)).unwrap();
+    assert_eq!(ds.entries.len(), 40, "every entry, then again");
+    let entries = ds.entries.clone();
+    let sent_inputs: u64 = (0..100u64)
+        .map(|i| u64::from(ds.entries[(i % 40) as usize][0]))
+        .sum();
+    let sent_outputs: u64 = (0..100u64)
+        .map(|i| u64::from(ds.entries[(i % 40) as usize][1]))
+        .sum();
+
+    let (live, sim) = views("dataset", workload, seed, large_cache(), |cfg| {
+        cfg.prompts.dataset = prompts;
+    });
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(live.throughput.input_tokens, sent_inputs);
+    assert_eq!(live.throughput.output_tokens, sent_outputs);
+    assert_eq!(live.prompt_tokens.mismatches, 0, "{:?}", live.prompt_tokens);
+    assert_eq!(sim.counts.prefix_cache_queried_tokens, sent_inputs);
+    // The second round's 60 requests take entries 0..40 and 0..20 of the pool; each finds
+    // floor((n - 1) / 16) blocks of its n-token prompt.
+    let by_hand: u64 = (40..100u64)
+        .map(|i| u64::from((entries[(i % 40) as usize][0] - 1) / 16 * 16))
+        .sum();
+    assert_eq!(sim.counts.prefix_cache_cached_tokens, by_hand);
+    assert_eq!(live.prefix_cache.cached_tokens, by_hand);
 }
