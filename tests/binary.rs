@@ -98,6 +98,7 @@ fn a_killed_shard_is_reported_and_its_requests_lost() {
             &MockConfig::default().model,
         )
     };
+    let cfg = cfg.checked().unwrap();
     let r = run(
         &cfg,
         &RunOptions {

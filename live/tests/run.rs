@@ -35,7 +35,8 @@ fn cfg(url: &str, shards: u32, requests: u64) -> RunConfig {
 }
 
 fn go(c: &RunConfig) -> RunReport {
-    let r = run(c, &RunOptions::default()).expect("the run is made");
+    let c = c.clone().checked().expect("the config is valid");
+    let r = run(&c, &RunOptions::default()).expect("the run is made");
     assert!(r.accounting.balanced, "{:?}", r.accounting);
     r
 }
@@ -564,7 +565,7 @@ fn https_is_verified_and_a_private_ca_or_insecure_gets_through() {
     std::fs::write(&ca, "not a certificate").unwrap();
     let mut c = cfg(&url, 1, 1);
     c.ca_cert = Some(ca);
-    assert!(run(&c, &RunOptions::default()).is_err());
+    assert!(run(&c.checked().unwrap(), &RunOptions::default()).is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

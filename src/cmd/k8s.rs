@@ -16,12 +16,13 @@ pub fn run(a: K8sArgs, out: &mut dyn Write) -> Result<(), Failure> {
     }
     let deployment = a.deployment();
     let (mut cfg, pending) = run_config(&a.run)?;
-    cfg.shards = a.run.flags.shards.unwrap_or(1);
+    cfg.set_shards(a.run.flags.shards.unwrap_or(1))
+        .map_err(|e| Failure::Usage(e.to_string()))?;
     let only_the_model = Pending {
         shards: false,
         ..pending
     };
-    prepared(&mut cfg, only_the_model, None, &mut |_| {})?;
+    prepared(&mut cfg, &only_the_model, None, &mut |_| {})?;
     if deployment.api_key_secret.is_none() && cfg.api_key_env.is_some() {
         eprintln!(
             "heisenbench: warning: --api-key-env without --api-key-secret: the pods get no such variable and send no key"

@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 use crate::flags::run::RunArgs;
-use heisenbench_live::generator::config::RunConfig;
+use heisenbench_live::generator::config::{Checked, RunConfig};
 use heisenbench_live::generator::prepare::{Pending, prepare};
 use heisenbench_live::generator::result::RunReport;
 use heisenbench_live::generator::stop::{StopSignal, listen_for_signals};
@@ -21,12 +21,11 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let (mut cfg, pending) = config(&a)?;
     if let Some(spec) = a.shard {
         let shard = spec.index;
-        cfg.shards = spec.of;
         let only_the_model = Pending {
             shards: false,
             ..pending
         };
-        prepared(&mut cfg, only_the_model, None, &mut |_| {})?;
+        prepared(&mut cfg, &only_the_model, None, &mut |_| {})?;
         if a.flags.url.is_none() && a.config.is_none() {
             return Err(Failure::Usage(
                 "--shard needs the server's --url (or a --config that has it)".into(),
@@ -64,7 +63,7 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
             let _ = writeln!(out, "shards: {line}").and_then(|()| out.flush());
         }
     };
-    let reasoning = prepared(&mut cfg, pending, a.calibration.as_deref(), &mut tell)?;
+    let reasoning = prepared(&mut cfg, &pending, a.calibration.as_deref(), &mut tell)?;
     if let Some(dir) = &a.out {
         super::check_out_dir(dir)?;
     }
@@ -72,7 +71,8 @@ pub fn run(a: RunArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let mock = if a.flags.url.is_none() {
         let m =
             MockServer::start(MockConfig::embedded()).map_err(|e| Failure::Runtime(e.into()))?;
-        cfg.url = m.url();
+        cfg.set_url(m.url())
+            .map_err(|e| Failure::Runtime(e.into()))?;
         Some(m)
     } else {
         None
@@ -205,15 +205,15 @@ fn with_progress<T>(cfg: &RunConfig, f: impl FnOnce() -> T) -> T {
 
 /// The run the flags (and the scenario or config file) describe, and what it leaves open
 /// ([`RunArgs::config`]).
-pub(crate) fn config(a: &RunArgs) -> Result<(RunConfig, Pending), Failure> {
+pub(crate) fn config(a: &RunArgs) -> Result<(Checked, Pending), Failure> {
     a.config().map_err(|e| Failure::Usage(e.to_string()))
 }
 
 /// `cfg` with what `pending` leaves open settled ([`prepare`]); the reasons for the shard
 /// count.
 pub(crate) fn prepared(
-    cfg: &mut RunConfig,
-    pending: Pending,
+    cfg: &mut Checked,
+    pending: &Pending,
     calibration: Option<&std::path::Path>,
     tell: &mut dyn FnMut(&str),
 ) -> Result<Vec<String>, Failure> {

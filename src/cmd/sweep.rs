@@ -105,6 +105,7 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
                     stop: stop.clone(),
                     ..RunOptions::default()
                 };
+                let cfg = cfg.checked().map_err(|e| Failure::Usage(e.to_string()))?;
                 let r = run_live(&cfg, &opts).map_err(|e| match e {
                     heisenbench_live::generator::RunError::Config(c) => {
                         Failure::Usage(c.to_string())

@@ -12,13 +12,12 @@ use heisenbench_model::units::Seconds;
 
 use heisenbench_live::files::FileKind;
 use heisenbench_live::generator::config::{
-    ApiKind, ResolveError, RunConfig, RunOverrides, ShardMode, Warmup,
+    ApiKind, Checked, ResolveError, RunConfig, RunOverrides, ShardMode, Warmup,
 };
 use heisenbench_live::generator::distributed::{ShardSpec, parse_utc, utc_now_s};
 use heisenbench_live::generator::k8s::{Deployment, SecretKey};
 use heisenbench_live::generator::prepare::Pending;
-use heisenbench_live::openai::dataset::{DatasetError, read_dataset};
-use heisenbench_live::openai::prompt::{PromptContent, PromptError, Prompts};
+use heisenbench_live::openai::prompt::PromptContent;
 
 /// `heisenbench run`.
 #[derive(Debug, clap::Args)]
@@ -83,20 +82,15 @@ pub enum RunArgsError {
     /// The flags contradict each other or the file, or a value is out of range.
     #[error(transparent)]
     Invalid(#[from] ModelError),
-    /// The tokenizer gives no prompts.
-    #[error(transparent)]
-    Prompts(#[from] PromptError),
-    /// The dataset gives no prompts.
-    #[error(transparent)]
-    Dataset(#[from] DatasetError),
 }
 
 impl RunArgs {
-    /// The run the flags (and the scenario or config file) describe, checked, and what it
-    /// leaves for [`heisenbench_live::generator::prepare::prepare`] to settle: the model
-    /// (without --model, a server at --url is asked) and the shard count (when neither a
-    /// flag nor the file gives it). Reads the files named; asks no server.
-    pub fn config(&self) -> Result<(RunConfig, Pending), RunArgsError> {
+    /// The run the flags (and the scenario or config file) describe, checked once, and what
+    /// it leaves for [`heisenbench_live::generator::prepare::prepare`] to settle: the
+    /// prompts of a tokenizer or dataset, the model (without --model, a server at --url is
+    /// asked) and the shard count (when neither a flag nor the file gives it). Reads the
+    /// config, scenario or trace file named; asks no server.
+    pub fn config(&self) -> Result<(Checked, Pending), RunArgsError> {
         let in_file = |p: &Path, reason: String| RunArgsError::File {
             path: p.to_path_buf(),
             reason,
@@ -107,8 +101,10 @@ impl RunArgs {
             if let Some(u) = &self.flags.url {
                 cfg.url = u.clone();
             }
-            cfg.validate()?;
-            return Ok((cfg, Pending::default()));
+            if let Some(spec) = self.shard {
+                cfg.shards = spec.of;
+            }
+            return Ok((cfg.checked()?, Pending::default()));
         }
         let text = self
             .scenario
@@ -122,9 +118,10 @@ impl RunArgs {
         let flags = RunOverrides {
             workload: self.workload.flags(trace),
             csv: self.csv,
+            shards: self.shard.map(|spec| spec.of).or(self.flags.shards),
             ..self.flags.clone().into()
         };
-        let (mut cfg, shards_given) =
+        let (cfg, shards_given) =
             RunConfig::resolve(text.as_deref(), &flags).map_err(|e| match e {
                 // Only a file's text is parsed as a scenario.
                 ResolveError::Scenario(e) => in_file(
@@ -133,23 +130,8 @@ impl RunArgs {
                 ),
                 ResolveError::Invalid(e) => e.into(),
             })?;
-        let expected = cfg.workload.expected_requests();
-        if let Some(ds) = &mut cfg.workload.dataset {
-            // A dataset's prompts are its own text: the tokenizer only counts them.
-            if let Some(path) = &self.tokenizer {
-                cfg.prompts = Prompts::counted_by(path)?;
-            }
-            cfg.prompts.dataset = read_dataset(ds, self.tokenizer.as_deref(), cfg.seed, expected)?;
-        } else if let Some(path) = &self.tokenizer {
-            // A shared prefix is its own text, so counts up to the longer of the two.
-            let longest = cfg
-                .workload
-                .longest_prompt()
-                .max(cfg.workload.prefix.map_or(0, |p| p.tokens));
-            cfg.prompts = Prompts::from_tokenizer(path, longest, cfg.prompts.content)?;
-        }
-        cfg.validate()?;
         let pending = Pending {
+            tokenizer: self.tokenizer.clone(),
             model: self.flags.model.is_none() && self.flags.url.is_some(),
             shards: !shards_given,
             embedded_mock: self.flags.url.is_none(),

@@ -47,6 +47,7 @@ fn measured() -> (RunReport, tempdir::Dir, Vec<heisenbench_live::mock::Served>) 
         warmup: Some(Warmup::Requests { requests: WARMUP }),
         ..RunConfig::streaming("goodput", workload, &m.url(), "heisenbench-mock")
     };
+    let cfg = cfg.checked().unwrap();
     let report = run(&cfg, &RunOptions::default()).unwrap();
     let dir = tempdir::Dir::new("goodput");
     report.write_files(dir.path(), true).unwrap();
@@ -306,6 +307,7 @@ fn the_clients_share_of_goodput_matches_the_models_wait() {
         warmup: Some(Warmup::Seconds { seconds: 1.0 }),
         ..RunConfig::streaming("slow client", workload, &m.url(), "heisenbench-mock")
     };
+    let cfg = cfg.checked().unwrap();
     let r = run(&cfg, &RunOptions::default()).unwrap();
     m.shutdown();
     let g = r.goodput.as_ref().unwrap();

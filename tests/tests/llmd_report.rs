@@ -129,6 +129,7 @@ fn a_runs_report_validates_and_broken_ones_do_not() {
         },
         ..RunConfig::streaming("llm-d", workload, &m.url(), "heisenbench-mock")
     };
+    let cfg = cfg.checked().unwrap();
     let report = run(&cfg, &RunOptions::default()).unwrap();
     m.shutdown();
     let dir = std::env::temp_dir().join(format!("heisenbench-llmd-{}", std::process::id()));

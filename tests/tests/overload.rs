@@ -37,6 +37,7 @@ fn requests_past_the_bound_are_dropped_at_their_due_time() {
         ..RunConfig::streaming("bound", workload, &m.url(), "heisenbench-mock")
     };
     let t0 = Instant::now();
+    let cfg = cfg.checked().unwrap();
     let r = run(&cfg, &RunOptions::default()).unwrap();
     let took = t0.elapsed();
     let a = &r.accounting;

@@ -61,8 +61,7 @@ fn views(
         ..RunConfig::streaming(name, workload.clone(), &m.url(), "heisenbench-mock")
     };
     adjust(&mut cfg);
-    cfg.validate().unwrap();
-    cfg.check_read().unwrap();
+    let cfg = cfg.checked().unwrap();
     let live = run(&cfg, &RunOptions::default()).unwrap();
     m.shutdown();
     assert_eq!(

@@ -84,6 +84,7 @@ fn a_trace_with_lengths_gives_them_to_sim_and_run() {
         timeout_s: Some(10.0),
         ..RunConfig::streaming("trace", workload.clone(), &m.url(), "heisenbench-mock")
     };
+    let cfg = cfg.checked().unwrap();
     let live = run(&cfg, &RunOptions::default()).unwrap();
     m.shutdown();
     assert_eq!(live.accounting.completed, 6);

@@ -56,6 +56,7 @@ fn measured(rate: f64) -> (RunReport, f64) {
         },
         ..RunConfig::streaming("server-view", workload, &m.url(), "heisenbench-mock")
     };
+    let cfg = cfg.checked().unwrap();
     let report = run(&cfg, &RunOptions::default()).unwrap();
     let served = journal.snapshot();
     m.shutdown();
@@ -170,6 +171,7 @@ fn a_slow_clients_part_of_the_split_is_its_send_lag() {
         },
         ..RunConfig::streaming("slow client", workload, &m.url(), "heisenbench-mock")
     };
+    let cfg = cfg.checked().unwrap();
     let r = run(&cfg, &RunOptions::default()).unwrap();
     m.shutdown();
     assert!(r.accounting.balanced);

@@ -100,7 +100,7 @@ fn measure_one(duration_s: f64, qps: f64) -> Result<(CostPoint, u64, f64), Calib
             &MockConfig::default().model,
         )
     };
-    let report = run(&cfg, &RunOptions::default())?;
+    let report = run(&cfg.checked()?, &RunOptions::default())?;
     mock.shutdown();
     let r = &report.merged;
     if r.events == 0 || r.wall_ns == 0 {

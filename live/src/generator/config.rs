@@ -388,7 +388,7 @@ impl RunConfig {
     pub fn resolve(
         scenario_json: Option<&str>,
         flags: &RunOverrides,
-    ) -> Result<(Self, bool), ResolveError> {
+    ) -> Result<(Checked, bool), ResolveError> {
         use heisenbench_model::scenario::{Arrivals, Lengths, Stop};
         let file: Option<RunScenario> = scenario_json.map(serde_json::from_str).transpose()?;
         if let Some(server) = file.as_ref().and_then(|f| f.server.as_ref()) {
@@ -451,8 +451,72 @@ impl RunConfig {
                 flags.scrape_interval_s,
             )?,
         };
-        cfg.validate()?;
-        Ok((cfg, shards.is_some()))
+        Ok((cfg.checked()?, shards.is_some()))
+    }
+}
+
+/// A [`RunConfig`] that passed [`RunConfig::validate`]: what [`super::prepare::prepare`]
+/// and [`super::run`] take, so a run is checked once, where it is made (from flags by
+/// [`RunConfig::resolve`], from a file or code by [`RunConfig::checked`]). Read through
+/// `Deref`; the few fields set afterwards have setters that check what they set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked(RunConfig);
+
+impl std::ops::Deref for Checked {
+    type Target = RunConfig;
+    fn deref(&self) -> &RunConfig {
+        &self.0
+    }
+}
+
+impl Checked {
+    /// Points the run at another server (the embedded mock, once it listens).
+    pub fn set_url(&mut self, url: String) -> Result<(), ModelError> {
+        check_url(&url)?;
+        self.0.url = url;
+        Ok(())
+    }
+
+    /// Sets the shard count (a distributed run's N, a Kubernetes deployment's pods).
+    pub fn set_shards(&mut self, shards: u32) -> Result<(), ModelError> {
+        check_shards(shards)?;
+        self.0.shards = shards;
+        Ok(())
+    }
+
+    /// The config within, for the crate's own settling ([`super::prepare::prepare`], the
+    /// in-flight bound) of what it derives from checked values.
+    pub(crate) fn settle(&mut self) -> &mut RunConfig {
+        &mut self.0
+    }
+
+    /// The config, no longer marked checked.
+    pub fn into_inner(self) -> RunConfig {
+        self.0
+    }
+}
+
+fn check_url(url: &str) -> Result<(), ModelError> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(ModelError::invalid(
+            "url",
+            url,
+            "must start with http:// or https://",
+        ))
+    }
+}
+
+fn check_shards(shards: u32) -> Result<(), ModelError> {
+    if shards == 0 || shards > heisenbench_model::limits::MAX_LOCAL_SHARDS {
+        Err(ModelError::invalid(
+            "shards",
+            shards,
+            "must be between 1 and 1,024 on one machine (more machines: --shard I/N)",
+        ))
+    } else {
+        Ok(())
     }
 }
 
@@ -527,6 +591,12 @@ impl RunConfig {
         }
     }
 
+    /// This config, checked once ([`RunConfig::validate`]) and marked so.
+    pub fn checked(self) -> Result<Checked, ModelError> {
+        self.validate()?;
+        Ok(Checked(self))
+    }
+
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), ModelError> {
         self.workload.validate()?;
@@ -537,20 +607,8 @@ impl RunConfig {
                 reason,
             })
         };
-        if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
-            return bad(
-                "url",
-                self.url.clone(),
-                "must start with http:// or https://",
-            );
-        }
-        if self.shards == 0 || self.shards > heisenbench_model::limits::MAX_LOCAL_SHARDS {
-            return bad(
-                "shards",
-                self.shards.to_string(),
-                "must be between 1 and 1,024 on one machine (more machines: --shard I/N)",
-            );
-        }
+        check_url(&self.url)?;
+        check_shards(self.shards)?;
         self.server_metrics.validate()?;
         if self.workload.turns() > 1 && !self.stream {
             return bad(

@@ -43,7 +43,7 @@ use stop::{GRACE, StopSignal, listen_for_signals};
 
 use crate::scrape;
 use crate::time::mono_ns;
-use config::{RunConfig, ShardMode};
+use config::{Checked, RunConfig, ShardMode};
 
 /// Report format version.
 pub const REPORT_VERSION: u32 = 1;
@@ -138,8 +138,8 @@ const DEADLINE_SLACK: Duration = Duration::from_secs(5);
 /// Runs `cfg` and reports. Returns when every shard has reported, failed, or missed the
 /// run's deadline (its schedule plus the per-request timeout plus slack; a shard process
 /// past it is killed and its slice counted as lost).
-pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
-    cfg.validate()?;
+pub fn run(cfg: &Checked, opts: &RunOptions) -> Result<RunReport, RunError> {
+    cfg.check_read()?;
     let descriptors = shards::raise_descriptor_limit();
     let mut cfg = cfg.clone();
     let mut opts = opts.clone();
@@ -150,7 +150,7 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
             opts.server_in_process,
             descriptors,
         );
-        cfg.in_flight_bound = Some(bound);
+        cfg.settle().in_flight_bound = Some(bound);
         opts.shards_reasoning.push(why);
     }
     let (cfg, opts) = (&cfg, &opts);
@@ -171,7 +171,7 @@ pub fn run(cfg: &RunConfig, opts: &RunOptions) -> Result<RunReport, RunError> {
     let (scraper, server_note) = start_scraper(cfg, opts, start);
     let tasks: Vec<ShardTask> = (0..cfg.shards)
         .map(|shard| ShardTask {
-            config: cfg.clone(),
+            config: RunConfig::clone(cfg),
             shard,
             start_mono_ns: start,
             crash_halfway: opts.crash_shard == Some(shard),

@@ -195,6 +195,7 @@ fn live_runs(scale: Scale, stop: &StopSignal) -> Result<(Vec<Series>, Vec<RunRep
             1,
             PYTHON_CHUNK_COST_S,
         );
+        let cfg = cfg.checked().map_err(|e| Failure::Runtime(e.into()))?;
         let r = run_live(&cfg, &opts).map_err(|e| Failure::Runtime(e.into()))?;
         if r.interrupted {
             return Err(Failure::Interrupted(NOTHING_WRITTEN.into()));
@@ -211,6 +212,7 @@ fn live_runs(scale: Scale, stop: &StopSignal) -> Result<(Vec<Series>, Vec<RunRep
             2,
             0.0,
         );
+        let cfg = cfg.checked().map_err(|e| Failure::Runtime(e.into()))?;
         let r = run_live(&cfg, &opts).map_err(|e| Failure::Runtime(e.into()))?;
         if r.interrupted {
             return Err(Failure::Interrupted(NOTHING_WRITTEN.into()));
