@@ -38,7 +38,7 @@ mod payload;
 use exchange::{Exchanged, exchange};
 use payload::PromptMaker;
 
-use crate::openai::dataset::ChatMessage;
+use crate::openai::prompt::ChatMessage;
 
 /// What a shard is told: the run, its index, and the common start (CLOCK_MONOTONIC ns).
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,138 +1,45 @@
-//! Answering one request: the server's state (slots, the latency law, its metrics), routing,
-//! admission and the dispatch of a generation.
+//! Answering one request: routing, admission and the dispatch of a generation.
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
+use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
-use rand::{RngExt, SeedableRng};
-use rand_pcg::Pcg64Mcg;
-use tokio::sync::{Semaphore, mpsc, watch};
+use rand::RngExt;
+use tokio::sync::{mpsc, watch};
 
 use super::api::{self, Api, GenRequest, Words};
 use super::body::{Kind, MockBody, Track};
-use super::config::{MockConfig, Mode};
+use super::config::Mode;
 use super::job::Job;
-use super::journal::{Journal, Served};
-use super::metrics::Metrics;
+use super::journal::Served;
+use super::state::ServerState;
 use super::{MAX_BODY_BYTES, VOCABULARY};
-use crate::time::clock::Clock;
-use heisenbench_model::prefix_cache::PrefixCache;
-use heisenbench_model::sample::{self, SimRng};
 
-pub(super) struct ServerState {
-    pub(super) cfg: MockConfig,
-    /// The latency law of `cfg`.
-    pub(super) law: heisenbench_model::server::ServerModel,
-    pub(super) slots: Arc<Semaphore>,
-    pub(super) metrics: Metrics,
-    /// Failure injection and random text.
-    pub(super) rng: Mutex<Pcg64Mcg>,
-    /// The latency law's jitter: the stream the simulator's server draws from under the
-    /// same seed, so a seed means the same latencies in both.
-    pub(super) jitter: Mutex<SimRng>,
-    pub(super) next_id: AtomicU64,
-    /// Where the mock reads and waits for time.
-    pub(super) clock: Clock,
-    /// Where served requests are recorded (audits only).
-    pub(super) journal: Option<Arc<Journal>>,
-    /// The prefix cache, when it is on.
-    pub(super) prefix_cache: Option<Mutex<PrefixCache>>,
-}
-
-impl ServerState {
-    pub(super) fn new(cfg: MockConfig, clock: Clock, journal: Option<Arc<Journal>>) -> Arc<Self> {
-        let metrics = Metrics::default();
-        let law = cfg.law();
-        let prefix_cache = law.prefix_cache.map(|shape| {
-            metrics
-                .kv_cache_capacity
-                .store(u64::from(shape.capacity_blocks), Relaxed);
-            Mutex::new(PrefixCache::new(shape))
-        });
-        Arc::new(ServerState {
-            slots: Arc::new(Semaphore::new(cfg.max_num_seqs as usize)),
-            metrics,
-            prefix_cache,
-            rng: Mutex::new(Pcg64Mcg::seed_from_u64(cfg.seed)),
-            jitter: Mutex::new(sample::stream(cfg.seed, sample::purpose::SERVER)),
-            next_id: AtomicU64::new(0),
-            clock,
-            law,
-            cfg,
-            journal,
-        })
-    }
-
-    /// Serves on `listener` until `shutdown` turns true, then lets open responses finish.
-    pub(super) async fn serve(
-        self: Arc<Self>,
-        listener: std::net::TcpListener,
-        shutdown: watch::Receiver<bool>,
-    ) {
-        let header_timeout = self.cfg.header_timeout;
-        // Whole responses at once: the next work is another request, and the client it
-        // woke should read first. Timed streams: the next work is other streams' tokens,
-        // due now.
-        let hand_off = self.cfg.is_instant();
-        let handler = move |req| handle(req, self.clone());
-        crate::net::server::serve(
-            listener,
-            header_timeout,
-            crate::net::server::DRAIN,
-            hand_off,
-            handler,
-            shutdown,
-        )
-        .await;
-    }
-
-    /// The prompt tokens of `prompt` the prefix cache serves (0 without a cache), counted
-    /// in the metrics; the prompt's blocks are then the most recently used. A word is a
-    /// token, as the mock counts them.
-    pub(super) fn cached_tokens(&self, prompt: &Words) -> u32 {
-        let Some(cache) = &self.prefix_cache else {
-            return 0;
-        };
-        let n = u32::try_from(prompt.len()).unwrap_or(u32::MAX);
-        let mut cache = cache.lock().expect("prefix cache lock");
-        let blocks = cache.law().block_hashes(prompt.iter().map(word_id));
-        let found = cache.admit(n, &blocks);
-        let m = &self.metrics;
-        m.prefix_cache_queries.fetch_add(u64::from(n), Relaxed);
-        m.prefix_cache_hits
-            .fetch_add(u64::from(found.cached_tokens), Relaxed);
-        m.kv_cache_blocks.store(cache.blocks_used() as u64, Relaxed);
-        found.cached_tokens
-    }
-
-    /// A standard normal draw for the latency law's jitter.
-    pub(super) fn normal(&self) -> f64 {
-        sample::standard_normal(&mut *self.jitter.lock().expect("jitter lock"))
-    }
-
-    pub(super) fn running(&self) -> u32 {
-        u32::try_from(self.metrics.running.load(Relaxed)).unwrap_or(u32::MAX)
-    }
-
-    /// The law's first-token latency for a request of `prompt_tokens`, at the batch now.
-    pub(super) fn ttft(&self, prompt_tokens: u32) -> Duration {
-        Duration::from_secs_f64(
-            self.law
-                .ttft_s(prompt_tokens, self.running(), || self.normal()),
-        )
-    }
-
-    /// The law's inter-token latency, at the batch now.
-    pub(super) fn itl(&self) -> Duration {
-        Duration::from_secs_f64(self.law.itl_s(self.running(), || self.normal()))
-    }
+/// Serves on `listener` until `shutdown` turns true, then lets open responses finish.
+pub(super) async fn serve(
+    state: Arc<ServerState>,
+    listener: std::net::TcpListener,
+    shutdown: watch::Receiver<bool>,
+) {
+    let header_timeout = state.cfg.header_timeout;
+    // Whole responses at once: the next work is another request, and the client it
+    // woke should read first. Timed streams: the next work is other streams' tokens,
+    // due now.
+    let hand_off = state.cfg.is_instant();
+    let handler = move |req| handle(req, state.clone());
+    crate::net::server::serve(
+        listener,
+        header_timeout,
+        crate::net::server::DRAIN,
+        hand_off,
+        handler,
+        shutdown,
+    )
+    .await;
 }
 
 pub(super) fn response(
@@ -373,7 +280,7 @@ pub(super) async fn generate(api: Api, body: &[u8], state: Arc<ServerState>) -> 
     };
     let n = u32::try_from(job.tokens.len()).unwrap_or(u32::MAX);
     if !job.g.stream {
-        let mut r = job.whole().await;
+        let mut r = response(StatusCode::OK, "application/json", job.whole().await);
         r.body_mut().tokens = n;
         r.body_mut().prompt_tokens = prompt_tokens;
         return r;
@@ -442,11 +349,4 @@ pub(super) fn text(g: &GenRequest, state: &ServerState) -> (Words, &'static str)
             (tokens, finish)
         }
     }
-}
-
-/// A word's token id for the prefix cache: FNV-1a of its bytes (stable across builds).
-fn word_id(w: &str) -> u64 {
-    w.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }

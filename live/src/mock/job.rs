@@ -6,12 +6,10 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use hyper::{Response, StatusCode};
 use tokio::sync::mpsc;
 
 use super::api::{self, ChunkWriter, GenRequest, LateStamps, Words};
-use super::body::MockBody;
-use super::handler::{ServerState, response};
+use super::state::ServerState;
 
 /// One admitted request; holds its slot until dropped.
 pub(super) struct Job {
@@ -170,8 +168,8 @@ impl Job {
         self.finished(n, last);
     }
 
-    /// The non-streaming answer, after the whole generation time.
-    pub(super) async fn whole(self) -> Response<MockBody> {
+    /// The non-streaming answer's JSON, after the whole generation time.
+    pub(super) async fn whole(self) -> Bytes {
         let n = self.tokens.len();
         let mut ttft = Duration::ZERO;
         let mut total = Duration::ZERO;
@@ -204,6 +202,6 @@ impl Job {
             .decode
             .observe_ns((total - ttft).as_nanos() as u64);
         self.finished(n, self.state.clock.now());
-        response(StatusCode::OK, "application/json", body)
+        body.into()
     }
 }

@@ -21,6 +21,7 @@ mod handler;
 mod job;
 mod journal;
 pub mod metrics;
+mod state;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -29,8 +30,8 @@ use tokio::sync::watch;
 
 pub use body::MockBody;
 use config::MockConfig;
-use handler::ServerState;
 pub use journal::{Journal, Served};
+use state::ServerState;
 
 use crate::net::server::{Running, ServeError, bind};
 use crate::time::clock::Clock;
@@ -96,7 +97,7 @@ impl MockServer {
         let state = ServerState::new(cfg, Clock::host(), journal);
         let serving = state.clone();
         let server = Running::spawn("heisenbench-mock", runtime, listener, addr, |l, rx| {
-            serving.serve(l, rx)
+            handler::serve(serving, l, rx)
         })?;
         Ok(Self { server, state })
     }
@@ -145,8 +146,6 @@ pub async fn serve_with(
                 .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0))),
             source,
         })?;
-    ServerState::new(cfg, clock, journal)
-        .serve(listener, shutdown)
-        .await;
+    handler::serve(ServerState::new(cfg, clock, journal), listener, shutdown).await;
     Ok(())
 }

@@ -25,47 +25,12 @@ use std::path::Path;
 use heisenbench_model::dataset::{Dataset, DatasetFormat, DatasetRead};
 use heisenbench_model::sample::{SimRng, stream};
 use rand::RngExt;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-use super::prompt::load_tokenizer;
+use super::prompt::{ChatMessage, DatasetPrompt, load_tokenizer};
 
 /// The random stream's purpose for the order of a dataset's entries.
 const DATASET_PURPOSE: u64 = 7;
-
-/// One chat turn of a dataset's prompt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChatMessage {
-    /// `system`, `user`, `assistant`...
-    pub role: String,
-    /// Its text.
-    pub content: String,
-}
-
-/// A drawn entry's prompt, as it is sent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DatasetPrompt {
-    /// Text (a completions request's `prompt`, a chat request's one user turn).
-    Text(String),
-    /// Chat turns (a chat request's `messages`; joined by newlines for completions).
-    Messages(Vec<ChatMessage>),
-}
-
-impl DatasetPrompt {
-    /// The text a completions request sends: the prompt, or the turns' contents joined by
-    /// newlines.
-    pub fn text(&self) -> std::borrow::Cow<'_, str> {
-        match self {
-            Self::Text(t) => t.as_str().into(),
-            Self::Messages(m) => m
-                .iter()
-                .map(|m| m.content.as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-                .into(),
-        }
-    }
-}
 
 /// Why a dataset could not be read.
 #[derive(Debug, thiserror::Error)]

@@ -135,7 +135,42 @@ pub struct Prompts {
     /// A dataset's drawn prompts, in the order requests take them (request i takes
     /// entry i mod their count), when the workload has a dataset.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub dataset: Vec<super::dataset::DatasetPrompt>,
+    pub dataset: Vec<DatasetPrompt>,
+}
+
+/// One chat turn of a prompt (a dataset's, or a conversation's so far).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// `system`, `user`, `assistant`...
+    pub role: String,
+    /// Its text.
+    pub content: String,
+}
+
+/// A drawn entry's prompt, as it is sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetPrompt {
+    /// Text (a completions request's `prompt`, a chat request's one user turn).
+    Text(String),
+    /// Chat turns (a chat request's `messages`; joined by newlines for completions).
+    Messages(Vec<ChatMessage>),
+}
+
+impl DatasetPrompt {
+    /// The text a completions request sends: the prompt, or the turns' contents joined by
+    /// newlines.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Self::Text(t) => t.as_str().into(),
+            Self::Messages(m) => m
+                .iter()
+                .map(|m| m.content.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+                .into(),
+        }
+    }
 }
 
 /// The tokenizer in `path` (a Hugging Face tokenizer.json), read within its file limit.

@@ -9,7 +9,7 @@
 //! `"error"`, and nesting deeper than 64. A property test holds the two paths equal on
 //! random chunks.
 
-use super::stream::Chunk;
+use heisenbench_model::limits::MAX_TOKENS;
 
 /// The chunk `data` describes, or `None` to let the serde path decide.
 pub(super) fn chunk(data: &[u8]) -> Option<Chunk> {
@@ -29,6 +29,45 @@ pub(super) fn chunk_after(data: &[u8], head: &mut RepeatedHead) -> Option<Chunk>
         }
     }
     Some(c)
+}
+
+/// What a chunk carries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Chunk {
+    /// It carries generated text (or reasoning text).
+    pub token: bool,
+    /// It carries a finish reason.
+    pub finished: bool,
+    /// The server's count of completion tokens, when it sends usage.
+    pub usage: Option<u64>,
+    /// The server's count of prompt tokens, when it sends usage.
+    pub prompt_usage: Option<u64>,
+    /// Prompt tokens the server's prefix cache served, when its usage says
+    /// (`prompt_tokens_details.cached_tokens`).
+    pub cached_usage: Option<u64>,
+    /// The mock's send stamp (CLOCK_MONOTONIC ns).
+    pub sent_ns: Option<u64>,
+}
+
+impl Chunk {
+    /// Why the chunk's usage cannot be a real count, if it cannot: a count of tokens past
+    /// [`MAX_TOKENS`] (a server's `2^64 - 1`, say) is not clamped into a number a report
+    /// would print as if it were measured.
+    pub fn implausible_usage(&self) -> Option<String> {
+        [
+            ("completion", self.usage),
+            ("prompt", self.prompt_usage),
+            ("cached prompt", self.cached_usage),
+        ]
+        .into_iter()
+        .find_map(|(what, n)| {
+            n.filter(|n| *n > u64::from(MAX_TOKENS)).map(|n| {
+                format!(
+                    "malformed: the server's usage counts {n} {what} tokens, past the {MAX_TOKENS} a request may hold"
+                )
+            })
+        })
+    }
 }
 
 /// The whole of `data` as a chunk, from its start or from `start` (see [`Scan::top`]),

@@ -20,7 +20,6 @@
 //!
 //! `[DONE]` ends the stream. Anything else (not JSON, not an object) is malformed.
 
-use heisenbench_model::limits::MAX_TOKENS;
 use std::borrow::Cow;
 
 use serde::Deserialize;
@@ -41,24 +40,6 @@ pub enum StreamEvent {
     Malformed,
     /// An event of a type a completion stream does not use (`event: ping`, ...).
     Ignored,
-}
-
-/// What a chunk carries.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Chunk {
-    /// It carries generated text (or reasoning text).
-    pub token: bool,
-    /// It carries a finish reason.
-    pub finished: bool,
-    /// The server's count of completion tokens, when it sends usage.
-    pub usage: Option<u64>,
-    /// The server's count of prompt tokens, when it sends usage.
-    pub prompt_usage: Option<u64>,
-    /// Prompt tokens the server's prefix cache served, when its usage says
-    /// (`prompt_tokens_details.cached_tokens`).
-    pub cached_usage: Option<u64>,
-    /// The mock's send stamp (CLOCK_MONOTONIC ns).
-    pub sent_ns: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -151,7 +132,7 @@ pub fn text_of(data: &[u8]) -> Option<String> {
 /// The longest server message kept, in characters.
 pub const MESSAGE_CHARS: usize = 200;
 
-pub use super::scan::RepeatedHead;
+pub use super::scan::{Chunk, RepeatedHead};
 
 /// Reads one event.
 pub fn interpret(ev: SseEvent<'_>) -> StreamEvent {
@@ -284,27 +265,6 @@ pub struct StreamState {
     pub malformed_why: Option<String>,
     /// The server's error message, if it sent one.
     pub error: Option<String>,
-}
-
-impl Chunk {
-    /// Why the chunk's usage cannot be a real count, if it cannot: a count of tokens past
-    /// [`MAX_TOKENS`] (a server's `2^64 - 1`, say) is not clamped into a number a report
-    /// would print as if it were measured.
-    pub fn implausible_usage(&self) -> Option<String> {
-        [
-            ("completion", self.usage),
-            ("prompt", self.prompt_usage),
-            ("cached prompt", self.cached_usage),
-        ]
-        .into_iter()
-        .find_map(|(what, n)| {
-            n.filter(|n| *n > u64::from(MAX_TOKENS)).map(|n| {
-                format!(
-                    "malformed: the server's usage counts {n} {what} tokens, past the {MAX_TOKENS} a request may hold"
-                )
-            })
-        })
-    }
 }
 
 /// The class of a stream that ended without a transport error.

@@ -5,8 +5,8 @@ use heisenbench_model::layout::{PromptLayout, PromptPart};
 use heisenbench_model::schedule::Planned;
 
 use super::super::config::{ApiKind, RunConfig};
-use crate::openai::dataset::{ChatMessage, DatasetPrompt};
 use crate::openai::prompt::PromptContent;
+use crate::openai::prompt::{ChatMessage, DatasetPrompt};
 
 /// How a shard makes its requests' prompts: the run's prompts laid out by the workload
 /// (a shared prefix, a trace's prefix blocks, each request's own words).
