@@ -37,8 +37,8 @@ for point in $POINTS; do
       tag=$(basename "$bin")
       "$bin" run --url "http://127.0.0.1:$PORT" --qps "$qps" --output-tokens "$TOKENS" \
         --shards "$shards" --duration "$DURATION" --server-metrics off --json \
-        > "$WORK/$qps-$tag-$i.json" 2> /dev/null || true
-      curl -sf "http://127.0.0.1:$PORT/metrics" > "$WORK/$qps-$tag-$i.metrics" || true
+        > "$WORK/$qps-$shards-$tag-$i.json" 2> /dev/null || true
+      curl -sf "http://127.0.0.1:$PORT/metrics" > "$WORK/$qps-$shards-$tag-$i.metrics" || true
       kill "$MOCK"; wait "$MOCK" 2>/dev/null || true; MOCK=
     done
   done

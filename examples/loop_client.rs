@@ -2,7 +2,8 @@
 //! request at a time, with a known CPU cost per streamed chunk.
 //!
 //! Requests are due at Poisson times. The thread takes them in order: it waits for the
-//! due time if it is early, sends, reads the whole response, spends `--cost-us` of CPU on
+//! due time if it is early, spends `--request-cost-us` of CPU on the request (its fixed
+//! path: none by default), sends, reads the whole response, spends `--cost-us` of CPU on
 //! every token event, and stamps the TTFT when it handles the first token event,
 //! measured from the request's due time. With a zero-latency server that makes the
 //! client a single FIFO queue of whole requests (M/D/1), whose wait is exactly what it
@@ -31,6 +32,7 @@ struct Args {
     duration: f64,
     tokens: u32,
     cost: Duration,
+    request_cost: Duration,
     out: Option<String>,
     seed: u64,
     exit_code: i32,
@@ -46,6 +48,7 @@ fn args() -> Result<Args, String> {
         duration: 2.0,
         tokens: 20,
         cost: Duration::ZERO,
+        request_cost: Duration::ZERO,
         out: None,
         seed: 1,
         exit_code: 0,
@@ -63,6 +66,7 @@ fn args() -> Result<Args, String> {
             "--duration" => a.duration = num(v()?)?,
             "--tokens" => a.tokens = num(v()?)? as u32,
             "--cost-us" => a.cost = Duration::from_secs_f64(num(v()?)? * 1e-6),
+            "--request-cost-us" => a.request_cost = Duration::from_secs_f64(num(v()?)? * 1e-6),
             "--out" => a.out = Some(v()?),
             "--seed" => a.seed = num(v()?)? as u64,
             "--exit-code" => a.exit_code = num(v()?)? as i32,
@@ -109,9 +113,18 @@ struct Results {
     failed: u64,
 }
 
-/// One request, from its due time: send, read the whole stream, handle every event.
-fn one(addr: &str, body: &str, due: Instant, cost: Duration, r: &mut Results) {
+/// The CPU one request costs: a fixed part before it is sent, and a part per token event.
+#[derive(Clone, Copy)]
+struct Costs {
+    request: Duration,
+    token: Duration,
+}
+
+/// One request, from its due time: its fixed cost, send, read the whole stream, handle
+/// every event.
+fn one(addr: &str, body: &str, due: Instant, cost: Costs, r: &mut Results) {
     let ok = (|| -> std::io::Result<Option<f64>> {
+        spin(cost.request);
         let mut s = TcpStream::connect(addr)?;
         s.set_nodelay(true)?;
         s.set_read_timeout(Some(Duration::from_secs(30)))?;
@@ -144,7 +157,7 @@ fn one(addr: &str, body: &str, due: Instant, cost: Duration, r: &mut Results) {
                 if ttft.is_none() {
                     ttft = Some(due.elapsed().as_secs_f64());
                 }
-                spin(cost);
+                spin(cost.token);
             }
         }
         Ok(ttft.filter(|_| done))
@@ -197,7 +210,11 @@ fn main() {
             if let Some(early) = due.checked_duration_since(Instant::now()) {
                 std::thread::sleep(early);
             }
-            one(&addr, &body, due, a.cost, &mut r);
+            let cost = Costs {
+                request: a.request_cost,
+                token: a.cost,
+            };
+            one(&addr, &body, due, cost, &mut r);
         }
     } else {
         std::thread::sleep(Duration::from_secs_f64(a.duration));

@@ -147,6 +147,70 @@ fn audit_finds_a_clients_cost_and_predicts_its_bias() {
     );
 }
 
+/// A client with a known fixed cost a request (3 ms, before it sends) and a known cost a
+/// chunk (50 us): `--cost-split` audits it at 10 and at 100 tokens and must split its CPU
+/// back into those two parts (CPU time from /proc, so within 20 % under any load on the
+/// machine: the client's own HTTP work adds a little to both), simulate its loop with the
+/// clock it is told, and put the loop's saturation at 1 / (a + 100 b), about 125 req/s.
+#[test]
+fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
+    let flags = [
+        "--rate",
+        "20",
+        "--duration",
+        "6s",
+        "--output-tokens",
+        "100",
+        "--cost-split",
+        "10",
+        "--clock",
+        "intended",
+        "--timeout",
+        "120s",
+    ];
+    let client = [
+        &CLIENT[..],
+        &[
+            "--cost-us",
+            "50",
+            "--request-cost-us",
+            "3000",
+            "--seed",
+            "5",
+        ],
+    ]
+    .concat();
+    let (code, report, err) = audit(&flags, &client);
+    assert_eq!(code, 0, "{err}");
+    let r = report.expect("a JSON report");
+    let sim = &r["simulated"];
+    let costs = &sim["prediction"]["costs"];
+    let (a, b) = (
+        costs["per_request_s"].as_f64().expect("per request"),
+        costs["per_chunk_s"].as_f64().expect("per chunk"),
+    );
+    assert!(
+        (a / 3e-3 - 1.0).abs() <= 0.2,
+        "per request {a} against 3 ms: {sim}"
+    );
+    assert!(
+        (b / 50e-6 - 1.0).abs() <= 0.2,
+        "per chunk {b} against 50 us: {sim}"
+    );
+    assert_eq!(sim["prediction"]["clock"], "intended");
+    assert_eq!(sim["split_from"]["short"]["chunks_per_request"], 10.0);
+    assert_eq!(sim["split_from"]["long"]["chunks_per_request"], 100.0);
+    let saturation = sim["prediction"]["saturation_per_s"]
+        .as_f64()
+        .expect("saturation");
+    assert!(
+        (saturation / 125.0 - 1.0).abs() <= 0.2,
+        "saturation {saturation} against 125 req/s"
+    );
+    let predicted = sim["prediction"]["reported_s"][0].as_f64().expect("a mean");
+    assert!(predicted > 0.0 && predicted.is_finite(), "{sim}");
+}
+
 #[test]
 fn a_client_that_fails_is_reported_with_its_status() {
     let flags = ["--rate", "20", "--duration", "1s", "--output-tokens", "5"];

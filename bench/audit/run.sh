@@ -9,6 +9,13 @@
 #
 #   bash bench/audit/run.sh                 # every tool, rates 50 100 200 400 1000
 #   RATES="100 300" TOOLS=vllm bash bench/audit/run.sh
+#   SPLIT=20 RATES="50 100" TOOLS=sglang bash bench/audit/run.sh
+#
+# With SPLIT=N each tool is audited in one series (`audit --rates` over RATES, with
+# `--cost-split N`): a first audit at the first rate with N output tokens splits its CPU
+# into a part per request and a part per chunk, the share before the send is fitted on the
+# first rate's audit, and every other audit is predicted by simulating the tool's loop; the
+# table then holds those predictions against what the tool reported.
 #
 # Environment: PYTHON (Python 3.12; default: pyenv's 3.12), HEISENBENCH (the binary;
 # default target/release/heisenbench, built if missing), CACHE (default
@@ -126,6 +133,13 @@ for tool in $TOOLS; do
       EXTRA=(--label "SGLang bench_serving" --timeout 300s) ;;
     *) echo "unknown tool $tool" >&2; exit 2 ;;
   esac
+  if [ -n "${SPLIT:-}" ]; then
+    echo "[audit] $tool at ${RATES// /, } req/s, costs split at $SPLIT tokens"
+    "$HB" audit --rates "${RATES// /,}" --cost-split "$SPLIT" --duration "$DURATION" \
+      --output-tokens "$TOKENS" --work-dir "$OUT/$tool-split" --out "$OUT/$tool-split.json" \
+      "${EXTRA[@]}" -- "${CMD[@]}" > "$OUT/$tool-split.txt" 2>&1 || echo "[audit] $tool: exit $?"
+    continue
+  fi
   for rate in $RATES; do
     echo "[audit] $tool at $rate req/s"
     "$HB" audit --rate "$rate" --duration "$DURATION" --output-tokens "$TOKENS" \
@@ -133,6 +147,42 @@ for tool in $TOOLS; do
       -- "${CMD[@]}" > "$OUT/$tool-$rate.txt" 2>&1 || echo "[audit] $tool at $rate: exit $?"
   done
 done
+
+if [ -n "${SPLIT:-}" ]; then
+  "$PYTHON" - "$OUT" $TOOLS <<'EOF'
+import json, os, sys
+out = sys.argv[1]
+ms = lambda s: "-" if s is None else f"{s * 1e3:.2f}"
+pct = lambda p, m: "-" if p is None or not m else f"{(p - m) / m * 100:+.0f} %"
+print("| client | offered req/s x tokens | achieved | a: per request | b: per chunk | share before send | measured excess mean / p50 / p90 / p99 ms | simulated | error of the mean / p99 | closed-form mean | saturation (simulated costs) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for tool in sys.argv[2:]:
+    path = os.path.join(out, f"{tool}-split.json")
+    if not os.path.exists(path):
+        print(f"| {tool} | no report |")
+        continue
+    r = json.load(open(path))
+    points = r.get("points", [r])
+    for i, a in enumerate(points):
+        o, sim = a["observed"], a.get("simulated")
+        rows = {x["statistic"]: x for x in (a.get("prediction") or {}).get("rows", [])}
+        if not sim:
+            print(f"| {tool} | {o['offered']['rate_per_s']:g} | {o['truth']['achieved_rate_per_s']:.0f} | no simulation |")
+            continue
+        p, m, s = sim["prediction"], sim["measured_excess_s"], sim["split_from"]
+        if i == 0:
+            print(f"| {tool} | {s['rate_per_s']:g} x {s['short']['chunks_per_request']:.0f} (held out) | - | | | "
+                  f"| {ms(s['short_measured_excess_s'][0])} / - / - / - | {ms(s['short_predicted_s'][0])} "
+                  f"| {pct(s['short_predicted_s'][0], s['short_measured_excess_s'][0])} | | |")
+        print(f"| {tool} | {o['offered']['rate_per_s']:g} x {p['chunks_per_request']:.0f} | {o['truth']['achieved_rate_per_s']:.0f} "
+              f"| {p['costs']['per_request_s'] * 1e3:.2f} ms | {p['costs']['per_chunk_s'] * 1e6:.1f} us | {p['before_send']:.2f} "
+              f"| {' / '.join(ms(x) for x in m)} | {' / '.join(ms(x) for x in p['reported_s'])} "
+              f"| {pct(p['reported_s'][0], m[0])} / {pct(p['reported_s'][3], m[3])} "
+              f"| {ms((rows.get('mean') or {}).get('predicted_s'))} | {p['saturation_per_s']:.0f} req/s |")
+EOF
+  echo "[audit] reports in $OUT"
+  exit 0
+fi
 
 "$PYTHON" - "$OUT" $TOOLS -- $RATES <<'EOF'
 import json, os, sys

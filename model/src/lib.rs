@@ -46,6 +46,7 @@
 
 pub mod batch;
 mod burst;
+pub mod client_loop;
 pub mod compare;
 pub mod dataset;
 pub mod error;

@@ -32,6 +32,7 @@
 //!   byte-identical report.
 //! * Statistics stream into HDR histograms: memory does not grow with events.
 
+pub mod client_loop;
 pub mod engine;
 pub mod events;
 pub mod plancheck;

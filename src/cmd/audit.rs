@@ -5,9 +5,11 @@ use std::io::Write;
 use crate::flags::audit::AuditFlags;
 use heisenbench_figures::{AuditPoint, AuditedClient};
 use heisenbench_live::audit::predict;
-use heisenbench_live::audit::report::{AuditReport, AuditSeries};
+use heisenbench_live::audit::report::{AuditReport, AuditSeries, Simulated, SplitFrom};
 use heisenbench_live::audit::{self, AuditConfig, AuditError};
+use heisenbench_model::client_loop::ClockStart;
 use heisenbench_model::units::format_seconds;
+use heisenbench_sim::client_loop::{self, LoopReading};
 
 use super::{check_out_file, write_atomic, write_json};
 use crate::Failure;
@@ -49,7 +51,16 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
     );
     let mut reports = Vec::new();
     let mut failure = None;
-    for cfg in a.configs(&work_dir, &stop) {
+    let mut configs = a.configs(&work_dir, &stop);
+    // The cost split's shorter audit goes first, at the first rate.
+    let split_at = a.cost_split.map(|tokens| AuditConfig {
+        output_tokens: tokens,
+        work_dir: work_dir.join("cost-split"),
+        ..configs[0].clone()
+    });
+    let mut short: Option<AuditReport> = None;
+    let mut reading: Option<(LoopReading, SplitFrom)> = None;
+    for (i, cfg) in split_at.into_iter().chain(configs.drain(..)).enumerate() {
         let rate = cfg.rate_per_s;
         let observed = audit::run(&cfg).map_err(|e| {
             discard(&work_dir);
@@ -75,9 +86,39 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
             }
         })?;
         let prediction = predict::predict(&observed, bursts, a.loops, budget, a.tolerance);
-        let report = AuditReport::new(a.label.clone(), observed, prediction, server.clone());
+        let mut report = AuditReport::new(a.label.clone(), observed, prediction, server.clone());
+        let is_short = i == 0 && a.cost_split.is_some();
+        if is_short {
+            if !a.json {
+                writeln!(
+                    out,
+                    "== cost split: offered {rate} req/s x {} tokens",
+                    cfg.output_tokens
+                )?;
+                report.write_summary(out)?;
+            }
+            if failure.is_none() {
+                failure = report.failure();
+            }
+            short = Some(report);
+            continue;
+        }
+        let simulated = short
+            .as_ref()
+            .map(|s| simulate_loop(s, &report, &mut reading, a.clock));
+        match simulated {
+            Some(Ok(sim)) => report.simulated = Some(sim),
+            Some(Err(why)) if !a.json => writeln!(out, "simulated loop: not made: {why}")?,
+            _ => {}
+        }
         if !a.json {
-            if series {
+            if short.is_some() {
+                writeln!(
+                    out,
+                    "== offered {rate} req/s x {} tokens",
+                    cfg.output_tokens
+                )?;
+            } else if series {
                 writeln!(out, "== offered {rate} req/s")?;
             }
             report.write_summary(out)?;
@@ -119,6 +160,49 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+/// The client's loop simulated at `this` audit's load, its costs split by `short` and the
+/// first audit after it (whose reading `reading` keeps for the audits that follow).
+fn simulate_loop(
+    short: &AuditReport,
+    this: &AuditReport,
+    reading: &mut Option<(LoopReading, SplitFrom)>,
+    clock: Option<ClockStart>,
+) -> Result<Simulated, String> {
+    const SEED: u64 = heisenbench_model::scenario::DEFAULT_SEED;
+    let measured = this
+        .audited_load()
+        .ok_or("this audit has no CPU figures or no completed request")?;
+    let fitted_here = reading.is_none();
+    if fitted_here {
+        let s = short
+            .audited_load()
+            .ok_or("the shorter audit has no CPU figures or no completed request")?;
+        let clock = clock
+            .or(this.observed.reported.as_ref().map(|r| r.clock()))
+            .unwrap_or(ClockStart::OwnSend);
+        let r = client_loop::read_loop(&s, &measured, clock, SEED).map_err(|e| e.to_string())?;
+        let from = SplitFrom {
+            rate_per_s: short.observed.offered.rate_per_s,
+            short: s.sample(),
+            long: measured.sample(),
+            short_measured_excess_s: s.excess_s,
+            short_predicted_s: r.shorter.reported_s,
+        };
+        *reading = Some((r, from));
+    }
+    let (r, from) = reading.as_ref().expect("made above");
+    let prediction = if fitted_here {
+        r.fitted.clone()
+    } else {
+        client_loop::predict_audit(&r.fitted, &measured, SEED).map_err(|e| e.to_string())?
+    };
+    Ok(Simulated {
+        split_from: from.clone(),
+        prediction,
+        measured_excess_s: measured.excess_s,
+    })
 }
 
 /// One client's line on the audit figure: its reports ordered by offered rate.

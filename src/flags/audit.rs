@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use heisenbench_model::ModelError;
+use heisenbench_model::client_loop::ClockStart;
 use heisenbench_model::plan;
 use heisenbench_model::units::{Rate, Seconds};
 
@@ -63,6 +64,16 @@ pub struct AuditFlags {
     /// fresh folder under the system's temporary directory.
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
+    /// Also audit at the first rate with this many output tokens, split the client's CPU
+    /// into a part per request and a part per chunk, and predict the TTFT it adds at every
+    /// rate by simulating its loop as it runs (send, chunk and finish jobs).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_TOKENS)))]
+    pub cost_split: Option<u32>,
+    /// With --cost-split: where the client starts its TTFT clock, intended or own-send
+    /// (default: by the tool whose results were read; heisenbench's is the intended send,
+    /// every other known tool's its own).
+    #[arg(long, requires = "cost_split")]
+    pub clock: Option<ClockStart>,
     /// Write the audit (with every request the server answered) to this JSON file.
     #[arg(long)]
     pub out: Option<PathBuf>,

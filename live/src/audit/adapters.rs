@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use heisenbench_model::client_loop::ClockStart;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -58,6 +59,19 @@ pub struct Reported {
     /// (inference-perf's schedule delay, heisenbench's send lag).
     #[serde(default)]
     pub send_lag: Option<Summary>,
+}
+
+impl Reported {
+    /// Where the tool starts its TTFT clock, from its source: heisenbench at the intended
+    /// send; vLLM's and SGLang's benches when the request's coroutine starts, inference-perf
+    /// and GuideLLM at their own dispatch (their lateness reported apart), AIPerf at its
+    /// own send: each after its loop's backlog, before the request's own path.
+    pub fn clock(&self) -> ClockStart {
+        match self.tool.as_str() {
+            "heisenbench run" => ClockStart::Intended,
+            _ => ClockStart::OwnSend,
+        }
+    }
 }
 
 /// The formats known, by the tool that writes them.

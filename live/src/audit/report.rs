@@ -7,6 +7,8 @@ use std::path::Path;
 use heisenbench_model::units::format_seconds;
 use serde::{Deserialize, Serialize};
 
+use heisenbench_model::client_loop::{AuditedLoad, ClockStart, CostSample, LoopPrediction};
+
 use super::Observed;
 use super::predict::Prediction;
 
@@ -26,6 +28,114 @@ pub struct AuditReport {
     pub prediction: Option<Prediction>,
     /// What the mock was told (its latencies are the truth's floor).
     pub server: String,
+    /// The client's loop simulated as it runs, with per-request and per-chunk costs (an
+    /// audit with `--cost-split`; the simulation is made by the caller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulated: Option<Simulated>,
+}
+
+/// The client's loop simulated as it runs ([`LoopPrediction`]), held against what this
+/// audit measured.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+pub struct Simulated {
+    /// The two audits the costs were split from: the short one's rate, and each one's
+    /// chunks and CPU per request.
+    pub split_from: SplitFrom,
+    /// What the simulation predicts at this audit's load.
+    pub prediction: LoopPrediction,
+    /// What this audit measured of the TTFT the client adds: its reported minus the
+    /// server's true mean, p50, p90 and p99 (None where the tool reports no such figure).
+    pub measured_excess_s: [Option<f64>; 4],
+}
+
+/// Where a cost split came from.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+pub struct SplitFrom {
+    /// The rate both audits were offered.
+    pub rate_per_s: f64,
+    /// The shorter audit.
+    pub short: CostSample,
+    /// The longer audit.
+    pub long: CostSample,
+    /// The shorter audit's measured excess and the simulation's prediction for it (with
+    /// the share fitted on the longer one): the held-out check at another length.
+    pub short_measured_excess_s: [Option<f64>; 4],
+    /// The prediction for the shorter audit.
+    pub short_predicted_s: [f64; 4],
+}
+
+impl Simulated {
+    /// The relative error of the predicted mean excess against the measured one.
+    pub fn mean_error(&self) -> Option<f64> {
+        let m = self.measured_excess_s[0]?;
+        (m > 0.0).then(|| (self.prediction.reported_s[0] - m) / m)
+    }
+
+    fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        let f = format_seconds;
+        let p = &self.prediction;
+        let s = &self.split_from;
+        let cells = |xs: [Option<f64>; 4]| {
+            xs.map(|x| x.map_or("-".into(), f))
+                .iter()
+                .zip(["mean", "p50", "p90", "p99"])
+                .map(|(v, k)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
+        writeln!(
+            out,
+            "simulated loop: {} a request + {} a chunk, from the audits at {} req/s x {:.0} and x {:.0} tokens \
+             ({} and {} of CPU a request); {} loop(s); clock at {}; {:.2} of a request's fixed cost before it \
+             leaves ({})",
+            f(p.costs.per_request_s),
+            f(p.costs.per_chunk_s),
+            s.rate_per_s,
+            s.short.chunks_per_request,
+            s.long.chunks_per_request,
+            f(s.short.cpu_per_request_s),
+            f(s.long.cpu_per_request_s),
+            p.loops,
+            match p.clock {
+                ClockStart::Intended => "the intended send",
+                ClockStart::OwnSend => "the client's own send (its loop's backlog left out)",
+            },
+            p.before_send,
+            p.before_send_from
+        )?;
+        writeln!(
+            out,
+            "  TTFT the client adds, predicted: {}",
+            cells(p.reported_s.map(Some))
+        )?;
+        writeln!(
+            out,
+            "  TTFT the client adds, measured:  {}{}",
+            cells(self.measured_excess_s),
+            self.mean_error()
+                .map_or(String::new(), |e| format!("; the mean {:+.0}%", e * 100.0))
+        )?;
+        let shorter = s.short_measured_excess_s[0]
+            .filter(|m| *m > 0.0)
+            .map(|m| (s.short_predicted_s[0] - m) / m);
+        writeln!(
+            out,
+            "  at {:.0} tokens: predicted mean {}, measured {}{}",
+            s.short.chunks_per_request,
+            f(s.short_predicted_s[0]),
+            s.short_measured_excess_s[0].map_or("-".into(), f),
+            shorter.map_or(String::new(), |e| format!(" ({:+.0}%)", e * 100.0))
+        )?;
+        writeln!(
+            out,
+            "  saturates at {:.0} req/s x {:.0} tokens ({} loop(s) at {} a request); this audit: {:.0} req/s",
+            p.saturation_per_s,
+            p.chunks_per_request,
+            p.loops,
+            f(p.costs.request_s(p.chunks_per_request)),
+            p.rate_per_s
+        )
+    }
 }
 
 /// `audit --rates`: one report per rate (without the per-request records).
@@ -78,7 +188,33 @@ impl AuditReport {
             observed,
             prediction,
             server,
+            simulated: None,
         }
+    }
+
+    /// What this audit measured of the client's loop, for a simulation of it: the rate
+    /// the server saw, the chunks and the loops' CPU per request, the loops, and the TTFT
+    /// the client added (its reported minus the true, by statistic). None without a
+    /// prediction (no completed requests or no CPU figures).
+    pub fn audited_load(&self) -> Option<AuditedLoad> {
+        let p = self.prediction.as_ref()?;
+        let t = &self.observed.truth;
+        let reported = self.observed.reported.as_ref().and_then(|r| r.ttft);
+        let truth = [t.ttft.mean_s, t.ttft.p50_s, t.ttft.p90_s, t.ttft.p99_s];
+        let excess_s = match reported {
+            Some(r) => {
+                let rep = [r.mean_s, r.p50_s, r.p90_s, r.p99_s];
+                std::array::from_fn(|i| rep[i].map(|x| x - truth[i]))
+            }
+            None => [None; 4],
+        };
+        Some(AuditedLoad {
+            rate_per_s: t.achieved_rate_per_s,
+            chunks_per_request: p.chunks_per_request,
+            cpu_per_request_s: p.cpu_per_request_s,
+            loops: p.loops,
+            excess_s,
+        })
     }
 
     /// The same report without its per-request records.
@@ -319,6 +455,27 @@ impl AuditReport {
                 o.offered.rate_per_s, p.budget, p.plan_reason
             )?,
             None => writeln!(out, "plan: {}", p.plan_reason)?,
+        }
+        if let Some(sim) = &self.simulated {
+            sim.write(out)?;
+            let closed = p
+                .rows
+                .iter()
+                .find(|r| r.statistic == "mean")
+                .and_then(|r| r.relative_error);
+            if let (Some(s), Some(c)) = (sim.mean_error(), closed) {
+                writeln!(
+                    out,
+                    "  answered by {}: the mean excess {:+.0}% off the simulated loop, {:+.0}% off the closed form",
+                    if s.abs() <= c.abs() {
+                        "the simulated loop"
+                    } else {
+                        "the closed form"
+                    },
+                    s * 100.0,
+                    c * 100.0
+                )?;
+            }
         }
         Ok(())
     }

@@ -1,0 +1,298 @@
+//! What a benchmark client reports when its own loop is the only delay, found by running
+//! that loop: the simulator's client with a send job, a job per streamed chunk and a
+//! finish job (chunks stamped after the loop processed them), in front of a server that
+//! answers at once. The costs come from an audit ([`LoopCosts`]); the clock starts where
+//! the tool starts it ([`ClockStart`]).
+//!
+//! A request's fixed cost is split between its send job (the part before it leaves) and
+//! its finish job; the share before the send is the one thing an audit cannot see from
+//! the CPU alone, so [`fit_before_send`] finds it on one audit, and the others are
+//! predicted with it.
+
+use heisenbench_model::ModelError;
+use heisenbench_model::client_loop::{AuditedLoad, ClockStart, LoopCosts, LoopPrediction};
+use heisenbench_model::scenario::{
+    Arrivals, ClientModel, EventCosts, Lengths, Policy, Stamp, Stop, Workload,
+};
+use heisenbench_model::server::ServerModel;
+use heisenbench_model::service::Service;
+
+use crate::engine::Simulation;
+use crate::scenario::SimScenario;
+
+/// Requests simulated per prediction: enough that the p99 rests on 200 of them, few enough
+/// that a fit of 21 shares takes seconds.
+const REQUESTS: u64 = 20_000;
+/// Events one prediction may take (requests times chunks).
+const EVENTS: u64 = 6_000_000;
+
+/// The load an audit put on the client.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoopLoad {
+    /// Requests per second (the rate the server saw).
+    pub rate_per_s: f64,
+    /// Chunks per request.
+    pub chunks_per_request: u32,
+    /// The client's loops; requests are dealt to them at random.
+    pub loops: u32,
+    /// The seed of the arrivals.
+    pub seed: u64,
+}
+
+/// The scenario of `costs` at `load`, `before_send` of a request's fixed cost in its send
+/// job and the rest in its finish job.
+fn scenario(costs: &LoopCosts, before_send: f64, load: &LoopLoad) -> SimScenario {
+    let job = |s: f64| (s > 0.0).then_some(Service::Deterministic { mean_s: s });
+    let chunks = load.chunks_per_request.max(1);
+    let requests = REQUESTS.min(EVENTS / (u64::from(chunks) + 2)).max(1_000);
+    SimScenario {
+        name: "a client's loop".into(),
+        seed: load.seed,
+        workload: Workload {
+            arrivals: Arrivals::Poisson {
+                rate_per_s: load.rate_per_s,
+            },
+            stop: Stop::Count { requests },
+            input_tokens: Lengths::Fixed { tokens: 16 },
+            output_tokens: Lengths::Fixed { tokens: chunks },
+            prefix: None,
+            dataset: None,
+        },
+        client: ClientModel {
+            workers: load.loops.max(1),
+            policy: Policy::Random,
+            costs: EventCosts {
+                send: job(costs.per_request_s * before_send),
+                chunk: job(costs.per_chunk_s),
+                finish: job(costs.per_request_s * (1.0 - before_send)),
+            },
+            stamp: Stamp::AfterProcessing,
+            max_in_flight_per_worker: None,
+            timeout_s: None,
+            send_shares_loop: true,
+        },
+        server: ServerModel {
+            max_num_seqs: 1_000_000,
+            max_waiting_queue_length: 1_000_000,
+            ..ServerModel::default()
+        },
+        slo: None,
+    }
+}
+
+/// What the client would report at `load` with `costs`, `before_send` (0 to 1) of each
+/// request's fixed cost before it leaves, and its clock at `clock`.
+pub fn simulate(
+    costs: &LoopCosts,
+    before_send: f64,
+    clock: ClockStart,
+    load: &LoopLoad,
+) -> Result<LoopPrediction, ModelError> {
+    if !(0.0..=1.0).contains(&before_send) {
+        return Err(ModelError::invalid(
+            "before_send",
+            before_send,
+            "must be a share between 0 and 1",
+        ));
+    }
+    let sc = scenario(costs, before_send, load);
+    sc.validate()?;
+    let r = Simulation::new(sc).run();
+    let stats = |d: &heisenbench_model::stats::Dist, plus: f64| {
+        [d.mean_s, d.p50_s, d.p90_s, d.p99_s].map(|x| x + plus)
+    };
+    let reported_s = match clock {
+        ClockStart::Intended => stats(&r.ttft.from_intended, 0.0),
+        // The simulator's actual send is the end of the send job; the tool's clock starts
+        // at its beginning, so the send job (of fixed length) is inside its TTFT.
+        ClockStart::OwnSend => stats(&r.ttft.from_actual, costs.per_request_s * before_send),
+    };
+    let chunks = f64::from(load.chunks_per_request.max(1));
+    Ok(LoopPrediction {
+        costs: *costs,
+        before_send,
+        before_send_from: String::new(),
+        clock,
+        loops: load.loops.max(1),
+        rate_per_s: load.rate_per_s,
+        chunks_per_request: chunks,
+        reported_s,
+        achieved_per_s: r.achieved_qps,
+        saturation_per_s: costs.saturation_per_s(chunks, load.loops.max(1)),
+    })
+}
+
+/// The share of the fixed cost before the send (0, 0.05, ..., 1) whose simulation comes
+/// closest to `reported_mean_s`, the mean TTFT excess one audit measured at `load`, and
+/// the prediction it makes there.
+pub fn fit_before_send(
+    costs: &LoopCosts,
+    clock: ClockStart,
+    load: &LoopLoad,
+    reported_mean_s: f64,
+) -> Result<LoopPrediction, ModelError> {
+    let mut best: Option<LoopPrediction> = None;
+    for step in 0..=20 {
+        let p = simulate(costs, f64::from(step) / 20.0, clock, load)?;
+        let miss = |p: &LoopPrediction| (p.reported_s[0] - reported_mean_s).abs();
+        if best.as_ref().is_none_or(|b| miss(&p) < miss(b)) {
+            best = Some(p);
+        }
+    }
+    Ok(best.expect("21 shares were simulated"))
+}
+
+/// A client's loop read from two audits at one rate that differ in output length: the
+/// costs split between request and chunk, the share before the send fitted on the longer
+/// audit's mean excess, and the shorter one predicted with it (a check at a length the fit
+/// did not see).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoopReading {
+    /// The costs and the share, as fitted on the longer audit (its prediction).
+    pub fitted: LoopPrediction,
+    /// The shorter audit, predicted.
+    pub shorter: LoopPrediction,
+}
+
+fn load_of(a: &AuditedLoad, seed: u64) -> LoopLoad {
+    LoopLoad {
+        rate_per_s: a.rate_per_s,
+        chunks_per_request: a.chunks_per_request.round().max(1.0) as u32,
+        loops: a.loops.max(1),
+        seed,
+    }
+}
+
+/// Reads a client's loop from two audits ([`LoopReading`]); `clock` is where the tool
+/// starts its TTFT. Refused when the costs cannot be split or the longer audit has no
+/// reported mean TTFT to fit on.
+pub fn read_loop(
+    short: &AuditedLoad,
+    long: &AuditedLoad,
+    clock: ClockStart,
+    seed: u64,
+) -> Result<LoopReading, ModelError> {
+    let costs = LoopCosts::split(short.sample(), long.sample())?;
+    let (short, long) = if short.chunks_per_request <= long.chunks_per_request {
+        (short, long)
+    } else {
+        (long, short)
+    };
+    let Some(mean) = long.excess_s[0] else {
+        return Err(ModelError::invalid(
+            "cost split",
+            "no reported mean TTFT",
+            "the share of a request's cost before its send is fitted on the tool's reported mean TTFT",
+        ));
+    };
+    let mut fitted = fit_before_send(&costs, clock, &load_of(long, seed), mean)?;
+    fitted.before_send_from = format!(
+        "fitted on the audit at {:.0} req/s x {:.0} tokens",
+        long.rate_per_s, long.chunks_per_request
+    );
+    let shorter = predict_audit(&fitted, short, seed)?;
+    Ok(LoopReading { fitted, shorter })
+}
+
+/// What `fitted`'s loop would report at the load of audit `a`.
+pub fn predict_audit(
+    fitted: &LoopPrediction,
+    a: &AuditedLoad,
+    seed: u64,
+) -> Result<LoopPrediction, ModelError> {
+    let mut p = simulate(
+        &fitted.costs,
+        fitted.before_send,
+        fitted.clock,
+        &load_of(a, seed),
+    )?;
+    p.before_send_from.clone_from(&fitted.before_send_from);
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heisenbench_model::mg1::Mg1;
+    use heisenbench_model::queue::WaitModel;
+
+    fn load(rate: f64, chunks: u32) -> LoopLoad {
+        LoopLoad {
+            rate_per_s: rate,
+            chunks_per_request: chunks,
+            loops: 1,
+            seed: 3,
+        }
+    }
+
+    /// Chunks that cost nothing and a fixed cost all before the send make one loop an
+    /// M/D/1 queue of send jobs: from the intended send a request waits the queue's wait
+    /// and its own send job (Pollaczek-Khinchine), and from its own send only the send job.
+    #[test]
+    fn a_loop_of_send_jobs_is_m_d_1() {
+        let c = 2e-3;
+        let costs = LoopCosts {
+            per_request_s: c,
+            per_chunk_s: 0.0,
+        };
+        let l = load(250.0, 1);
+        let p = simulate(&costs, 1.0, ClockStart::Intended, &l).unwrap();
+        let q = Mg1::new(250.0, Service::Deterministic { mean_s: c }).unwrap();
+        let expected = q.wait_mean_s() + c;
+        // rho 0.5: 20,000 requests hold the mean within a few per cent (its relative
+        // standard error is about 1.5 % here); 6 % is four of them.
+        assert!(
+            (p.reported_s[0] - expected).abs() < 0.06 * expected,
+            "{p:?} against {expected}"
+        );
+        let own = simulate(&costs, 1.0, ClockStart::OwnSend, &l).unwrap();
+        assert!((own.reported_s[1] - c).abs() < 1e-9, "{own:?}");
+        assert!((p.achieved_per_s - 250.0).abs() < 0.05 * 250.0, "{p:?}");
+        assert!((p.saturation_per_s - 500.0).abs() < 1e-6);
+    }
+
+    /// The fit recovers the share that made a prediction, from that prediction's mean.
+    #[test]
+    fn the_fit_finds_the_share_back() {
+        let costs = LoopCosts {
+            per_request_s: 1.9e-3,
+            per_chunk_s: 12e-6,
+        };
+        let l = load(60.0, 200);
+        let made = simulate(&costs, 0.7, ClockStart::OwnSend, &l).unwrap();
+        let fit = fit_before_send(&costs, ClockStart::OwnSend, &l, made.reported_s[0]).unwrap();
+        assert!((fit.before_send - 0.7).abs() < 1e-9, "{fit:?}");
+        assert!(simulate(&costs, 1.5, ClockStart::OwnSend, &l).is_err());
+    }
+
+    /// Two audits made by a known loop give its costs and share back, and the shorter
+    /// audit's prediction is that loop's own.
+    #[test]
+    fn a_loop_is_read_back_from_two_audits() {
+        let costs = LoopCosts {
+            per_request_s: 1.5e-3,
+            per_chunk_s: 10e-6,
+        };
+        let audit = |chunks: u32| {
+            let l = load(50.0, chunks);
+            let p = simulate(&costs, 0.6, ClockStart::OwnSend, &l).unwrap();
+            AuditedLoad {
+                rate_per_s: 50.0,
+                chunks_per_request: f64::from(chunks),
+                cpu_per_request_s: costs.request_s(f64::from(chunks)),
+                loops: 1,
+                excess_s: p.reported_s.map(Some),
+            }
+        };
+        let (short, long) = (audit(20), audit(200));
+        let r = read_loop(&short, &long, ClockStart::OwnSend, 3).unwrap();
+        assert!((r.fitted.costs.per_request_s - 1.5e-3).abs() < 1e-12);
+        assert!((r.fitted.before_send - 0.6).abs() < 1e-9, "{r:?}");
+        assert_eq!(r.shorter.reported_s.map(Some), short.excess_s);
+        let no_mean = AuditedLoad {
+            excess_s: [None; 4],
+            ..long
+        };
+        assert!(read_loop(&short, &no_mean, ClockStart::OwnSend, 3).is_err());
+    }
+}
