@@ -458,15 +458,17 @@ impl AuditReport {
         }
         if let Some(sim) = &self.simulated {
             sim.write(out)?;
+            // Both as (predicted - measured) / measured.
             let closed = p
                 .rows
                 .iter()
                 .find(|r| r.statistic == "mean")
-                .and_then(|r| r.relative_error);
+                .and_then(|r| Some((r.predicted_s? - r.excess_s) / r.excess_s))
+                .filter(|e| e.is_finite());
             if let (Some(s), Some(c)) = (sim.mean_error(), closed) {
                 writeln!(
                     out,
-                    "  answered by {}: the mean excess {:+.0}% off the simulated loop, {:+.0}% off the closed form",
+                    "  answered by {}: the simulated mean excess is {:+.0}% off the measured (the closed form's {:+.0}%)",
                     if s.abs() <= c.abs() {
                         "the simulated loop"
                     } else {
