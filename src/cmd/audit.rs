@@ -220,6 +220,14 @@ fn client_line(reports: &[AuditReport]) -> AuditedClient {
                 reported_p99_s: ttft.and_then(|t| t.p99_s),
                 true_p50_s: o.truth.ttft.p50_s,
                 true_p99_s: o.truth.ttft.p99_s,
+                predicted_p50_s: r
+                    .simulated
+                    .as_ref()
+                    .map(|s| o.truth.ttft.p50_s + s.prediction.reported_s[1]),
+                predicted_p99_s: r
+                    .simulated
+                    .as_ref()
+                    .map(|s| o.truth.ttft.p99_s + s.prediction.reported_s[3]),
             }
         })
         .collect();

@@ -1,6 +1,7 @@
 //! The audit figure: real clients against the truth, over offered rates. Left, the
 //! achieved rate (figure 1's chart); right, the TTFT each client reported (p50 solid, p99
-//! dashed) next to the server's true TTFT.
+//! dashed) next to the server's true TTFT, and where the audit simulated the client's loop,
+//! the p50 and p99 it predicted (crosses).
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -35,6 +36,13 @@ pub struct AuditPoint {
     pub true_p50_s: f64,
     /// The server's TTFT p99.
     pub true_p99_s: f64,
+    /// The reported TTFT median the simulated loop predicts (true plus its predicted
+    /// excess), where the audit simulated it.
+    #[serde(default)]
+    pub predicted_p50_s: Option<f64>,
+    /// The reported TTFT p99 it predicts.
+    #[serde(default)]
+    pub predicted_p99_s: Option<f64>,
 }
 
 pub(crate) fn draw<DB: DrawingBackend<ErrorType: 'static>>(
@@ -59,6 +67,8 @@ pub(crate) fn draw<DB: DrawingBackend<ErrorType: 'static>>(
             (p.offered, p.reported_p99_s.unwrap_or(f64::NAN)),
             (p.offered, p.true_p50_s),
             (p.offered, p.true_p99_s),
+            (p.offered, p.predicted_p50_s.unwrap_or(f64::NAN)),
+            (p.offered, p.predicted_p99_s.unwrap_or(f64::NAN)),
         ]
     }))
     .ok_or("no data")?;
@@ -96,6 +106,18 @@ pub(crate) fn draw<DB: DrawingBackend<ErrorType: 'static>>(
             ))?
             .label(format!("{} p99", c.label))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(1)));
+        let predicted: Vec<(f64, f64)> =
+            [line(|p| p.predicted_p50_s), line(|p| p.predicted_p99_s)].concat();
+        if !predicted.is_empty() {
+            chart
+                .draw_series(
+                    predicted
+                        .into_iter()
+                        .map(|p| Cross::new(p, 6, col.stroke_width(2))),
+                )?
+                .label(format!("{} p50, p99 simulated", c.label))
+                .legend(move |(x, y)| Cross::new((x + 10, y), 6, col.stroke_width(2)));
+        }
     }
     // The truth: one line over every audit (the same server), the largest p99 the server
     // showed any client at each rate.
