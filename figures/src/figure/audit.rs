@@ -1,7 +1,8 @@
 //! The audit figure: real clients against the truth, over offered rates. Left, the
 //! achieved rate (figure 1's chart); right, the TTFT each client reported (p50 solid, p99
 //! dashed) next to the server's true TTFT, and where the audit simulated the client's loop,
-//! the p50 and p99 it predicted (crosses).
+//! the p50 and p99 it predicted (crosses); one legend entry a client, the title saying
+//! which mark is which.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -72,7 +73,16 @@ pub(crate) fn draw<DB: DrawingBackend<ErrorType: 'static>>(
         ]
     }))
     .ok_or("no data")?;
-    let mut chart = frame(&right, "Reported vs true TTFT", 90)
+    let simulated = clients
+        .iter()
+        .flat_map(|c| c.points.iter())
+        .any(|p| p.predicted_p50_s.is_some() || p.predicted_p99_s.is_some());
+    let title = if simulated {
+        "Reported TTFT: p50 solid, p99 dashed, simulated x"
+    } else {
+        "Reported TTFT: p50 solid, p99 dashed"
+    };
+    let mut chart = frame(&right, title, 90)
         .build_cartesian_2d(0f64..x1 * 1.05, positive_range(y0, y1).log_scale())?;
     chart
         .configure_mesh()
@@ -92,32 +102,25 @@ pub(crate) fn draw<DB: DrawingBackend<ErrorType: 'static>>(
                 .collect()
         };
         let p50 = line(|p| p.reported_p50_s);
+        // One legend entry a client; the title says which mark is which statistic.
         chart
             .draw_series(LineSeries::new(p50.clone(), col.stroke_width(3)))?
-            .label(format!("{} p50", c.label))
+            .label(c.label.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(3)));
         chart.draw_series(p50.iter().map(|p| Circle::new(*p, 4, col.filled())))?;
-        chart
-            .draw_series(DashedLineSeries::new(
-                line(|p| p.reported_p99_s),
-                6,
-                4,
-                col.stroke_width(2),
-            ))?
-            .label(format!("{} p99", c.label))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(1)));
+        chart.draw_series(DashedLineSeries::new(
+            line(|p| p.reported_p99_s),
+            6,
+            4,
+            col.stroke_width(2),
+        ))?;
         let predicted: Vec<(f64, f64)> =
             [line(|p| p.predicted_p50_s), line(|p| p.predicted_p99_s)].concat();
-        if !predicted.is_empty() {
-            chart
-                .draw_series(
-                    predicted
-                        .into_iter()
-                        .map(|p| Cross::new(p, 6, col.stroke_width(2))),
-                )?
-                .label(format!("{} p50, p99 simulated", c.label))
-                .legend(move |(x, y)| Cross::new((x + 10, y), 6, col.stroke_width(2)));
-        }
+        chart.draw_series(
+            predicted
+                .into_iter()
+                .map(|p| Cross::new(p, 6, col.stroke_width(2))),
+        )?;
     }
     // The truth: one line over every audit (the same server), the largest p99 the server
     // showed any client at each rate.
