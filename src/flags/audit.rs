@@ -89,9 +89,19 @@ pub struct AuditFlags {
 }
 
 impl AuditFlags {
-    /// The budget the prediction plans on, and the tolerance, checked: an audit plans on a
-    /// quantile of the wait, not its mean.
+    /// The budget the prediction plans on, and the tolerance, checked (an audit plans on a
+    /// quantile of the wait, not its mean), and a cost split's length against the audit's.
     pub fn budget(&self) -> Result<Budget, ModelError> {
+        if let Some(n) = self.cost_split {
+            let (lo, hi) = (n.min(self.output_tokens), n.max(self.output_tokens));
+            if u64::from(hi) < 2 * u64::from(lo) {
+                return Err(ModelError::invalid(
+                    "cost-split",
+                    n,
+                    "must differ from --output-tokens by a factor of two or more",
+                ));
+            }
+        }
         if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
             return Err(ModelError::invalid(
                 "tolerance",
@@ -193,6 +203,11 @@ mod tests {
         let f = parse(&["--rate", "7", "--tolerance", "0", "--", "c"]).unwrap();
         assert!(f.budget().unwrap_err().to_string().contains("tolerance"));
         assert!(parse(&["--rate", "0", "--", "c"]).is_err());
+        let f = parse(&["--rate", "7", "--cost-split", "150", "--", "c"]).unwrap();
+        assert!(f.budget().unwrap_err().to_string().contains("cost-split"));
+        let f = parse(&["--rate", "7", "--cost-split", "20", "--", "c"]).unwrap();
+        assert!(f.budget().is_ok());
+        assert!(parse(&["--rate", "7", "--clock", "intended", "--", "c"]).is_err());
         assert!(parse(&["--rate", "7"]).is_err());
     }
 }
