@@ -127,11 +127,11 @@ pub struct ShardReport {
     pub result: ShardResult,
 }
 
-/// Runs shard `shard` of `cfg` (whose `workers` is the shard count) in this process,
+/// Runs shard `shard` of the checked `cfg` (whose `shards` is the shard count) in this process,
 /// starting at `start_utc_s` (seconds since the epoch, this host's clock) or now, until
 /// its slice is done or `stop` is thrown.
 pub fn run_one_shard(
-    cfg: &RunConfig,
+    cfg: &super::config::Checked,
     shard: u32,
     start_utc_s: Option<f64>,
     stop: &StopSignal,
@@ -149,7 +149,7 @@ pub fn run_one_shard(
         mono_ns().saturating_sub((-ahead_s * 1e9) as u64)
     };
     // One shard on this host: its bound is what this host allows one process.
-    let mut config = cfg.clone();
+    let mut config = RunConfig::clone(cfg);
     if config.in_flight_bound.is_none() {
         let descriptors = super::shards::raise_descriptor_limit();
         config.in_flight_bound =
