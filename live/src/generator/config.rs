@@ -745,6 +745,32 @@ impl Hasher for Fnv64 {
 mod tests {
     use super::*;
 
+    /// A config is checked where it is made; what is set on it afterwards is checked by
+    /// its setter, and an invalid config never becomes a `Checked`.
+    #[test]
+    fn a_checked_config_stays_valid() {
+        let (mut cfg, _) = RunConfig::resolve(None, &RunOverrides::default()).unwrap();
+        assert!(cfg.set_url("ftp://127.0.0.1:9".into()).is_err());
+        assert!(cfg.set_shards(0).is_err());
+        assert!(
+            cfg.set_shards(heisenbench_model::limits::MAX_LOCAL_SHARDS + 1)
+                .is_err()
+        );
+        assert_eq!(
+            cfg.url, "http://127.0.0.1:0",
+            "a refused setter changes nothing"
+        );
+        cfg.set_url("http://127.0.0.1:9".into()).unwrap();
+        cfg.set_shards(3).unwrap();
+        assert_eq!((cfg.url.as_str(), cfg.shards), ("http://127.0.0.1:9", 3));
+        assert!(cfg.validate().is_ok());
+        let bad = RunConfig {
+            model: String::new(),
+            ..cfg.into_inner()
+        };
+        assert!(bad.checked().is_err());
+    }
+
     /// No flag: a streamed completions run by process shards, nothing else set.
     #[test]
     fn the_flags_defaults() {
