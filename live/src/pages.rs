@@ -92,6 +92,7 @@ where
             HEADER_TIMEOUT,
             std::time::Duration::ZERO,
             false,
+            false,
             handler,
             rx,
         )

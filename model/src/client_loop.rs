@@ -5,24 +5,34 @@
 //! One number, the CPU per chunk, spreads a request's fixed path (building it, the HTTP
 //! library's send, task scheduling) over its chunks and misses where that path falls: a
 //! Python client pays it before its first chunk. Two audits that differ only in output
-//! length separate the two parts: a request of n chunks costs `a + n b`.
+//! length separate the two parts: a request of n chunks costs `a + n b`. A third at
+//! another rate separates what the client spends per second whatever the load (timers,
+//! heartbeats, an idle loop's wake-ups), which one rate would read as a cost per request:
+//! the client's CPU per second is `c + r (a + n b)` at r requests per second.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ModelError, Result};
 
-/// The client's CPU per request at one output length, as one audit measured it.
+/// The client's CPU per request at one output length and rate, as one audit measured it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CostSample {
+    /// Requests per second served (0 where unknown).
+    #[serde(default)]
+    pub rate_per_s: f64,
     /// Chunks per request (the tokens the server streamed per request).
     pub chunks_per_request: f64,
     /// The client's CPU per request served, seconds.
     pub cpu_per_request_s: f64,
 }
 
-/// A client loop's CPU: a fixed part per request and a part per streamed chunk.
+/// A client loop's CPU: a part per second whatever the load, a fixed part per request and
+/// a part per streamed chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LoopCosts {
+    /// CPU spent per second whatever the load, in cores (0 when one rate was measured).
+    #[serde(default)]
+    pub per_second: f64,
     /// The fixed part of a request: building, sending, finishing it, seconds.
     pub per_request_s: f64,
     /// Reading one streamed chunk, seconds.
@@ -84,6 +94,76 @@ impl LoopCosts {
             ));
         }
         Ok(Self {
+            per_second: 0.0,
+            per_request_s,
+            per_chunk_s,
+        })
+    }
+
+    /// The plane through three or more audits' CPU per second against their rates and
+    /// chunks a second: `c + r a + r n b`, by least squares. The audits must span two
+    /// rates (the faster at least 1.5 times the slower) and two lengths (a factor of two).
+    /// Where the plane puts the part per second below zero (noise larger than it), the
+    /// line through the origin is fitted instead (`c` = 0); where it puts a request's or a
+    /// chunk's part below zero, the audits are refused as in [`LoopCosts::split`].
+    pub fn fit(samples: &[CostSample]) -> Result<Self> {
+        let valid = |s: &CostSample| {
+            [s.rate_per_s, s.chunks_per_request, s.cpu_per_request_s]
+                .iter()
+                .all(|x| x.is_finite() && *x > 0.0)
+        };
+        if samples.len() < 3 || !samples.iter().all(valid) {
+            return Err(ModelError::invalid(
+                "cost fit",
+                format!("{samples:?}"),
+                "needs three or more audits that served requests and measured CPU",
+            ));
+        }
+        let spread = |f: fn(&CostSample) -> f64| {
+            let lo = samples.iter().map(f).fold(f64::INFINITY, f64::min);
+            let hi = samples.iter().map(f).fold(0.0, f64::max);
+            hi / lo
+        };
+        if spread(|s| s.rate_per_s) < 1.5 || spread(|s| s.chunks_per_request) < 2.0 {
+            return Err(ModelError::invalid(
+                "cost fit",
+                format!("{samples:?}"),
+                "the audits must differ in rate by 1.5 times and in length by two",
+            ));
+        }
+        // Rows (1, r, r n) against the CPU per second r x (CPU per request).
+        let rows: Vec<([f64; 3], f64)> = samples
+            .iter()
+            .map(|s| {
+                let r = s.rate_per_s;
+                ([1.0, r, r * s.chunks_per_request], r * s.cpu_per_request_s)
+            })
+            .collect();
+        let plane = least_squares(&rows, 3);
+        let (per_second, per_request_s, per_chunk_s) = match plane {
+            Some([c, a, b]) if c >= 0.0 => (c, a, b),
+            _ => {
+                let through_origin: Vec<([f64; 3], f64)> =
+                    rows.iter().map(|(x, y)| ([x[1], x[2], 0.0], *y)).collect();
+                let [a, b, _] = least_squares(&through_origin, 2).ok_or_else(|| {
+                    ModelError::invalid(
+                        "cost fit",
+                        format!("{samples:?}"),
+                        "the audits are degenerate",
+                    )
+                })?;
+                (0.0, a, b)
+            }
+        };
+        if !(per_chunk_s > 0.0 && per_request_s >= 0.0) {
+            return Err(ModelError::invalid(
+                "cost fit",
+                format!("{per_request_s:.3e} s a request, {per_chunk_s:.3e} s a chunk"),
+                "a part came out below zero: the audits disagree",
+            ));
+        }
+        Ok(Self {
+            per_second,
             per_request_s,
             per_chunk_s,
         })
@@ -94,10 +174,52 @@ impl LoopCosts {
         self.per_request_s + chunks * self.per_chunk_s
     }
 
-    /// The most requests per second `loops` loops carry at `chunks` chunks a request.
+    /// The most requests per second `loops` loops carry at `chunks` chunks a request: the
+    /// cores left after the part per second, over a request's cost.
     pub fn saturation_per_s(&self, chunks: f64, loops: u32) -> f64 {
-        f64::from(loops) / self.request_s(chunks)
+        (f64::from(loops) - self.per_second).max(0.0) / self.request_s(chunks)
     }
+}
+
+/// Least squares of `y` on the first `k` (1 to 3) columns of `x`, by the normal equations
+/// (Gaussian elimination with partial pivoting). None when they are singular.
+fn least_squares(rows: &[([f64; 3], f64)], k: usize) -> Option<[f64; 3]> {
+    let mut m = [[0.0f64; 4]; 3];
+    for (x, y) in rows {
+        for i in 0..k {
+            for j in 0..k {
+                m[i][j] += x[i] * x[j];
+            }
+            m[i][3] += x[i] * y;
+        }
+    }
+    // Scale each row so that pivots compare fairly across units.
+    for row in m.iter_mut().take(k) {
+        let s = row[..k].iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        if s == 0.0 {
+            return None;
+        }
+        row.iter_mut().for_each(|v| *v /= s);
+    }
+    for col in 0..k {
+        let pivot = (col..k).max_by(|a, b| m[*a][col].abs().total_cmp(&m[*b][col].abs()))?;
+        if m[pivot][col].abs() < 1e-12 {
+            return None;
+        }
+        m.swap(col, pivot);
+        let p = m[col];
+        for (r, row) in m.iter_mut().enumerate().take(k) {
+            if r != col {
+                let f = row[col] / p[col];
+                row.iter_mut().zip(p).for_each(|(v, pv)| *v -= f * pv);
+            }
+        }
+    }
+    let mut out = [0.0; 3];
+    for i in 0..k {
+        out[i] = m[i][3] / m[i][i];
+    }
+    Some(out)
 }
 
 /// Where a client starts its TTFT clock.
@@ -145,6 +267,9 @@ pub struct AuditedLoad {
     pub chunks_per_request: f64,
     /// The loops' CPU per request served, seconds.
     pub cpu_per_request_s: f64,
+    /// The busiest process's CPU per request served, seconds (the one that runs out of its
+    /// core first).
+    pub busiest_cpu_per_request_s: f64,
     /// The client's loops.
     pub loops: u32,
     /// The TTFT the client added: its reported minus the server's true mean, p50, p90 and
@@ -156,8 +281,17 @@ impl AuditedLoad {
     /// Its CPU per request at its length.
     pub fn sample(&self) -> CostSample {
         CostSample {
+            rate_per_s: self.rate_per_s,
             chunks_per_request: self.chunks_per_request,
             cpu_per_request_s: self.cpu_per_request_s,
+        }
+    }
+
+    /// Its busiest process's CPU per request.
+    pub fn busiest_sample(&self) -> CostSample {
+        CostSample {
+            cpu_per_request_s: self.busiest_cpu_per_request_s,
+            ..self.sample()
         }
     }
 }
@@ -185,8 +319,26 @@ pub struct LoopPrediction {
     pub reported_s: [f64; 4],
     /// The rate the simulated loops achieved.
     pub achieved_per_s: f64,
-    /// The most requests per second the loops carry at these costs.
+    /// The most requests per second the loops carry at these costs: the fewer of what the
+    /// loops' cores carry and what the busiest process's one core carries.
     pub saturation_per_s: f64,
+    /// The busiest process's own costs, where they were fitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busiest: Option<LoopCosts>,
+}
+
+impl LoopPrediction {
+    /// The same prediction with the busiest process's costs, and the saturation they
+    /// bound: a process runs one loop, so it carries at most one core of work.
+    pub fn with_busiest(mut self, busiest: Option<LoopCosts>) -> Self {
+        self.busiest = busiest;
+        if let Some(b) = busiest {
+            self.saturation_per_s = self
+                .saturation_per_s
+                .min(b.saturation_per_s(self.chunks_per_request, 1));
+        }
+        self
+    }
 }
 
 #[cfg(test)]
@@ -195,9 +347,98 @@ mod tests {
 
     fn sample(n: f64, cpu: f64) -> CostSample {
         CostSample {
+            rate_per_s: 50.0,
             chunks_per_request: n,
             cpu_per_request_s: cpu,
         }
+    }
+
+    /// An audit at `rate` of a client spending `c` cores a second, `a` a request and `b` a
+    /// chunk.
+    fn at(rate: f64, n: f64, (c, a, b): (f64, f64, f64)) -> CostSample {
+        CostSample {
+            rate_per_s: rate,
+            chunks_per_request: n,
+            cpu_per_request_s: c / rate + a + n * b,
+        }
+    }
+
+    #[test]
+    fn three_audits_give_the_plane_back() {
+        let truth = (0.05, 1.2e-3, 10e-6);
+        let s = [
+            at(50.0, 20.0, truth),
+            at(100.0, 20.0, truth),
+            at(50.0, 200.0, truth),
+        ];
+        let c = LoopCosts::fit(&s).unwrap();
+        assert!((c.per_second - 0.05).abs() < 1e-9, "{c:?}");
+        assert!((c.per_request_s - 1.2e-3).abs() < 1e-9, "{c:?}");
+        assert!((c.per_chunk_s - 10e-6).abs() < 1e-12, "{c:?}");
+        // One rate would have read the 1 ms a request the part per second costs at 50 req/s
+        // as a cost of each request.
+        let one_rate = LoopCosts::split(s[0], s[2]).unwrap();
+        assert!(
+            (one_rate.per_request_s - 2.2e-3).abs() < 1e-9,
+            "{one_rate:?}"
+        );
+        // What is left of two cores after 0.05, over 3.2 ms a request.
+        assert!((c.saturation_per_s(200.0, 2) - 1.95 / 3.2e-3).abs() < 1e-6);
+        // Four audits, least squares: an exact plane stays exact.
+        let mut four = s.to_vec();
+        four.push(at(100.0, 200.0, truth));
+        let c4 = LoopCosts::fit(&four).unwrap();
+        assert!((c4.per_request_s - 1.2e-3).abs() < 1e-9, "{c4:?}");
+    }
+
+    #[test]
+    fn a_plane_below_zero_per_second_falls_back_to_the_origin() {
+        // A client whose CPU a request falls with the rate (it batches) has a negative
+        // part per second: the fit leaves it at zero.
+        let s = [
+            at(50.0, 20.0, (-0.02, 1e-3, 10e-6)),
+            at(100.0, 20.0, (-0.02, 1e-3, 10e-6)),
+            at(50.0, 200.0, (-0.02, 1e-3, 10e-6)),
+        ];
+        let c = LoopCosts::fit(&s).unwrap();
+        assert_eq!(c.per_second, 0.0);
+        assert!(c.per_request_s > 0.0 && c.per_chunk_s > 0.0, "{c:?}");
+    }
+
+    #[test]
+    fn audits_that_cannot_be_fitted_are_refused() {
+        let truth = (0.05, 1.2e-3, 10e-6);
+        // One rate only, or one length only.
+        assert!(
+            LoopCosts::fit(&[
+                at(50.0, 20.0, truth),
+                at(60.0, 20.0, truth),
+                at(50.0, 200.0, truth)
+            ])
+            .is_err()
+        );
+        assert!(
+            LoopCosts::fit(&[
+                at(50.0, 20.0, truth),
+                at(100.0, 20.0, truth),
+                at(50.0, 30.0, truth)
+            ])
+            .is_err()
+        );
+        // Two audits, or one that measured nothing.
+        assert!(LoopCosts::fit(&[at(50.0, 20.0, truth), at(100.0, 200.0, truth)]).is_err());
+        let mut none = at(50.0, 200.0, truth);
+        none.cpu_per_request_s = 0.0;
+        assert!(LoopCosts::fit(&[at(50.0, 20.0, truth), at(100.0, 20.0, truth), none]).is_err());
+        // Longer requests that cost less.
+        assert!(
+            LoopCosts::fit(&[
+                at(50.0, 20.0, truth),
+                at(100.0, 20.0, truth),
+                at(50.0, 200.0, (0.05, 1.2e-3, -1e-6))
+            ])
+            .is_err()
+        );
     }
 
     #[test]

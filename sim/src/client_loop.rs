@@ -10,7 +10,9 @@
 //! predicted with it.
 
 use heisenbench_model::ModelError;
-use heisenbench_model::client_loop::{AuditedLoad, ClockStart, LoopCosts, LoopPrediction};
+use heisenbench_model::client_loop::{
+    AuditedLoad, ClockStart, CostSample, LoopCosts, LoopPrediction,
+};
 use heisenbench_model::scenario::{
     Arrivals, ClientModel, EventCosts, Lengths, Policy, Stamp, Stop, Workload,
 };
@@ -119,6 +121,7 @@ pub fn simulate(
         reported_s,
         achieved_per_s: r.achieved_qps,
         saturation_per_s: costs.saturation_per_s(chunks, load.loops.max(1)),
+        busiest: None,
     })
 }
 
@@ -142,16 +145,15 @@ pub fn fit_before_send(
     Ok(best.expect("21 shares were simulated"))
 }
 
-/// A client's loop read from two audits at one rate that differ in output length: the
-/// costs split between request and chunk, the share before the send fitted on the longer
-/// audit's mean excess, and the shorter one predicted with it (a check at a length the fit
-/// did not see).
+/// A client's loop read from its calibration audits: the costs split between second,
+/// request and chunk, the share before the send fitted on the longer audit's mean excess,
+/// and the shorter ones predicted with it (checks at a length the fit did not see).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoopReading {
     /// The costs and the share, as fitted on the longer audit (its prediction).
     pub fitted: LoopPrediction,
-    /// The shorter audit, predicted.
-    pub shorter: LoopPrediction,
+    /// The shorter audits, predicted, in the order given.
+    pub shorter: Vec<LoopPrediction>,
 }
 
 fn load_of(a: &AuditedLoad, seed: u64) -> LoopLoad {
@@ -163,21 +165,37 @@ fn load_of(a: &AuditedLoad, seed: u64) -> LoopLoad {
     }
 }
 
-/// Reads a client's loop from two audits ([`LoopReading`]); `clock` is where the tool
-/// starts its TTFT. Refused when the costs cannot be split or the longer audit has no
-/// reported mean TTFT to fit on.
+/// Reads a client's loop ([`LoopReading`]) from audits at a shorter length (`shorter`) and
+/// one longer audit (`long`, at the rate of the first shorter one); `clock` is where the
+/// tool starts its TTFT. One shorter audit splits the CPU per request into a part per
+/// request and a part per chunk ([`LoopCosts::split`]); two at different rates also find
+/// the part per second ([`LoopCosts::fit`]), which the simulated jobs leave out (it is
+/// spent whatever the load). The busiest process's costs are fitted the same way where
+/// they can be, for the saturation. Refused when the costs cannot be split or the longer
+/// audit has no reported mean TTFT to fit on.
 pub fn read_loop(
-    short: &AuditedLoad,
+    shorter: &[AuditedLoad],
     long: &AuditedLoad,
     clock: ClockStart,
     seed: u64,
 ) -> Result<LoopReading, ModelError> {
-    let costs = LoopCosts::split(short.sample(), long.sample())?;
-    let (short, long) = if short.chunks_per_request <= long.chunks_per_request {
-        (short, long)
-    } else {
-        (long, short)
+    let fit = |sample: fn(&AuditedLoad) -> CostSample| match shorter {
+        [] => Err(ModelError::invalid(
+            "cost split",
+            "no shorter audit",
+            "needs an audit at a shorter length",
+        )),
+        [one] => LoopCosts::split(sample(one), sample(long)),
+        more => LoopCosts::fit(
+            &more
+                .iter()
+                .chain(std::iter::once(long))
+                .map(sample)
+                .collect::<Vec<_>>(),
+        ),
     };
+    let costs = fit(AuditedLoad::sample)?;
+    let busiest = fit(AuditedLoad::busiest_sample).ok();
     let Some(mean) = long.excess_s[0] else {
         return Err(ModelError::invalid(
             "cost split",
@@ -185,12 +203,16 @@ pub fn read_loop(
             "the share of a request's cost before its send is fitted on the tool's reported mean TTFT",
         ));
     };
-    let mut fitted = fit_before_send(&costs, clock, &load_of(long, seed), mean)?;
+    let mut fitted =
+        fit_before_send(&costs, clock, &load_of(long, seed), mean)?.with_busiest(busiest);
     fitted.before_send_from = format!(
         "fitted on the audit at {:.0} req/s x {:.0} tokens",
         long.rate_per_s, long.chunks_per_request
     );
-    let shorter = predict_audit(&fitted, short, seed)?;
+    let shorter = shorter
+        .iter()
+        .map(|s| predict_audit(&fitted, s, seed))
+        .collect::<Result<_, _>>()?;
     Ok(LoopReading { fitted, shorter })
 }
 
@@ -205,7 +227,8 @@ pub fn predict_audit(
         fitted.before_send,
         fitted.clock,
         &load_of(a, seed),
-    )?;
+    )?
+    .with_busiest(fitted.busiest);
     p.before_send_from.clone_from(&fitted.before_send_from);
     Ok(p)
 }
@@ -232,6 +255,7 @@ mod tests {
     fn a_loop_of_send_jobs_is_m_d_1() {
         let c = 2e-3;
         let costs = LoopCosts {
+            per_second: 0.0,
             per_request_s: c,
             per_chunk_s: 0.0,
         };
@@ -255,6 +279,7 @@ mod tests {
     #[test]
     fn the_fit_finds_the_share_back() {
         let costs = LoopCosts {
+            per_second: 0.0,
             per_request_s: 1.9e-3,
             per_chunk_s: 12e-6,
         };
@@ -270,6 +295,7 @@ mod tests {
     #[test]
     fn a_loop_is_read_back_from_two_audits() {
         let costs = LoopCosts {
+            per_second: 0.0,
             per_request_s: 1.5e-3,
             per_chunk_s: 10e-6,
         };
@@ -280,19 +306,68 @@ mod tests {
                 rate_per_s: 50.0,
                 chunks_per_request: f64::from(chunks),
                 cpu_per_request_s: costs.request_s(f64::from(chunks)),
+                busiest_cpu_per_request_s: costs.request_s(f64::from(chunks)),
                 loops: 1,
                 excess_s: p.reported_s.map(Some),
             }
         };
         let (short, long) = (audit(20), audit(200));
-        let r = read_loop(&short, &long, ClockStart::OwnSend, 3).unwrap();
+        let r = read_loop(&[short], &long, ClockStart::OwnSend, 3).unwrap();
         assert!((r.fitted.costs.per_request_s - 1.5e-3).abs() < 1e-12);
         assert!((r.fitted.before_send - 0.6).abs() < 1e-9, "{r:?}");
-        assert_eq!(r.shorter.reported_s.map(Some), short.excess_s);
+        assert_eq!(r.shorter[0].reported_s.map(Some), short.excess_s);
         let no_mean = AuditedLoad {
             excess_s: [None; 4],
             ..long
         };
-        assert!(read_loop(&short, &no_mean, ClockStart::OwnSend, 3).is_err());
+        assert!(read_loop(&[short], &no_mean, ClockStart::OwnSend, 3).is_err());
+        assert!(read_loop(&[], &long, ClockStart::OwnSend, 3).is_err());
+    }
+
+    /// A client that spends 0.1 core a second whatever the load, read at two rates: the
+    /// part per second is found and left out of the jobs, so the loop simulated is the one
+    /// without it; its busiest process (three quarters of each request's cost) bounds the
+    /// saturation below what the loops' cores would carry.
+    #[test]
+    fn a_part_per_second_is_read_from_a_second_rate() {
+        let costs = LoopCosts {
+            per_second: 0.0,
+            per_request_s: 1.5e-3,
+            per_chunk_s: 10e-6,
+        };
+        let audit = |rate: f64, chunks: u32| {
+            let l = LoopLoad {
+                loops: 2,
+                ..load(rate, chunks)
+            };
+            let p = simulate(&costs, 0.6, ClockStart::OwnSend, &l).unwrap();
+            let request = costs.request_s(f64::from(chunks));
+            AuditedLoad {
+                rate_per_s: rate,
+                chunks_per_request: f64::from(chunks),
+                cpu_per_request_s: 0.1 / rate + request,
+                busiest_cpu_per_request_s: 0.05 / rate + 0.75 * request,
+                loops: 2,
+                excess_s: p.reported_s.map(Some),
+            }
+        };
+        let (short, short_fast, long) = (audit(50.0, 20), audit(100.0, 20), audit(50.0, 200));
+        let r = read_loop(&[short, short_fast], &long, ClockStart::OwnSend, 3).unwrap();
+        let c = r.fitted.costs;
+        assert!((c.per_second - 0.1).abs() < 1e-9, "{c:?}");
+        assert!((c.per_request_s - 1.5e-3).abs() < 1e-9, "{c:?}");
+        assert!((r.fitted.before_send - 0.6).abs() < 1e-9, "{r:?}");
+        assert_eq!(r.shorter.len(), 2);
+        for (p, m) in r.shorter[1].reported_s.iter().zip(short_fast.excess_s) {
+            assert!((p - m.unwrap()).abs() < 1e-9, "{r:?}");
+        }
+        // Two loops' cores carry 1.9 / 3.5 ms = 543 req/s; the busiest process's one core,
+        // 0.95 / 2.625 ms = 362.
+        let b = r.fitted.busiest.expect("the busiest process fitted");
+        assert!((b.per_second - 0.05).abs() < 1e-9, "{b:?}");
+        assert!(
+            (r.fitted.saturation_per_s - 0.95 / (0.75 * 3.5e-3)).abs() < 1e-6,
+            "{r:?}"
+        );
     }
 }

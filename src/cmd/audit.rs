@@ -5,9 +5,9 @@ use std::io::Write;
 use crate::flags::audit::AuditFlags;
 use heisenbench_figures::{AuditPoint, AuditedClient};
 use heisenbench_live::audit::predict;
-use heisenbench_live::audit::report::{AuditReport, AuditSeries, Simulated, SplitFrom};
+use heisenbench_live::audit::report::{AuditReport, AuditSeries, HeldOut, Simulated, SplitFrom};
 use heisenbench_live::audit::{self, AuditConfig, AuditError};
-use heisenbench_model::client_loop::ClockStart;
+use heisenbench_model::client_loop::{AuditedLoad, ClockStart};
 use heisenbench_model::units::format_seconds;
 use heisenbench_sim::client_loop::{self, LoopReading};
 
@@ -52,13 +52,23 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
     let mut reports = Vec::new();
     let mut failure = None;
     let mut configs = a.configs(&work_dir, &stop);
-    // The cost split's shorter audit goes first, at the first rate.
-    let split_at = a.cost_split.map(|tokens| AuditConfig {
-        output_tokens: tokens,
-        work_dir: work_dir.join("cost-split"),
-        ..configs[0].clone()
-    });
-    let mut short: Option<AuditReport> = None;
+    // The cost split's shorter audits go first: at the first rate, and at twice it (the
+    // second rate separates the CPU spent per second from the CPU spent per request).
+    let split_at: Vec<AuditConfig> = a
+        .cost_split
+        .map(|tokens| {
+            [(1.0, "cost-split"), (2.0, "cost-split-2x")].map(|(times, dir)| AuditConfig {
+                output_tokens: tokens,
+                rate_per_s: configs[0].rate_per_s * times,
+                work_dir: work_dir.join(dir),
+                ..configs[0].clone()
+            })
+        })
+        .into_iter()
+        .flatten()
+        .collect();
+    let calibrations = split_at.len();
+    let mut shorts: Vec<AuditReport> = Vec::new();
     let mut reading: Option<(LoopReading, SplitFrom)> = None;
     for (i, cfg) in split_at.into_iter().chain(configs.drain(..)).enumerate() {
         let rate = cfg.rate_per_s;
@@ -87,8 +97,7 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
         })?;
         let prediction = predict::predict(&observed, bursts, a.loops, budget, a.tolerance);
         let mut report = AuditReport::new(a.label.clone(), observed, prediction, server.clone());
-        let is_short = i == 0 && a.cost_split.is_some();
-        if is_short {
+        if i < calibrations {
             if !a.json {
                 writeln!(
                     out,
@@ -100,19 +109,18 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
             if failure.is_none() {
                 failure = report.failure();
             }
-            short = Some(report);
+            shorts.push(report);
             continue;
         }
-        let simulated = short
-            .as_ref()
-            .map(|s| simulate_loop(s, &report, &mut reading, a.clock));
+        let simulated =
+            (!shorts.is_empty()).then(|| simulate_loop(&shorts, &report, &mut reading, a.clock));
         match simulated {
             Some(Ok(sim)) => report.simulated = Some(sim),
             Some(Err(why)) if !a.json => writeln!(out, "simulated loop: not made: {why}")?,
             _ => {}
         }
         if !a.json {
-            if short.is_some() {
+            if !shorts.is_empty() {
                 writeln!(
                     out,
                     "== offered {rate} req/s x {} tokens",
@@ -162,10 +170,11 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
     }
 }
 
-/// The client's loop simulated at `this` audit's load, its costs split by `short` and the
-/// first audit after it (whose reading `reading` keeps for the audits that follow).
+/// The client's loop simulated at `this` audit's load, its costs split by the shorter
+/// `shorts` and the first audit after them (whose reading `reading` keeps for the audits
+/// that follow).
 fn simulate_loop(
-    short: &AuditReport,
+    shorts: &[AuditReport],
     this: &AuditReport,
     reading: &mut Option<(LoopReading, SplitFrom)>,
     clock: Option<ClockStart>,
@@ -176,19 +185,28 @@ fn simulate_loop(
         .ok_or("this audit has no CPU figures or no completed request")?;
     let fitted_here = reading.is_none();
     if fitted_here {
-        let s = short
-            .audited_load()
-            .ok_or("the shorter audit has no CPU figures or no completed request")?;
+        let s: Vec<AuditedLoad> = shorts
+            .iter()
+            .map(|s| {
+                s.audited_load()
+                    .ok_or("a shorter audit has no CPU figures or no completed request")
+            })
+            .collect::<Result<_, _>>()?;
         let clock = clock
             .or(this.observed.reported.as_ref().map(|r| r.clock()))
             .unwrap_or(ClockStart::OwnSend);
         let r = client_loop::read_loop(&s, &measured, clock, SEED).map_err(|e| e.to_string())?;
         let from = SplitFrom {
-            rate_per_s: short.observed.offered.rate_per_s,
-            short: s.sample(),
+            rate_per_s: shorts[0].observed.offered.rate_per_s,
+            short: s[0].sample(),
             long: measured.sample(),
-            short_measured_excess_s: s.excess_s,
-            short_predicted_s: r.shorter.reported_s,
+            short_measured_excess_s: s[0].excess_s,
+            short_predicted_s: r.shorter[0].reported_s,
+            short_at_other_rate: s.get(1).zip(r.shorter.get(1)).map(|(s, p)| HeldOut {
+                sample: s.sample(),
+                measured_excess_s: s.excess_s,
+                predicted_s: p.reported_s,
+            }),
         };
         *reading = Some((r, from));
     }

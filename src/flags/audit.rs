@@ -64,9 +64,10 @@ pub struct AuditFlags {
     /// fresh folder under the system's temporary directory.
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
-    /// Also audit at the first rate with this many output tokens, split the client's CPU
-    /// into a part per request and a part per chunk, and predict the TTFT it adds at every
-    /// rate by simulating its loop as it runs (send, chunk and finish jobs).
+    /// Also audit with this many output tokens at the first rate and at twice it, split
+    /// the client's CPU into a part per second, a part per request and a part per chunk,
+    /// and predict the TTFT it adds at every rate by simulating its loop as it runs (send,
+    /// chunk and finish jobs).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_TOKENS)))]
     pub cost_split: Option<u32>,
     /// With --cost-split: where the client starts its TTFT clock, intended or own-send

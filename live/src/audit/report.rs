@@ -62,6 +62,29 @@ pub struct SplitFrom {
     pub short_measured_excess_s: [Option<f64>; 4],
     /// The prediction for the shorter audit.
     pub short_predicted_s: [f64; 4],
+    /// The shorter length audited again at another rate, which separates the CPU spent per
+    /// second from the CPU spent per request (absent: one rate, no part per second).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_at_other_rate: Option<HeldOut>,
+}
+
+/// A calibration audit held against what the fitted loop predicts for it.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+pub struct HeldOut {
+    /// Its rate, length and CPU per request.
+    pub sample: CostSample,
+    /// The TTFT the client added, measured: mean, p50, p90, p99.
+    pub measured_excess_s: [Option<f64>; 4],
+    /// The same, predicted.
+    pub predicted_s: [f64; 4],
+}
+
+impl HeldOut {
+    /// The relative error of the predicted mean.
+    pub fn mean_error(&self) -> Option<f64> {
+        let m = self.measured_excess_s[0].filter(|m| *m > 0.0)?;
+        Some((self.predicted_s[0] - m) / m)
+    }
 }
 
 impl Simulated {
@@ -83,9 +106,16 @@ impl Simulated {
                 .collect::<Vec<_>>()
                 .join("  ")
         };
+        let per_second = match &s.short_at_other_rate {
+            Some(h) => format!(
+                " and {:.2} core(s) a second whatever the load (with the audit at {:.0} req/s x {:.0})",
+                p.costs.per_second, h.sample.rate_per_s, h.sample.chunks_per_request
+            ),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "simulated loop: {} a request + {} a chunk, from the audits at {} req/s x {:.0} and x {:.0} tokens \
+            "simulated loop: {} a request + {} a chunk{per_second}, from the audits at {} req/s x {:.0} and x {:.0} tokens \
              ({} and {} of CPU a request); {} loop(s); clock at {}; {:.2} of a request's fixed cost before it \
              leaves ({})",
             f(p.costs.per_request_s),
@@ -115,20 +145,34 @@ impl Simulated {
             self.mean_error()
                 .map_or(String::new(), |e| format!("; the mean {:+.0}%", e * 100.0))
         )?;
-        let shorter = s.short_measured_excess_s[0]
-            .filter(|m| *m > 0.0)
-            .map(|m| (s.short_predicted_s[0] - m) / m);
+        let first = HeldOut {
+            sample: s.short,
+            measured_excess_s: s.short_measured_excess_s,
+            predicted_s: s.short_predicted_s,
+        };
+        for h in std::iter::once(&first).chain(&s.short_at_other_rate) {
+            writeln!(
+                out,
+                "  at {:.0} req/s x {:.0} tokens: predicted mean {}, measured {}{}",
+                h.sample.rate_per_s,
+                h.sample.chunks_per_request,
+                f(h.predicted_s[0]),
+                h.measured_excess_s[0].map_or("-".into(), f),
+                h.mean_error()
+                    .map_or(String::new(), |e| format!(" ({:+.0}%)", e * 100.0))
+            )?;
+        }
+        let busiest = match p.busiest {
+            Some(b) => format!(
+                "; its busiest process {} a request ({:.2} core(s) a second besides) on one core",
+                f(b.request_s(p.chunks_per_request)),
+                b.per_second
+            ),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "  at {:.0} tokens: predicted mean {}, measured {}{}",
-            s.short.chunks_per_request,
-            f(s.short_predicted_s[0]),
-            s.short_measured_excess_s[0].map_or("-".into(), f),
-            shorter.map_or(String::new(), |e| format!(" ({:+.0}%)", e * 100.0))
-        )?;
-        writeln!(
-            out,
-            "  saturates at {:.0} req/s x {:.0} tokens ({} loop(s) at {} a request); this audit: {:.0} req/s",
+            "  saturates at {:.0} req/s x {:.0} tokens ({} loop(s) at {} a request{busiest}); this audit: {:.0} req/s",
             p.saturation_per_s,
             p.chunks_per_request,
             p.loops,
@@ -208,10 +252,12 @@ impl AuditReport {
             }
             None => [None; 4],
         };
+        let busiest = self.observed.client.window_cpu_per_process_s.first()?;
         Some(AuditedLoad {
             rate_per_s: t.achieved_rate_per_s,
             chunks_per_request: p.chunks_per_request,
             cpu_per_request_s: p.cpu_per_request_s,
+            busiest_cpu_per_request_s: busiest / t.completed.max(1) as f64,
             loops: p.loops,
             excess_s,
         })

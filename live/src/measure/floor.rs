@@ -197,7 +197,7 @@ fn stream(rate: f64, seconds: f64) -> io::Result<Samples> {
                 let listener = tokio::net::TcpListener::from_std(listener)?;
                 let (sock, _) = listener.accept().await?;
                 sock.set_nodelay(true)?;
-                let mut sock = HandOff::new(sock, true);
+                let mut sock = HandOff::new(sock, true, None);
                 let mut tick = tokio::time::interval(Duration::from_millis(1));
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
                 // Messages due by the end of each tick, so fractional rates come out right.

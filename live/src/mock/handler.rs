@@ -18,6 +18,8 @@ use super::job::Job;
 use super::journal::Served;
 use super::state::ServerState;
 use super::{MAX_BODY_BYTES, VOCABULARY};
+use crate::net::server::Arrived;
+use crate::time::clock::Clock;
 
 /// Serves on `listener` until `shutdown` turns true, then lets open responses finish.
 pub(super) async fn serve(
@@ -30,12 +32,17 @@ pub(super) async fn serve(
     // woke should read first. Timed streams: the next work is other streams' tokens,
     // due now.
     let hand_off = state.cfg.is_instant();
+    // A journal's requests count from the kernel's arrival stamp of their heads: the truth
+    // an audit holds a client against is the server's latency from the moment the request
+    // reached it, its own wake-up included.
+    let stamp_arrivals = state.journal.is_some() && matches!(state.clock, Clock::Host(_));
     let handler = move |req| handle(req, state.clone());
     crate::net::server::serve(
         listener,
         header_timeout,
         crate::net::server::DRAIN,
         hand_off,
+        stamp_arrivals,
         handler,
         shutdown,
     )
@@ -71,7 +78,11 @@ pub(super) async fn handle(
     req: Request<Incoming>,
     state: Arc<ServerState>,
 ) -> Result<Response<MockBody>, Infallible> {
-    let arrival_ns = state.clock.stamp_ns();
+    let now_ns = state.clock.stamp_ns();
+    let arrival_ns = match req.extensions().get::<Arrived>() {
+        Some(Arrived(ns)) => (*ns).min(now_ns),
+        None => now_ns,
+    };
     let generation = req.method() == Method::POST
         && matches!(req.uri().path(), "/v1/completions" | "/v1/chat/completions");
     let mut r = route(req, &state).await;

@@ -63,6 +63,8 @@ pub enum MockError {
 pub struct MockServer {
     server: Running,
     state: Arc<ServerState>,
+    /// Keeps the kernel stamping arrivals while a journal's mock runs.
+    _stamping: Option<crate::net::receive_stamps::Stamping>,
 }
 
 impl MockServer {
@@ -94,12 +96,20 @@ impl MockServer {
                 .build()
         }
         .map_err(ServeError::Runtime)?;
+        let stamping = journal
+            .is_some()
+            .then(crate::net::receive_stamps::Stamping::start)
+            .flatten();
         let state = ServerState::new(cfg, Clock::host(), journal);
         let serving = state.clone();
         let server = Running::spawn("heisenbench-mock", runtime, listener, addr, |l, rx| {
             handler::serve(serving, l, rx)
         })?;
-        Ok(Self { server, state })
+        Ok(Self {
+            server,
+            state,
+            _stamping: stamping,
+        })
     }
 
     /// Its `/metrics` exposition, rendered by the caller's thread from the mock's counters

@@ -105,7 +105,7 @@ pub(crate) async fn read(sock: &TcpStream, into: &mut [u8]) -> io::Result<Read> 
 }
 
 /// One `recvmsg` on the non-blocking socket.
-fn read_now(sock: &TcpStream, into: &mut [u8]) -> io::Result<Read> {
+pub(crate) fn read_now(sock: &TcpStream, into: &mut [u8]) -> io::Result<Read> {
     let mut control = [0u8; 64];
     let mut iov = [IoSliceMut::new(into)];
     let msg = recvmsg::<()>(

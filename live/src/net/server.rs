@@ -1,6 +1,7 @@
 //! The HTTP/1.1 server loop the mock and the page server share: accept, serve each
 //! connection on its own task through a connection that yields after each write, close
-//! connections that send no request head in time, and drain on shutdown.
+//! connections that send no request head in time, and drain on shutdown. Asked to, it
+//! stamps each request with the kernel's arrival time of its head ([`Arrived`]).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -52,14 +53,22 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 /// How long the mock's open connections get to finish after a shutdown request.
 pub(crate) const DRAIN: Duration = Duration::from_secs(2);
 
+/// When the request's head reached the server's socket, by the kernel's stamp of the read
+/// that brought it (CLOCK_MONOTONIC ns): in each request's extensions when the server was
+/// asked to stamp arrivals. Before any thread of the server woke for it, so a server's
+/// latency counted from it includes its own wake-up and parsing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Arrived(pub(crate) u64);
+
 /// Serves `handler` on `listener` until `shutdown` turns true, then lets open connections
 /// finish for up to `drain`. With `hand_off`, each connection yields the thread after its
-/// writes ([`HandOff`]).
+/// writes ([`HandOff`]); with `stamp_arrivals`, each request carries its [`Arrived`].
 pub(crate) async fn serve<H, F, B>(
     listener: std::net::TcpListener,
     header_timeout: Duration,
     drain: Duration,
     hand_off: bool,
+    stamp_arrivals: bool,
     handler: H,
     mut shutdown: watch::Receiver<bool>,
 ) where
@@ -98,18 +107,28 @@ pub(crate) async fn serve<H, F, B>(
                     }
                 };
                 let _ = stream.set_nodelay(true);
+                let arrived = (stamp_arrivals && super::receive_stamps::stamp_arrivals(&stream))
+                    .then(|| Arc::new(AtomicU64::new(0)));
                 let handler = handler.clone();
                 let mut stop = shutdown.clone();
                 let open = open.clone();
                 open.fetch_add(1, Relaxed);
                 tokio::spawn(async move {
-                    let svc = hyper::service::service_fn(handler);
+                    let last_read = arrived.clone();
+                    let svc = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+                        // The head is parsed once the read that completed it returned: that
+                        // read's stamp is the request's arrival.
+                        if let Some(ns) = last_read.as_ref().map(|a| a.load(Relaxed)).filter(|ns| *ns > 0) {
+                            req.extensions_mut().insert(Arrived(ns));
+                        }
+                        handler(req)
+                    });
                     // The header timer also runs while a kept-alive connection waits for its
                     // next request, so it closes idle and half-sent connections alike.
                     let conn = hyper::server::conn::http1::Builder::new()
                         .timer(hyper_util::rt::TokioTimer::new())
                         .header_read_timeout(header_timeout)
-                        .serve_connection(hyper_util::rt::TokioIo::new(HandOff::new(stream, hand_off)), svc);
+                        .serve_connection(hyper_util::rt::TokioIo::new(HandOff::new(stream, hand_off, arrived)), svc);
                     tokio::pin!(conn);
                     tokio::select! {
                         _ = conn.as_mut() => {}

@@ -16,24 +16,36 @@
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::task::{Context, Poll, ready};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
+use super::receive_stamps;
+
 /// A TCP connection that yields the thread after every write that moved bytes (when
-/// `yields`; otherwise a plain connection).
+/// `yields`; otherwise a plain connection), and keeps the kernel's arrival stamp of its
+/// latest read (when given a cell for it).
 pub(crate) struct HandOff {
     stream: TcpStream,
     yields: bool,
+    arrived: Option<Arc<AtomicU64>>,
 }
 
 impl HandOff {
     /// `stream`, yielding after its writes when `yields`. A server of timed streams should
     /// not: its next work is other streams' tokens, due now, and a yield on a core the
     /// clients want can cost them a whole time slice (bench/RESULTS.md, "Timed streams").
-    pub(crate) fn new(stream: TcpStream, yields: bool) -> Self {
-        Self { stream, yields }
+    /// With `arrived`, every read that brings bytes stores their arrival there
+    /// (CLOCK_MONOTONIC ns; the kernel's stamp where the socket asked for them).
+    pub(crate) fn new(stream: TcpStream, yields: bool, arrived: Option<Arc<AtomicU64>>) -> Self {
+        Self {
+            stream,
+            yields,
+            arrived,
+        }
     }
 
     /// Passes a write's result through, yielding the thread when it moved bytes.
@@ -51,7 +63,28 @@ impl AsyncRead for HandOff {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+        let this = self.get_mut();
+        let Some(cell) = &this.arrived else {
+            return Pin::new(&mut this.stream).poll_read(cx, buf);
+        };
+        loop {
+            ready!(this.stream.poll_read_ready(cx))?;
+            let into = buf.initialize_unfilled();
+            let stream = &this.stream;
+            match stream.try_io(Interest::READABLE, || {
+                receive_stamps::read_now(stream, into)
+            }) {
+                Ok(read) => {
+                    buf.advance(read.n);
+                    if read.n > 0 {
+                        cell.store(read.stamps.arrival_ns(), Relaxed);
+                    }
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
     }
 }
 
@@ -108,7 +141,7 @@ mod tests {
             got
         });
         let (s, _) = listener.accept().await.unwrap();
-        let mut conn = HandOff::new(s, true);
+        let mut conn = HandOff::new(s, true, None);
         let mut req = [0u8; 7];
         conn.read_exact(&mut req).await.unwrap();
         assert_eq!(&req, b"request");

@@ -10,6 +10,7 @@
 use std::collections::BinaryHeap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
@@ -193,26 +194,48 @@ async fn drive(shared: Arc<Shared>) {
 /// wait the runtime is already in returns at the deadline. For a loop with one sleeper at
 /// a time (a shard's schedule, [`Pacer`]'s driver).
 ///
-/// The kernel fires it [`LoopTimer::LEAD_NS`] before the deadline, and the wait then yields
-/// to the runtime (which goes on running its other tasks and polling its epoll set) until
-/// the deadline passes. A core asleep in a VM takes tens of microseconds to come back;
-/// woken early, the shard has its core when the send falls due.
+/// The kernel fires it a lead before the deadline, and the wait then yields to the
+/// runtime (which goes on running its other tasks and polling its epoll set) until the
+/// deadline passes. A core asleep in a VM takes tens to hundreds of microseconds to come
+/// back; woken early, the shard has its core when the send falls due.
+///
+/// The lead of [`LoopTimer::new`] follows the machine: twice how late the kernel's
+/// wake-ups have come (a moving mean), at least [`LoopTimer::LEAD_NS`], and at most a
+/// fiftieth of the mean gap between deadlines, so the polling costs a loop at most 2 % of
+/// its core (at high rates the lead stays at its floor; a loop that busy does not sleep
+/// deeply anyway).
 #[derive(Debug)]
 pub struct LoopTimer {
     fd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
-    lead_ns: u64,
+    /// The least lead, ns.
+    min_lead_ns: u64,
+    /// Whether the lead follows the wake-ups seen.
+    adaptive: bool,
+    /// The lead now, ns.
+    lead_ns: AtomicU64,
+    /// A moving mean of how late the kernel's wake-ups came after their armed time, ns.
+    late_ns: AtomicU64,
+    /// A moving mean of the gaps between successive deadlines, ns (0: none yet).
+    gap_ns: AtomicU64,
+    /// The latest deadline waited for, ns.
+    last_deadline_ns: AtomicU64,
 }
 
 impl LoopTimer {
-    /// How long before a deadline the kernel wakes the waiting thread: about twice the
-    /// typical wake-up of an idle core on the machine it was tuned on (bench/RESULTS.md,
-    /// "The mock hands the core to its reader; the schedule wakes early"). It costs a shard
-    /// at most this much polling per send while its loop has nothing else to do.
+    /// The least lead before a deadline at which the kernel wakes the waiting thread:
+    /// about twice the typical wake-up of an idle core on the machine it was first tuned
+    /// on (bench/RESULTS.md, "The mock hands the core to its reader; the schedule wakes
+    /// early").
     pub const LEAD_NS: u64 = 30_000;
+    /// The most lead, ns.
+    const MAX_LEAD_NS: u64 = 1_000_000;
 
-    /// A disarmed timer on the current tokio runtime (which must have I/O enabled).
+    /// A disarmed timer on the current tokio runtime (which must have I/O enabled), whose
+    /// lead follows the machine's wake-ups (see the type).
     pub fn new() -> std::io::Result<Self> {
-        Self::with_lead(Self::LEAD_NS)
+        let mut t = Self::with_lead(Self::LEAD_NS)?;
+        t.adaptive = true;
+        Ok(t)
     }
 
     /// A disarmed timer whose kernel wake-up comes `lead_ns` before each deadline (0: at
@@ -229,7 +252,46 @@ impl LoopTimer {
         // the caller (and this workspace forbids `unsafe`).
         #[allow(deprecated)]
         let fd = tokio::io::unix::AsyncFd::with_interest(fd, tokio::io::Interest::READABLE)?;
-        Ok(Self { fd, lead_ns })
+        Ok(Self {
+            fd,
+            min_lead_ns: lead_ns,
+            adaptive: false,
+            lead_ns: AtomicU64::new(lead_ns),
+            late_ns: AtomicU64::new(0),
+            gap_ns: AtomicU64::new(0),
+            last_deadline_ns: AtomicU64::new(0),
+        })
+    }
+
+    /// The lead the next wait will take, ns.
+    pub fn lead_ns(&self) -> u64 {
+        self.lead_ns.load(Relaxed)
+    }
+
+    /// Folds a new deadline's gap and a wake-up's lateness into the moving means (weight
+    /// 1/8), and sets the lead from them.
+    fn learn(&self, deadline_ns: Option<u64>, late_ns: Option<u64>) {
+        if !self.adaptive {
+            return;
+        }
+        let mean = |cell: &AtomicU64, x: u64| {
+            let m = cell.load(Relaxed);
+            let next = if m == 0 { x } else { m - m / 8 + x / 8 };
+            cell.store(next, Relaxed);
+        };
+        if let Some(d) = deadline_ns {
+            let last = self.last_deadline_ns.swap(d, Relaxed);
+            if last != 0 && d > last {
+                mean(&self.gap_ns, d - last);
+            }
+        }
+        if let Some(l) = late_ns {
+            mean(&self.late_ns, l.min(10 * Self::MAX_LEAD_NS));
+        }
+        let gap = self.gap_ns.load(Relaxed);
+        let cap = (gap / 50).clamp(self.min_lead_ns, Self::MAX_LEAD_NS);
+        let lead = (2 * self.late_ns.load(Relaxed)).clamp(self.min_lead_ns, cap);
+        self.lead_ns.store(lead, Relaxed);
     }
 
     /// Completes at `deadline_ns` (CLOCK_MONOTONIC, [`crate::time::mono_ns`]) and returns
@@ -238,10 +300,11 @@ impl LoopTimer {
     /// the timer armed, and the next call re-arms it.
     pub async fn until(&self, deadline_ns: u64) -> std::io::Result<Option<u64>> {
         use rustix::time::{Itimerspec, TimerfdTimerFlags, Timespec, timerfd_settime};
+        self.learn(Some(deadline_ns), None);
         if deadline_ns <= crate::time::mono_ns() {
             return Ok(None);
         }
-        let wake_ns = deadline_ns.saturating_sub(self.lead_ns);
+        let wake_ns = deadline_ns.saturating_sub(self.lead_ns());
         let at = Timespec {
             tv_sec: (wake_ns / 1_000_000_000) as _,
             tv_nsec: (wake_ns % 1_000_000_000) as _,
@@ -264,6 +327,11 @@ impl LoopTimer {
             let mut expirations = [0u8; 8];
             match rustix::io::read(self.fd.get_ref(), &mut expirations) {
                 Ok(_) => {
+                    let woke_ns = crate::time::mono_ns();
+                    // A wake-up that came before its time was not armed by this wait.
+                    if woke_ns >= wake_ns {
+                        self.learn(None, Some(woke_ns - wake_ns));
+                    }
                     // The last stretch: yield to the loop (which keeps reading) and look
                     // again, until the deadline passes.
                     std::future::poll_fn(|cx| {
