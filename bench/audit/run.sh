@@ -154,8 +154,8 @@ import json, os, sys
 out = sys.argv[1]
 ms = lambda s: "-" if s is None else f"{s * 1e3:.2f}"
 pct = lambda p, m: "-" if p is None or not m else f"{(p - m) / m * 100:+.0f} %"
-print("| client | offered req/s x tokens | achieved | a: per request | b: per chunk | share before send | measured excess mean / p50 / p90 / p99 ms | simulated | error of the mean / p99 | closed-form mean | saturation (simulated costs) |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("| client | offered req/s x tokens | achieved | c: per second | a: per request | b: per chunk | share before send | measured excess mean / p50 / p90 / p99 ms | simulated | error of the mean / p99 | closed-form mean | saturation (simulated costs) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for tool in sys.argv[2:]:
     path = os.path.join(out, f"{tool}-split.json")
     if not os.path.exists(path):
@@ -171,11 +171,16 @@ for tool in sys.argv[2:]:
             continue
         p, m, s = sim["prediction"], sim["measured_excess_s"], sim["split_from"]
         if i == 0:
-            print(f"| {tool} | {s['rate_per_s']:g} x {s['short']['chunks_per_request']:.0f} (held out) | - | | | "
-                  f"| {ms(s['short_measured_excess_s'][0])} / - / - / - | {ms(s['short_predicted_s'][0])} "
-                  f"| {pct(s['short_predicted_s'][0], s['short_measured_excess_s'][0])} | | |")
+            held = [(s['short'], s['short_measured_excess_s'], s['short_predicted_s'])]
+            if s.get("short_at_other_rate"):
+                h = s["short_at_other_rate"]
+                held.append((h["sample"], h["measured_excess_s"], h["predicted_s"]))
+            for k, (smp, meas, pred) in enumerate(held):
+                print(f"| {tool} | {s['rate_per_s'] * (k + 1):g} x {smp['chunks_per_request']:.0f} (calibration) | {smp.get('rate_per_s', 0):.0f} | | | | "
+                      f"| {' / '.join(ms(x) for x in meas)} | {' / '.join(ms(x) for x in pred)} "
+                      f"| {pct(pred[0], meas[0])} / {pct(pred[3], meas[3])} | | |")
         print(f"| {tool} | {o['offered']['rate_per_s']:g} x {p['chunks_per_request']:.0f} | {o['truth']['achieved_rate_per_s']:.0f} "
-              f"| {p['costs']['per_request_s'] * 1e3:.2f} ms | {p['costs']['per_chunk_s'] * 1e6:.1f} us | {p['before_send']:.2f} "
+              f"| {p['costs'].get('per_second', 0):.3f} cores | {p['costs']['per_request_s'] * 1e3:.2f} ms | {p['costs']['per_chunk_s'] * 1e6:.1f} us | {p['before_send']:.2f} "
               f"| {' / '.join(ms(x) for x in m)} | {' / '.join(ms(x) for x in p['reported_s'])} "
               f"| {pct(p['reported_s'][0], m[0])} / {pct(p['reported_s'][3], m[3])} "
               f"| {ms((rows.get('mean') or {}).get('predicted_s'))} | {p['saturation_per_s']:.0f} req/s |")

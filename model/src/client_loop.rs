@@ -37,6 +37,10 @@ pub struct LoopCosts {
     pub per_request_s: f64,
     /// Reading one streamed chunk, seconds.
     pub per_chunk_s: f64,
+    /// The squared coefficient of variation of a request's whole work (0: constant), as
+    /// the spread of the client's CPU over time shows it.
+    #[serde(default)]
+    pub request_scv: f64,
 }
 
 impl LoopCosts {
@@ -97,6 +101,7 @@ impl LoopCosts {
             per_second: 0.0,
             per_request_s,
             per_chunk_s,
+            request_scv: 0.0,
         })
     }
 
@@ -166,6 +171,7 @@ impl LoopCosts {
             per_second,
             per_request_s,
             per_chunk_s,
+            request_scv: 0.0,
         })
     }
 
@@ -272,6 +278,9 @@ pub struct AuditedLoad {
     pub busiest_cpu_per_request_s: f64,
     /// The client's loops.
     pub loops: u32,
+    /// The squared coefficient of variation of a request's work on the busiest process,
+    /// from the spread of its CPU over time (None where it was not read).
+    pub work_scv: Option<f64>,
     /// The TTFT the client added: its reported minus the server's true mean, p50, p90 and
     /// p99, seconds (None where it reports no such figure).
     pub excess_s: [Option<f64>; 4],

@@ -68,6 +68,8 @@ struct Req {
     /// Its turn in a closed-loop user's conversation, from 1 (0: not in one).
     turn: u32,
     intended_ns: u64,
+    /// When its send job began (the client's own start of the request).
+    send_start_ns: u64,
     actual_ns: u64,
     server_recv_ns: u64,
     worker: u32,
@@ -162,6 +164,8 @@ pub struct Simulation {
     /// When the event being handled was due: its arrival, or for an instant server the
     /// request's intended time (the moment the whole response would be there).
     current_due_ns: u64,
+    /// When the latest job began (its arrival for a free event).
+    last_job_start_ns: u64,
     loops: Vec<Loop>,
     reqs: Vec<Req>,
     free: Vec<u32>,
@@ -221,6 +225,7 @@ impl Simulation {
             next_serial: 0,
             current_serial: 0,
             current_due_ns: 0,
+            last_job_start_ns: 0,
             loops: vec![Loop::default(); sc.client.workers as usize],
             reqs: Vec::new(),
             free: Vec::new(),
@@ -390,6 +395,7 @@ impl Simulation {
         let r = self.alloc(Req {
             turn,
             intended_ns: now,
+            send_start_ns: 0,
             actual_ns: 0,
             server_recv_ns: 0,
             worker,
@@ -487,11 +493,13 @@ impl Simulation {
             JobKind::Finish => &self.finish_cost,
         };
         let Some(sampler) = sampler else {
+            self.last_job_start_ns = arrive_ns;
             return arrive_ns;
         };
         let cost_ns = sampler.sample_ns(&mut self.rng_client);
         let l = &mut self.loops[w as usize];
         let start = arrive_ns.max(l.free_at_ns);
+        self.last_job_start_ns = start;
         let done = start.saturating_add(cost_ns);
         l.free_at_ns = done;
         l.busy_ns += cost_ns;
@@ -532,11 +540,13 @@ impl Simulation {
         self.current_due_ns = self.reqs[r as usize].intended_ns;
         let w = self.reqs[r as usize].worker;
         let actual = self.job(w, now, JobKind::Send);
+        let send_start_ns = self.last_job_start_ns;
         let l = &mut self.loops[w as usize];
         l.in_flight += 1;
         l.max_in_flight = l.max_in_flight.max(l.in_flight);
         let req = &mut self.reqs[r as usize];
         req.actual_ns = actual;
+        req.send_start_ns = send_start_ns;
         req.state = Phase::Sent;
         self.tally.send_lag.record(actual - req.intended_ns);
         let id = self.id(r);
@@ -771,6 +781,11 @@ impl Simulation {
         let actual = marks.scalars(Origin::Actual, Convention::Heisenbench);
         let server = truth.scalars(Origin::Actual, Convention::Heisenbench);
         self.tally.record(&intended, &actual, &server);
+        if req.first_stamp_ns > 0 {
+            self.tally
+                .ttft_send_start
+                .record(req.first_stamp_ns.saturating_sub(req.send_start_ns));
+        }
         if req.turn > 0 {
             self.tally.record_turn(req.turn, &intended, &server);
         }

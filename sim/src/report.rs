@@ -47,6 +47,7 @@ pub struct Counts {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Tally {
     pub send_lag: Recorder,
+    pub ttft_send_start: Recorder,
     pub client_wait: Recorder,
     pub due_wait: Recorder,
     pub first_chunk_delay: Recorder,
@@ -172,6 +173,11 @@ pub struct SimReport {
     pub achieved_qps: f64,
     /// Actual minus intended send time.
     pub send_lag: Dist,
+    /// TTFT from the start of the request's send job: where a client that starts its
+    /// clock at the top of its request's task starts it (its loop's backlog before that
+    /// left out, its own send job in).
+    #[serde(default)]
+    pub ttft_from_send_start: Dist,
     /// Time to first token.
     pub ttft: Views,
     /// Time per output token after the first (server vs client, origin-free).
@@ -276,6 +282,7 @@ impl SimReport {
             offered_qps,
             achieved_qps,
             send_lag: t.send_lag.summary(),
+            ttft_from_send_start: t.ttft_send_start.summary(),
             ttft: Views {
                 server: t.ttft_true.summary(),
                 from_intended: t.ttft_intended.summary(),

@@ -171,6 +171,11 @@ pub struct ClientRun {
     pub samples: u64,
     /// Descendants still running when the client ended, stopped by the audit.
     pub left_running: usize,
+    /// How the busiest process's CPU varied from one tree reading to the next inside the
+    /// load window (None where the kernel keeps no scheduler statistics or the window held
+    /// fewer than ten readings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busiest_spread: Option<WorkSpread>,
     /// Where the client's standard output and error went.
     pub logs: [PathBuf; 2],
 }
@@ -190,6 +195,59 @@ impl ClientRun {
             (_, None, Some(s)) => format!("ended by signal {s}"),
             _ => "ended".into(),
         }
+    }
+}
+
+/// The busiest process's CPU per interval between tree readings, in cores: from it and the
+/// arrival rate, the variability of a request's work. With Poisson arrivals the CPU an
+/// interval of length W holds is a compound Poisson sum of the work of the requests in it,
+/// whose variance is `rate x W x E[S^2]`; a part per second that does not vary adds none.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WorkSpread {
+    /// The mean interval, seconds.
+    pub interval_s: f64,
+    /// Intervals read.
+    pub intervals: u32,
+    /// Mean CPU over the intervals, cores.
+    pub mean_cores: f64,
+    /// Variance of the CPU per interval, cores squared.
+    pub variance_cores2: f64,
+}
+
+impl WorkSpread {
+    /// Of `(interval, CPU in it)` pairs in nanoseconds; None for fewer than ten.
+    pub fn of(intervals: &[(u64, u64)]) -> Option<Self> {
+        let kept: Vec<(f64, f64)> = intervals
+            .iter()
+            .filter(|(dt, _)| *dt > 0)
+            .map(|(dt, cpu)| (*dt as f64 * 1e-9, *cpu as f64 / *dt as f64))
+            .collect();
+        if kept.len() < 10 {
+            return None;
+        }
+        let n = kept.len() as f64;
+        let mean_cores = kept.iter().map(|(_, c)| c).sum::<f64>() / n;
+        let variance_cores2 =
+            kept.iter().map(|(_, c)| (c - mean_cores).powi(2)).sum::<f64>() / (n - 1.0);
+        Some(Self {
+            interval_s: kept.iter().map(|(dt, _)| dt).sum::<f64>() / n,
+            intervals: kept.len() as u32,
+            mean_cores,
+            variance_cores2,
+        })
+    }
+
+    /// The squared coefficient of variation of one request's work on this process, when
+    /// it takes `rate_per_s` requests a second costing `work_s` each on average: the
+    /// variance per interval over what a compound Poisson sum of such requests would have
+    /// with constant work, less one (0 at the least: no spread beyond the counts).
+    pub fn work_scv(&self, rate_per_s: f64, work_s: f64) -> Option<f64> {
+        let per_interval = rate_per_s * self.interval_s;
+        if !(per_interval > 0.0 && work_s > 0.0) {
+            return None;
+        }
+        let variance_s2 = self.variance_cores2 * self.interval_s * self.interval_s;
+        Some((variance_s2 / (per_interval * work_s * work_s) - 1.0).max(0.0))
     }
 }
 
@@ -459,6 +517,7 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
         sampler_cpu_s: sampler_ns as f64 * 1e-9,
         samples: sampler.samples,
         left_running: left.len(),
+        busiest_spread: WorkSpread::of(&sampler.busiest_intervals(from, to)),
         logs,
     };
     Ok(Observed {
@@ -504,6 +563,41 @@ fn kill(pid: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A compound Poisson stream of work, read per 100 ms interval, gives back the
+    /// variability of the work it was made with: exponential work (SCV 1) and constant work
+    /// (SCV 0), 2,000 intervals of 10 requests each. The estimate's standard error is about
+    /// 0.07 for the first and 0.03 for the second; the bounds are 0.4 and 0.2.
+    #[test]
+    fn the_spread_of_a_compound_poisson_stream_gives_its_work_back() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(11);
+        let (rate, w, work) = (100.0, 0.1, 2e-3);
+        for (scv, exponential) in [(1.0, true), (0.0, false)] {
+            let intervals: Vec<(u64, u64)> = (0..2_000)
+                .map(|_| {
+                    // Poisson count: exponential gaps within the interval.
+                    let (mut t, mut cpu) = (0.0, 0.0);
+                    loop {
+                        t += -(1.0 - rng.random::<f64>()).ln() / rate;
+                        if t > w {
+                            break;
+                        }
+                        cpu += if exponential {
+                            -(1.0 - rng.random::<f64>()).ln() * work
+                        } else {
+                            work
+                        };
+                    }
+                    (100_000_000, (cpu * 1e9) as u64)
+                })
+                .collect();
+            let spread = WorkSpread::of(&intervals).unwrap();
+            let got = spread.work_scv(rate, work).unwrap();
+            assert!((got - scv).abs() < 0.2 * (1.0 + scv), "SCV {scv}: got {got}");
+        }
+        assert!(WorkSpread::of(&[(100_000_000, 5); 9]).is_none());
+    }
 
     fn served(arrival_ms: u64, ttft_ms: u64, tokens: u32, status: u16) -> Served {
         Served {

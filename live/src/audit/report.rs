@@ -113,9 +113,17 @@ impl Simulated {
             ),
             None => String::new(),
         };
+        let spread = if p.costs.request_scv > 0.0 {
+            format!(
+                "; a request's work varies with SCV {:.2} (the spread of the busiest process's CPU over time)",
+                p.costs.request_scv
+            )
+        } else {
+            String::new()
+        };
         writeln!(
             out,
-            "simulated loop: {} a request + {} a chunk{per_second}, from the audits at {} req/s x {:.0} and x {:.0} tokens \
+            "simulated loop: {} a request + {} a chunk{per_second}{spread}, from the audits at {} req/s x {:.0} and x {:.0} tokens \
              ({} and {} of CPU a request); {} loop(s); clock at {}; {:.2} of a request's fixed cost before it \
              leaves ({})",
             f(p.costs.per_request_s),
@@ -253,11 +261,19 @@ impl AuditReport {
             None => [None; 4],
         };
         let busiest = self.observed.client.window_cpu_per_process_s.first()?;
+        let busiest_per_request = busiest / t.completed.max(1) as f64;
+        // The busiest process is one of the loops, which share the requests at random: it
+        // takes 1/k of them, each costing k times the CPU per request of all of them.
+        let k = f64::from(p.loops.max(1));
+        let work_scv = self.observed.client.busiest_spread.and_then(|s| {
+            s.work_scv(t.achieved_rate_per_s / k, busiest_per_request * k)
+        });
         Some(AuditedLoad {
             rate_per_s: t.achieved_rate_per_s,
             chunks_per_request: p.chunks_per_request,
             cpu_per_request_s: p.cpu_per_request_s,
-            busiest_cpu_per_request_s: busiest / t.completed.max(1) as f64,
+            busiest_cpu_per_request_s: busiest_per_request,
+            work_scv,
             loops: p.loops,
             excess_s,
         })

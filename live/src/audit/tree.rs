@@ -58,6 +58,16 @@ fn read_stat(pid: i32) -> Option<Stat> {
     parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
+/// The CPU time of a process's main thread, nanoseconds: the first field of
+/// `/proc/PID/schedstat` (the scheduler's own account, not rounded to clock ticks).
+pub fn parse_schedstat(text: &str) -> Option<u64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+fn read_run_ns(pid: i32) -> Option<u64> {
+    parse_schedstat(&fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?)
+}
+
 /// Whether `pid` has ended and waits to be reaped.
 pub fn is_zombie(pid: i32) -> bool {
     read_stat(pid).is_some_and(|s| s.state == b'Z')
@@ -110,6 +120,9 @@ pub struct TreeSampler {
     pub samples: u64,
     /// Every sample: when (CLOCK_MONOTONIC ns) and each live process's own ticks.
     history: Vec<Sample>,
+    /// Every sample: when, and each live process's main thread's CPU time in nanoseconds
+    /// (where the kernel keeps scheduler statistics).
+    run_history: Vec<Sample>,
 }
 
 impl TreeSampler {
@@ -127,6 +140,7 @@ impl TreeSampler {
             max_threads: 0,
             samples: 0,
             history: Vec::new(),
+            run_history: Vec::new(),
         }
     }
 
@@ -168,6 +182,12 @@ impl TreeSampler {
             now,
             live.iter()
                 .map(|k| (*k, self.seen[k].last.own_ticks))
+                .collect(),
+        ));
+        self.run_history.push((
+            now,
+            live.iter()
+                .filter_map(|k| Some((*k, read_run_ns(k.0)?)))
                 .collect(),
         ));
         self.samples += 1;
@@ -255,6 +275,32 @@ impl TreeSampler {
         v
     }
 
+    /// The main thread's CPU of the process that spent the most inside the window, from
+    /// one sample to the next: (the interval, the CPU in it), nanoseconds, for every pair of
+    /// successive samples inside `from_ns..=to_ns` that both read it. Empty where the
+    /// kernel keeps no scheduler statistics.
+    pub fn busiest_intervals(&self, from_ns: u64, to_ns: u64) -> Vec<(u64, u64)> {
+        let (start, end) = (self.own_at(from_ns), self.own_at(to_ns));
+        let Some(key) = end
+            .iter()
+            .map(|(k, e)| (*k, e - start.get(k).copied().unwrap_or(0.0)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(k, _)| k)
+        else {
+            return Vec::new();
+        };
+        let inside: Vec<(u64, u64)> = self
+            .run_history
+            .iter()
+            .filter(|(t, _)| (from_ns..=to_ns).contains(t))
+            .filter_map(|(t, v)| Some((*t, v.iter().find(|(k, _)| *k == key)?.1)))
+            .collect();
+        inside
+            .windows(2)
+            .map(|w| (w[1].0 - w[0].0, w[1].1.saturating_sub(w[0].1)))
+            .collect()
+    }
+
     /// Every process's own ticks at `t`, interpolated between the samples around it.
     fn own_at(&self, t: u64) -> HashMap<(i32, u64), f64> {
         let mut before: HashMap<(i32, u64), u64> = HashMap::new();
@@ -323,6 +369,13 @@ mod tests {
             (4242, 17, b'S', 280, 10, 5, 98765)
         );
         assert!(parse_stat("12 (x) S 1").is_none());
+    }
+
+    #[test]
+    fn schedstat_lines_parse() {
+        assert_eq!(parse_schedstat("123456789 2000 17\n"), Some(123_456_789));
+        assert_eq!(parse_schedstat(""), None);
+        assert_eq!(parse_schedstat("x 1 2"), None);
     }
 
     #[test]

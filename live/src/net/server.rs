@@ -241,4 +241,79 @@ mod tests {
         }
         assert_eq!(accepted, 600, "only {accepted} in the accept queue at once");
     }
+
+    /// A request that reaches the server while its only thread is busy carries the
+    /// kernel's arrival stamp, not the time the server got to it: its head is written
+    /// while the thread sleeps 150 ms in another request's handler, and its `Arrived` is
+    /// within a few milliseconds of the write.
+    #[test]
+    fn a_request_carries_its_arrival_not_its_handling() {
+        use std::io::{Read, Write};
+
+        use bytes::Bytes;
+        use http_body_util::Full;
+        use hyper::body::Incoming;
+        use hyper::{Request, Response};
+
+        use super::Arrived;
+        use crate::time::mono_ns;
+
+        let _stamping =
+            crate::net::receive_stamps::Stamping::start().expect("this kernel stamps arrivals");
+        let (listener, addr) = super::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let handler = |req: Request<Incoming>| async move {
+            let handled = mono_ns();
+            if req.uri().path() == "/block" {
+                std::thread::sleep(Duration::from_millis(150));
+            }
+            let arrived = req.extensions().get::<Arrived>().map_or(0, |a| a.0);
+            Ok::<_, std::convert::Infallible>(Response::new(Full::new(Bytes::from(format!(
+                "{arrived} {handled}"
+            )))))
+        };
+        let server = super::Running::spawn("test-server", runtime, listener, addr, move |l, rx| {
+            super::serve(l, Duration::from_secs(5), Duration::ZERO, false, true, handler, rx)
+        })
+        .unwrap();
+        let ask = |path: &str| {
+            let mut c = TcpStream::connect(addr).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let sent = mono_ns();
+            write!(c, "GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
+            (c, sent)
+        };
+        let body = |mut c: TcpStream| {
+            let mut text = String::new();
+            c.read_to_string(&mut text).unwrap();
+            let nums: Vec<u64> = text
+                .rsplit("\r\n\r\n")
+                .next()
+                .unwrap()
+                .split(' ')
+                .map(|x| x.parse().unwrap())
+                .collect();
+            (nums[0], nums[1])
+        };
+        let (blocker, _) = ask("/block");
+        std::thread::sleep(Duration::from_millis(30));
+        let (waiting, sent) = ask("/stamp");
+        let (arrived, handled) = body(waiting);
+        drop(blocker);
+        server.shutdown();
+        assert!(arrived >= sent, "arrived {arrived} before it was sent {sent}");
+        // It was written 30 ms into a 150 ms stall: handled 100 ms or more after it came.
+        assert!(
+            handled - arrived >= 100_000_000,
+            "arrived {arrived}, handled {handled}: the stamp is the handling time"
+        );
+        assert!(
+            arrived - sent < 50_000_000,
+            "the kernel stamped it {} ms after the write",
+            (arrived - sent) / 1_000_000
+        );
+    }
 }

@@ -357,6 +357,37 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// The lead follows the wake-ups: twice their moving mean where the gaps between
+    /// deadlines leave room (a fiftieth of them), the floor where they do not, and nothing
+    /// for a timer given a fixed lead.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_lead_follows_the_wake_ups_within_its_budget() {
+        let t = LoopTimer::new().unwrap();
+        assert_eq!(t.lead_ns(), LoopTimer::LEAD_NS);
+        // 100 sends a second, wake-ups 100 us late: a lead of 200 us (of 200 allowed).
+        for i in 1..=100u64 {
+            t.learn(Some(i * 10_000_000), Some(100_000));
+        }
+        assert_eq!(t.lead_ns(), 200_000);
+        // Wake-ups 150 us late at 10 ms gaps: the lead is capped at 200 us.
+        for i in 101..=200u64 {
+            t.learn(Some(i * 10_000_000), Some(150_000));
+        }
+        assert_eq!(t.lead_ns(), 200_000);
+        // 2,500 sends a second (400 us gaps): the budget is 8 us, under the floor.
+        let mut at = 200 * 10_000_000;
+        for _ in 0..200 {
+            at += 400_000;
+            t.learn(Some(at), Some(150_000));
+        }
+        assert_eq!(t.lead_ns(), LoopTimer::LEAD_NS);
+        let fixed = LoopTimer::with_lead(0).unwrap();
+        for i in 1..=100u64 {
+            fixed.learn(Some(i * 10_000_000), Some(100_000));
+        }
+        assert_eq!(fixed.lead_ns(), 0);
+    }
+
     #[tokio::test(flavor = "current_thread")]
     async fn the_loop_timer_never_fires_early_and_rearms() {
         let timer = LoopTimer::new().unwrap();
