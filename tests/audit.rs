@@ -148,8 +148,8 @@ fn audit_finds_a_clients_cost_and_predicts_its_bias() {
 }
 
 /// A client with a known fixed cost a request (3 ms, before it sends) and a known cost a
-/// chunk (50 us): `--cost-split` audits it at 10 and at 100 tokens and must split its CPU
-/// back into those two parts (CPU time from /proc, so within 20 % under any load on the
+/// chunk (50 us): `--cost-split` audits it at 10 tokens (at 20 and 40 req/s) and at 100
+/// tokens and must split its CPU back into those two parts (CPU time from /proc, so within 20 % under any load on the
 /// machine: the client's own HTTP work adds a little to both), simulate its loop with the
 /// clock it is told, and put the loop's saturation at 1 / (a + 100 b), about 125 req/s.
 #[test]
@@ -182,7 +182,10 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     .concat();
     let (code, report, err) = audit(&flags, &client);
     assert_eq!(code, 0, "{err}");
-    let r = report.expect("a JSON report");
+    let series = report.expect("a JSON report");
+    assert_eq!(series["kind"], "audit-series");
+    assert_eq!(series["calibration"].as_array().map(Vec::len), Some(2));
+    let r = &series["points"][0];
     let sim = &r["simulated"];
     let costs = &sim["prediction"]["costs"];
     let (a, b) = (
@@ -200,6 +203,14 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     assert_eq!(sim["prediction"]["clock"], "intended");
     assert_eq!(sim["split_from"]["short"]["chunks_per_request"], 10.0);
     assert_eq!(sim["split_from"]["long"]["chunks_per_request"], 100.0);
+    let other = &sim["split_from"]["short_at_other_rate"]["sample"];
+    assert_eq!(other["chunks_per_request"], 10.0, "{sim}");
+    let other_rate = other["rate_per_s"].as_f64().expect("a rate");
+    assert!((other_rate / 40.0 - 1.0).abs() < 0.25, "{other_rate}");
+    // A client that spends nothing while idle: whatever the fit finds per second is a
+    // small part of its cores.
+    let per_second = costs["per_second"].as_f64().expect("per second");
+    assert!((0.0..0.05).contains(&per_second), "{per_second}");
     let saturation = sim["prediction"]["saturation_per_s"]
         .as_f64()
         .expect("saturation");
@@ -209,6 +220,39 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     );
     let predicted = sim["prediction"]["reported_s"][0].as_f64().expect("a mean");
     assert!(predicted > 0.0 && predicted.is_finite(), "{sim}");
+    // The file read again (`--from`) gives the same loop and the same prediction: nothing
+    // in it depends on anything but the audits and the seed.
+    let dir = std::env::temp_dir().join(format!("heisenbench-audit-from-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("series.json");
+    std::fs::write(&file, series.to_string()).unwrap();
+    let again = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+        .args(["audit", "--json", "--clock", "intended", "--from"])
+        .arg(&file)
+        .output()
+        .expect("the binary runs");
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let again: Value = serde_json::from_slice(&again.stdout).expect("JSON");
+    assert_eq!(again["points"][0]["simulated"], *sim);
+    // A series without calibration audits is refused on one line.
+    std::fs::write(
+        &file,
+        serde_json::json!({"version": 1, "kind": "audit-series", "points": []}).to_string(),
+    )
+    .unwrap();
+    let refused = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+        .args(["audit", "--from"])
+        .arg(&file)
+        .output()
+        .expect("the binary runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("no calibration audits"), "{err}");
 }
 
 #[test]

@@ -315,6 +315,12 @@ pub struct LoopPrediction {
     pub before_send: f64,
     /// Where the share came from: fitted on which audit, or given.
     pub before_send_from: String,
+    /// Latency in a request's path that takes none of the loop's CPU (its connection set
+    /// up, the loop's own wake-ups between the request's steps), seconds: fitted where the
+    /// whole fixed cost before the send does not make the measured mean, else 0. It is in
+    /// every TTFT the prediction reports.
+    #[serde(default)]
+    pub delay_s: f64,
     /// The clock simulated.
     pub clock: ClockStart,
     /// Loops simulated (requests dealt at random).

@@ -133,6 +133,7 @@ pub fn simulate(
         costs: *costs,
         before_send,
         before_send_from: String::new(),
+        delay_s: 0.0,
         clock,
         loops: load.loops.max(1),
         rate_per_s: load.rate_per_s,
@@ -146,7 +147,9 @@ pub fn simulate(
 
 /// The share of the fixed cost before the send (0, 0.05, ..., 1) whose simulation comes
 /// closest to `reported_mean_s`, the mean TTFT excess one audit measured at `load`, and
-/// the prediction it makes there.
+/// the prediction it makes there. Where even the whole fixed cost before the send falls
+/// short of the measured mean, the rest is latency that takes no CPU of the loop, and is
+/// kept as the prediction's `delay_s`.
 pub fn fit_before_send(
     costs: &LoopCosts,
     clock: ClockStart,
@@ -161,7 +164,20 @@ pub fn fit_before_send(
             best = Some(p);
         }
     }
-    Ok(best.expect("21 shares were simulated"))
+    let best = best.expect("21 shares were simulated");
+    let short = reported_mean_s - best.reported_s[0];
+    Ok(if best.before_send >= 1.0 && short > 0.0 {
+        with_delay(best, short)
+    } else {
+        best
+    })
+}
+
+/// `p` with `delay_s` more latency in every request's path.
+fn with_delay(mut p: LoopPrediction, delay_s: f64) -> LoopPrediction {
+    p.delay_s = delay_s;
+    p.reported_s = p.reported_s.map(|x| x + delay_s);
+    p
 }
 
 /// A client's loop read from its calibration audits: the costs split between second,
@@ -198,26 +214,32 @@ pub fn read_loop(
     clock: ClockStart,
     seed: u64,
 ) -> Result<LoopReading, ModelError> {
+    // Where the plane through every audit puts a part of a request below zero (the rates
+    // disagree more than the lengths do), the line through the two audits at the first
+    // rate is kept: no part per second.
     let fit = |sample: fn(&AuditedLoad) -> CostSample| match shorter {
         [] => Err(ModelError::invalid(
             "cost split",
             "no shorter audit",
             "needs an audit at a shorter length",
         )),
-        [one] => LoopCosts::split(sample(one), sample(long)),
-        more => LoopCosts::fit(
-            &more
+        [one] => LoopCosts::split(sample(one), sample(long)).map(|c| (c, false)),
+        [first, ..] => LoopCosts::fit(
+            &shorter
                 .iter()
                 .chain(std::iter::once(long))
                 .map(sample)
                 .collect::<Vec<_>>(),
-        ),
+        )
+        .map(|c| (c, false))
+        .or_else(|_| LoopCosts::split(sample(first), sample(long)).map(|c| (c, true))),
     };
+    let (costs, one_rate) = fit(AuditedLoad::sample)?;
     let costs = LoopCosts {
         request_scv: long.work_scv.unwrap_or(0.0),
-        ..fit(AuditedLoad::sample)?
+        ..costs
     };
-    let busiest = fit(AuditedLoad::busiest_sample).ok();
+    let busiest = fit(AuditedLoad::busiest_sample).ok().map(|(c, _)| c);
     let Some(mean) = long.excess_s[0] else {
         return Err(ModelError::invalid(
             "cost split",
@@ -228,8 +250,14 @@ pub fn read_loop(
     let mut fitted =
         fit_before_send(&costs, clock, &load_of(long, seed), mean)?.with_busiest(busiest);
     fitted.before_send_from = format!(
-        "fitted on the audit at {:.0} req/s x {:.0} tokens",
-        long.rate_per_s, long.chunks_per_request
+        "fitted on the audit at {:.0} req/s x {:.0} tokens{}",
+        long.rate_per_s,
+        long.chunks_per_request,
+        if one_rate {
+            "; the costs from the first rate alone, the audits at two rates putting a part below zero"
+        } else {
+            ""
+        }
     );
     let shorter = shorter
         .iter()
@@ -252,7 +280,7 @@ pub fn predict_audit(
     )?
     .with_busiest(fitted.busiest);
     p.before_send_from.clone_from(&fitted.before_send_from);
-    Ok(p)
+    Ok(with_delay(p, fitted.delay_s))
 }
 
 #[cfg(test)]
@@ -313,7 +341,14 @@ mod tests {
         };
         let l = load(250.0, 1);
         let p = simulate(&costs, 1.0, ClockStart::Intended, &l).unwrap();
-        let q = Mg1::new(250.0, Service::Lognormal { mean_s: c, scv: 1.0 }).unwrap();
+        let q = Mg1::new(
+            250.0,
+            Service::Lognormal {
+                mean_s: c,
+                scv: 1.0,
+            },
+        )
+        .unwrap();
         let expected = q.wait_mean_s() + c;
         assert!((expected - 4e-3).abs() < 1e-9, "P-K at SCV 1: {expected}");
         // The wait's relative standard error is larger than at SCV 0 (about 3 % over
@@ -326,7 +361,10 @@ mod tests {
         assert!((own.reported_s[0] - c).abs() < 0.03 * c, "{own:?}");
         let sigma = 2f64.ln().sqrt();
         let p99 = c * (-sigma * sigma / 2.0 + 2.326_348 * sigma).exp();
-        assert!((own.reported_s[3] - p99).abs() < 0.10 * p99, "{own:?} against {p99}");
+        assert!(
+            (own.reported_s[3] - p99).abs() < 0.10 * p99,
+            "{own:?} against {p99}"
+        );
     }
 
     /// The fit recovers the share that made a prediction, from that prediction's mean.
@@ -342,6 +380,15 @@ mod tests {
         let made = simulate(&costs, 0.7, ClockStart::OwnSend, &l).unwrap();
         let fit = fit_before_send(&costs, ClockStart::OwnSend, &l, made.reported_s[0]).unwrap();
         assert!((fit.before_send - 0.7).abs() < 1e-9, "{fit:?}");
+        assert_eq!(fit.delay_s, 0.0);
+        // A mean beyond what the whole fixed cost before the send makes: the rest is a
+        // delay, in every statistic.
+        let all = simulate(&costs, 1.0, ClockStart::OwnSend, &l).unwrap();
+        let more =
+            fit_before_send(&costs, ClockStart::OwnSend, &l, all.reported_s[0] + 1e-3).unwrap();
+        assert_eq!(more.before_send, 1.0);
+        assert!((more.delay_s - 1e-3).abs() < 1e-12, "{more:?}");
+        assert!((more.reported_s[1] - all.reported_s[1] - 1e-3).abs() < 1e-12);
         assert!(simulate(&costs, 1.5, ClockStart::OwnSend, &l).is_err());
     }
 

@@ -15,6 +15,9 @@ use super::{check_out_file, write_atomic, write_json};
 use crate::Failure;
 
 pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
+    if let Some(from) = &a.from {
+        return read_again(from, &a, out);
+    }
     let budget = a.budget()?;
     if let Some(p) = &a.out {
         check_out_file(p)?;
@@ -137,10 +140,14 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
         reports.push(report);
     }
     let summaries: Vec<AuditReport> = reports.iter().map(AuditReport::summary).collect();
+    let with_calibration = |points: Vec<AuditReport>| AuditSeries {
+        calibration: shorts.iter().map(AuditReport::summary).collect(),
+        ..AuditSeries::new(points)
+    };
     if let Some(p) = &a.out {
         // A single audit's file keeps every served request; a series' does not.
         let bytes = if series {
-            serde_json::to_vec_pretty(&AuditSeries::new(summaries.clone()))
+            serde_json::to_vec_pretty(&with_calibration(summaries.clone()))
         } else {
             serde_json::to_vec_pretty(&reports[0])
         }
@@ -149,7 +156,7 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
     }
     if a.json {
         if series {
-            write_json(out, &AuditSeries::new(summaries.clone()))?;
+            write_json(out, &with_calibration(summaries.clone()))?;
         } else {
             write_json(out, &summaries[0])?;
         }
@@ -221,6 +228,70 @@ fn simulate_loop(
         prediction,
         measured_excess_s: measured.excess_s,
     })
+}
+
+/// `audit --from FILE`: the client's loop read again from a series' calibration audits and
+/// simulated at each of its audits; nothing is run.
+fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
+    if let Some(p) = &a.out {
+        check_out_file(p)?;
+    }
+    if let Some(d) = &a.figure {
+        super::check_out_dir(d)?;
+    }
+    let series = AuditSeries::read(from).map_err(Failure::Usage)?;
+    if series.calibration.is_empty() {
+        return Err(Failure::Usage(format!(
+            "{}: no calibration audits to read the loop from (made without --cost-split, or by a version that did not keep them)",
+            from.display()
+        )));
+    }
+    let mut reading: Option<(LoopReading, SplitFrom)> = None;
+    let mut points = Vec::new();
+    for mut p in series.points {
+        let o = &p.observed.offered;
+        if !a.json {
+            writeln!(
+                out,
+                "== offered {} req/s x {} tokens",
+                o.rate_per_s, o.output_tokens
+            )?;
+        }
+        p.simulated = match simulate_loop(&series.calibration, &p, &mut reading, a.clock) {
+            Ok(sim) => {
+                if !a.json {
+                    sim.write(out)?;
+                }
+                Some(sim)
+            }
+            Err(why) => {
+                if !a.json {
+                    writeln!(out, "simulated loop: not made: {why}")?;
+                }
+                None
+            }
+        };
+        points.push(p);
+    }
+    let again = AuditSeries {
+        calibration: series.calibration,
+        ..AuditSeries::new(points)
+    };
+    if let Some(p) = &a.out {
+        let bytes = serde_json::to_vec_pretty(&again).map_err(|e| Failure::Runtime(e.into()))?;
+        write_atomic(p, &bytes)?;
+    }
+    if a.json {
+        write_json(out, &again)?;
+    }
+    if let Some(dir) = &a.figure {
+        let files = heisenbench_figures::draw_audit(&[client_line(&again.points)], dir)
+            .map_err(|e| Failure::Runtime(e.into()))?;
+        if !a.json {
+            writeln!(out, "drew {}", files[0].display())?;
+        }
+    }
+    Ok(())
 }
 
 /// One client's line on the audit figure: its reports ordered by offered rate.

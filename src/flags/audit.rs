@@ -18,12 +18,13 @@ use heisenbench_live::audit::predict::Budget;
 /// {requests} {prompt_tokens} {output_tokens} {out}.
 #[derive(Debug, clap::Args)]
 #[command(mut_arg("port", |a| a.default_value("0")))]
+#[command(group(clap::ArgGroup::new("loop_reading").args(["cost_split", "from"])))]
 pub struct AuditFlags {
     /// The request rate the client is asked to offer ({rate}).
     #[arg(
         long,
         allow_hyphen_values = true,
-        required_unless_present = "rates",
+        required_unless_present_any = ["rates", "from"],
         conflicts_with = "rates"
     )]
     pub rate: Option<Rate>,
@@ -70,10 +71,10 @@ pub struct AuditFlags {
     /// chunk and finish jobs).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_TOKENS)))]
     pub cost_split: Option<u32>,
-    /// With --cost-split: where the client starts its TTFT clock, intended or own-send
+    /// With --cost-split or --from: where the client starts its TTFT clock, intended or own-send
     /// (default: by the tool whose results were read; heisenbench's is the intended send,
     /// every other known tool's its own).
-    #[arg(long, requires = "cost_split")]
+    #[arg(long, requires = "loop_reading")]
     pub clock: Option<ClockStart>,
     /// Write the audit (with every request the server answered) to this JSON file.
     #[arg(long)]
@@ -84,8 +85,13 @@ pub struct AuditFlags {
     /// The server: any flag of `heisenbench mock` (zero latency by default).
     #[command(flatten)]
     pub mock: MockFlags,
+    /// Read the client's loop again from a series `audit --cost-split --out` wrote (its
+    /// calibration audits), simulate it at each of its audits and print that; nothing is
+    /// run. With --clock, --out and --figure.
+    #[arg(long, conflicts_with_all = ["rate", "rates", "cost_split", "command"])]
+    pub from: Option<PathBuf>,
     /// The client command and its arguments, after `--`.
-    #[arg(last = true, required = true, num_args = 1..)]
+    #[arg(last = true, required_unless_present = "from", num_args = 1..)]
     pub command: Vec<String>,
 }
 
@@ -122,7 +128,7 @@ impl AuditFlags {
 
     /// Whether a series of rates is asked for (`--rates`), not one audit.
     pub fn is_series(&self) -> bool {
-        self.rate.is_none()
+        self.rate.is_none() || self.cost_split.is_some()
     }
 
     /// One audit per offered rate, in the order given. A series' audits keep their

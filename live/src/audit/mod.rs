@@ -227,8 +227,11 @@ impl WorkSpread {
         }
         let n = kept.len() as f64;
         let mean_cores = kept.iter().map(|(_, c)| c).sum::<f64>() / n;
-        let variance_cores2 =
-            kept.iter().map(|(_, c)| (c - mean_cores).powi(2)).sum::<f64>() / (n - 1.0);
+        let variance_cores2 = kept
+            .iter()
+            .map(|(_, c)| (c - mean_cores).powi(2))
+            .sum::<f64>()
+            / (n - 1.0);
         Some(Self {
             interval_s: kept.iter().map(|(dt, _)| dt).sum::<f64>() / n,
             intervals: kept.len() as u32,
@@ -594,7 +597,10 @@ mod tests {
                 .collect();
             let spread = WorkSpread::of(&intervals).unwrap();
             let got = spread.work_scv(rate, work).unwrap();
-            assert!((got - scv).abs() < 0.2 * (1.0 + scv), "SCV {scv}: got {got}");
+            assert!(
+                (got - scv).abs() < 0.2 * (1.0 + scv),
+                "SCV {scv}: got {got}"
+            );
         }
         assert!(WorkSpread::of(&[(100_000_000, 5); 9]).is_none());
     }

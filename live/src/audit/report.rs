@@ -94,7 +94,8 @@ impl Simulated {
         (m > 0.0).then(|| (self.prediction.reported_s[0] - m) / m)
     }
 
-    fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+    /// Prints the simulation against what was measured, for a terminal.
+    pub fn write(&self, out: &mut dyn Write) -> io::Result<()> {
         let f = format_seconds;
         let p = &self.prediction;
         let s = &self.split_from;
@@ -113,6 +114,14 @@ impl Simulated {
             ),
             None => String::new(),
         };
+        let delay = if p.delay_s > 0.0 {
+            format!(
+                "; {} of latency a request beyond its CPU (no share of the fixed cost before the send made the mean)",
+                f(p.delay_s)
+            )
+        } else {
+            String::new()
+        };
         let spread = if p.costs.request_scv > 0.0 {
             format!(
                 "; a request's work varies with SCV {:.2} (the spread of the busiest process's CPU over time)",
@@ -123,7 +132,7 @@ impl Simulated {
         };
         writeln!(
             out,
-            "simulated loop: {} a request + {} a chunk{per_second}{spread}, from the audits at {} req/s x {:.0} and x {:.0} tokens \
+            "simulated loop: {} a request + {} a chunk{per_second}{spread}{delay}, from the audits at {} req/s x {:.0} and x {:.0} tokens \
              ({} and {} of CPU a request); {} loop(s); clock at {}; {:.2} of a request's fixed cost before it \
              leaves ({})",
             f(p.costs.per_request_s),
@@ -199,6 +208,10 @@ pub struct AuditSeries {
     pub kind: String,
     /// One audit per rate, in the order run.
     pub points: Vec<AuditReport>,
+    /// The cost split's calibration audits at the shorter length (`--cost-split`), from
+    /// which `audit --from` reads the client's loop again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calibration: Vec<AuditReport>,
 }
 
 /// [`AuditReport::client_name`] from its parts: the label, the tool read, the program.
@@ -265,9 +278,11 @@ impl AuditReport {
         // The busiest process is one of the loops, which share the requests at random: it
         // takes 1/k of them, each costing k times the CPU per request of all of them.
         let k = f64::from(p.loops.max(1));
-        let work_scv = self.observed.client.busiest_spread.and_then(|s| {
-            s.work_scv(t.achieved_rate_per_s / k, busiest_per_request * k)
-        });
+        let work_scv = self
+            .observed
+            .client
+            .busiest_spread
+            .and_then(|s| s.work_scv(t.achieved_rate_per_s / k, busiest_per_request * k));
         Some(AuditedLoad {
             rate_per_s: t.achieved_rate_per_s,
             chunks_per_request: p.chunks_per_request,
@@ -293,17 +308,7 @@ impl AuditReport {
     /// The audits in a file written by `audit --out`: one, or a series' points. The error
     /// names the file.
     pub fn read(path: &Path) -> Result<Vec<Self>, String> {
-        let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-        let text = crate::files::read_bounded(path, crate::files::FileKind::Report)
-            .map_err(|e| e.to_string())?;
-        let v: serde_json::Value = serde_json::from_slice(&text).map_err(|e| at(&e))?;
-        match v.get("kind").and_then(serde_json::Value::as_str) {
-            Some("audit") => Ok(vec![serde_json::from_value(v).map_err(|e| at(&e))?]),
-            Some("audit-series") => Ok(serde_json::from_value::<AuditSeries>(v)
-                .map_err(|e| at(&e))?
-                .points),
-            _ => Err(at(&"not an `audit --out` file")),
-        }
+        Ok(AuditSeries::read(path)?.points)
     }
 
     /// Why the client's run does not count, if it does not: stopped at the timeout, a
@@ -453,9 +458,15 @@ impl AuditReport {
                 writeln!(out, "{}", line("ITL", r.itl, &t.itl))?;
                 writeln!(out, "{}", line("E2E", r.e2e, &t.e2e))?;
                 if let Some(lag) = r.send_lag {
+                    let whose = match r.clock() {
+                        ClockStart::Intended => {
+                            "inside its TTFT, which counts from the intended send"
+                        }
+                        ClockStart::OwnSend => "not in its TTFT",
+                    };
                     writeln!(
                         out,
-                        "  its own lateness against its schedule (not in its TTFT): mean {}  p99 {}",
+                        "  its own lateness against its schedule ({whose}): mean {}  p99 {}",
                         lag.mean_s.map_or("-".into(), f),
                         lag.p99_s.map_or("-".into(), f)
                     )?;
@@ -552,6 +563,22 @@ impl AuditSeries {
             version: 1,
             kind: "audit-series".into(),
             points,
+            calibration: Vec::new(),
+        }
+    }
+
+    /// The series in a file written by `audit --out` (a single audit is a series of one).
+    pub fn read(path: &Path) -> Result<Self, String> {
+        let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        let text = crate::files::read_bounded(path, crate::files::FileKind::Report)
+            .map_err(|e| e.to_string())?;
+        let v: serde_json::Value = serde_json::from_slice(&text).map_err(|e| at(&e))?;
+        match v.get("kind").and_then(serde_json::Value::as_str) {
+            Some("audit") => Ok(Self::new(vec![
+                serde_json::from_value(v).map_err(|e| at(&e))?,
+            ])),
+            Some("audit-series") => serde_json::from_value(v).map_err(|e| at(&e)),
+            _ => Err(at(&"not an `audit --out` file")),
         }
     }
 }

@@ -276,14 +276,26 @@ mod tests {
             )))))
         };
         let server = super::Running::spawn("test-server", runtime, listener, addr, move |l, rx| {
-            super::serve(l, Duration::from_secs(5), Duration::ZERO, false, true, handler, rx)
+            super::serve(
+                l,
+                Duration::from_secs(5),
+                Duration::ZERO,
+                false,
+                true,
+                handler,
+                rx,
+            )
         })
         .unwrap();
         let ask = |path: &str| {
             let mut c = TcpStream::connect(addr).unwrap();
             c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
             let sent = mono_ns();
-            write!(c, "GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
+            write!(
+                c,
+                "GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
+            )
+            .unwrap();
             (c, sent)
         };
         let body = |mut c: TcpStream| {
@@ -304,7 +316,10 @@ mod tests {
         let (arrived, handled) = body(waiting);
         drop(blocker);
         server.shutdown();
-        assert!(arrived >= sent, "arrived {arrived} before it was sent {sent}");
+        assert!(
+            arrived >= sent,
+            "arrived {arrived} before it was sent {sent}"
+        );
         // It was written 30 ms into a 150 ms stall: handled 100 ms or more after it came.
         assert!(
             handled - arrived >= 100_000_000,
