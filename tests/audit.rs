@@ -226,18 +226,39 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("series.json");
     std::fs::write(&file, series.to_string()).unwrap();
-    let again = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
-        .args(["audit", "--json", "--clock", "intended", "--from"])
-        .arg(&file)
-        .output()
-        .expect("the binary runs");
+    let read_again = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+            .args(["audit", "--json", "--clock", "intended", "--from"])
+            .arg(&file)
+            .output()
+            .expect("the binary runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let (once, twice) = (read_again(), read_again());
+    assert_eq!(once, twice, "the same file read twice gave different bytes");
+    let again: Value = serde_json::from_slice(&once).expect("JSON");
+    // The same within what a decimal round trip of the file's numbers moves.
+    let close = |a: &Value, b: &Value| {
+        let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+        (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
+    };
+    let p = &again["points"][0]["simulated"]["prediction"];
+    for i in 0..4 {
+        assert!(
+            close(&p["reported_s"][i], &sim["prediction"]["reported_s"][i]),
+            "{p} against {sim}"
+        );
+    }
     assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
+        close(&p["costs"]["per_request_s"], &costs["per_request_s"]),
+        "{p}"
     );
-    let again: Value = serde_json::from_slice(&again.stdout).expect("JSON");
-    assert_eq!(again["points"][0]["simulated"], *sim);
+    assert_eq!(p["before_send"], sim["prediction"]["before_send"]);
     // A series without calibration audits is refused on one line.
     std::fs::write(
         &file,

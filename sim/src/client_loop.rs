@@ -145,37 +145,51 @@ pub fn simulate(
     })
 }
 
-/// The share of the fixed cost before the send (0, 0.05, ..., 1) whose simulation comes
-/// closest to `reported_mean_s`, the mean TTFT excess one audit measured at `load`, and
-/// the prediction it makes there. Where even the whole fixed cost before the send falls
-/// short of the measured mean, the rest is latency that takes no CPU of the loop, and is
-/// kept as the prediction's `delay_s`.
+/// The share of the fixed cost before the send (0, 0.05, ..., 1) and the latency beyond
+/// the CPU (`delay_s`) whose simulation comes closest to what one audit measured at
+/// `load`: `reported_s`, its mean and, where the tool reports one, its median TTFT excess.
+/// With a median, each share's delay is what its simulated median falls short of the
+/// measured one (a latency every request pays moves the median as much as the mean), and
+/// the share is the one whose mean then comes closest. Without one, the share alone is
+/// fitted to the mean, and a delay only where even the whole fixed cost before the send
+/// falls short of it.
 pub fn fit_before_send(
     costs: &LoopCosts,
     clock: ClockStart,
     load: &LoopLoad,
-    reported_mean_s: f64,
+    reported_s: [Option<f64>; 2],
 ) -> Result<LoopPrediction, ModelError> {
+    let [Some(mean), median] = reported_s else {
+        return Err(ModelError::invalid(
+            "cost split",
+            "no reported mean TTFT",
+            "the share of a request's cost before its send is fitted on the tool's reported mean TTFT",
+        ));
+    };
     let mut best: Option<LoopPrediction> = None;
     for step in 0..=20 {
         let p = simulate(costs, f64::from(step) / 20.0, clock, load)?;
-        let miss = |p: &LoopPrediction| (p.reported_s[0] - reported_mean_s).abs();
+        let short = median.map_or(0.0, |m| m - p.reported_s[1]);
+        let p = if short > 0.0 { with_delay(p, short) } else { p };
+        let miss = |p: &LoopPrediction| (p.reported_s[0] - mean).abs();
         if best.as_ref().is_none_or(|b| miss(&p) < miss(b)) {
             best = Some(p);
         }
     }
     let best = best.expect("21 shares were simulated");
-    let short = reported_mean_s - best.reported_s[0];
-    Ok(if best.before_send >= 1.0 && short > 0.0 {
-        with_delay(best, short)
-    } else {
-        best
-    })
+    let short = mean - best.reported_s[0];
+    Ok(
+        if median.is_none() && best.before_send >= 1.0 && short > 0.0 {
+            with_delay(best, short)
+        } else {
+            best
+        },
+    )
 }
 
 /// `p` with `delay_s` more latency in every request's path.
 fn with_delay(mut p: LoopPrediction, delay_s: f64) -> LoopPrediction {
-    p.delay_s = delay_s;
+    p.delay_s += delay_s;
     p.reported_s = p.reported_s.map(|x| x + delay_s);
     p
 }
@@ -240,15 +254,13 @@ pub fn read_loop(
         ..costs
     };
     let busiest = fit(AuditedLoad::busiest_sample).ok().map(|(c, _)| c);
-    let Some(mean) = long.excess_s[0] else {
-        return Err(ModelError::invalid(
-            "cost split",
-            "no reported mean TTFT",
-            "the share of a request's cost before its send is fitted on the tool's reported mean TTFT",
-        ));
-    };
-    let mut fitted =
-        fit_before_send(&costs, clock, &load_of(long, seed), mean)?.with_busiest(busiest);
+    let mut fitted = fit_before_send(
+        &costs,
+        clock,
+        &load_of(long, seed),
+        [long.excess_s[0], long.excess_s[1]],
+    )?
+    .with_busiest(busiest);
     fitted.before_send_from = format!(
         "fitted on the audit at {:.0} req/s x {:.0} tokens{}",
         long.rate_per_s,
@@ -378,17 +390,29 @@ mod tests {
         };
         let l = load(60.0, 200);
         let made = simulate(&costs, 0.7, ClockStart::OwnSend, &l).unwrap();
-        let fit = fit_before_send(&costs, ClockStart::OwnSend, &l, made.reported_s[0]).unwrap();
+        let mean_only = |p: &LoopPrediction| [Some(p.reported_s[0]), None];
+        let fit = fit_before_send(&costs, ClockStart::OwnSend, &l, mean_only(&made)).unwrap();
         assert!((fit.before_send - 0.7).abs() < 1e-9, "{fit:?}");
         assert_eq!(fit.delay_s, 0.0);
         // A mean beyond what the whole fixed cost before the send makes: the rest is a
         // delay, in every statistic.
         let all = simulate(&costs, 1.0, ClockStart::OwnSend, &l).unwrap();
-        let more =
-            fit_before_send(&costs, ClockStart::OwnSend, &l, all.reported_s[0] + 1e-3).unwrap();
+        let mut beyond = all.clone();
+        beyond.reported_s[0] += 1e-3;
+        let more = fit_before_send(&costs, ClockStart::OwnSend, &l, mean_only(&beyond)).unwrap();
         assert_eq!(more.before_send, 1.0);
         assert!((more.delay_s - 1e-3).abs() < 1e-12, "{more:?}");
         assert!((more.reported_s[1] - all.reported_s[1] - 1e-3).abs() < 1e-12);
+        // A share of 0.3 and 0.5 ms of latency, read back from the mean and the median.
+        let delayed = with_delay(
+            simulate(&costs, 0.3, ClockStart::OwnSend, &l).unwrap(),
+            5e-4,
+        );
+        let both = [Some(delayed.reported_s[0]), Some(delayed.reported_s[1])];
+        let fit = fit_before_send(&costs, ClockStart::OwnSend, &l, both).unwrap();
+        assert!((fit.before_send - 0.3).abs() < 1e-9, "{fit:?}");
+        assert!((fit.delay_s - 5e-4).abs() < 1e-9, "{fit:?}");
+        assert!(fit_before_send(&costs, ClockStart::OwnSend, &l, [None, None]).is_err());
         assert!(simulate(&costs, 1.5, ClockStart::OwnSend, &l).is_err());
     }
 

@@ -116,7 +116,7 @@ impl Simulated {
         };
         let delay = if p.delay_s > 0.0 {
             format!(
-                "; {} of latency a request beyond its CPU (no share of the fixed cost before the send made the mean)",
+                "; {} of latency a request that takes no CPU of the loop (fitted with the share)",
                 f(p.delay_s)
             )
         } else {
