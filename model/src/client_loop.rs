@@ -278,9 +278,9 @@ pub struct AuditedLoad {
     pub busiest_cpu_per_request_s: f64,
     /// The client's loops.
     pub loops: u32,
-    /// The squared coefficient of variation of a request's work on the busiest process,
-    /// from the spread of its CPU over time (None where it was not read).
-    pub work_scv: Option<f64>,
+    /// How the busiest process's CPU spread over equal intervals (None where it was not
+    /// read).
+    pub cpu_spread: Option<CpuSpread>,
     /// The TTFT the client added: its reported minus the server's true mean, p50, p90 and
     /// p99, seconds (None where it reports no such figure).
     pub excess_s: [Option<f64>; 4],
@@ -302,6 +302,33 @@ impl AuditedLoad {
             cpu_per_request_s: self.busiest_cpu_per_request_s,
             ..self.sample()
         }
+    }
+}
+
+/// How a process's CPU varied over equal intervals of an audit's load window.
+///
+/// With Poisson arrivals the CPU an interval of length W holds is a compound Poisson sum of
+/// the work S of the requests in it, whose variance is `rate x W x E[S^2]`; a part per
+/// second that does not vary adds none. So the interval's variance gives E[S^2], and with
+/// the mean work of a request its squared coefficient of variation.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CpuSpread {
+    /// The interval, seconds.
+    pub interval_s: f64,
+    /// The variance of the CPU per interval, seconds squared.
+    pub variance_s2: f64,
+}
+
+impl CpuSpread {
+    /// The SCV of one request's work on the process, when it takes `rate_per_s` requests a
+    /// second costing `work_s` each on average (the marginal cost: CPU spent per second
+    /// whatever the load is not a request's), at least 0. None without a rate or a cost.
+    pub fn work_scv(&self, rate_per_s: f64, work_s: f64) -> Option<f64> {
+        let per_interval = rate_per_s * self.interval_s;
+        if !(per_interval > 0.0 && work_s > 0.0 && self.variance_s2.is_finite()) {
+            return None;
+        }
+        Some((self.variance_s2 / (per_interval * work_s * work_s) - 1.0).max(0.0))
     }
 }
 

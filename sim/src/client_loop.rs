@@ -259,8 +259,19 @@ pub fn read_loop(
         .or_else(|_| LoopCosts::split(sample(first), sample(long)).map(|c| (c, true))),
     };
     let (costs, one_rate) = fit(AuditedLoad::sample)?;
+    // The busiest process is one of the loops, which share the requests at random: it takes
+    // 1/k of them, each costing a + n b of its CPU.
+    let request_scv = long
+        .cpu_spread
+        .and_then(|s| {
+            s.work_scv(
+                long.rate_per_s / f64::from(long.loops.max(1)),
+                costs.request_s(long.chunks_per_request),
+            )
+        })
+        .unwrap_or(0.0);
     let costs = LoopCosts {
-        request_scv: long.work_scv.unwrap_or(0.0),
+        request_scv,
         ..costs
     };
     let busiest = fit(AuditedLoad::busiest_sample).ok().map(|(c, _)| c);
@@ -457,7 +468,7 @@ mod tests {
                 cpu_per_request_s: costs.request_s(f64::from(chunks)),
                 busiest_cpu_per_request_s: costs.request_s(f64::from(chunks)),
                 loops: 1,
-                work_scv: None,
+                cpu_spread: None,
                 excess_s: p.reported_s.map(Some),
             }
         };
@@ -499,7 +510,7 @@ mod tests {
                 cpu_per_request_s: 0.1 / rate + request,
                 busiest_cpu_per_request_s: 0.05 / rate + 0.75 * request,
                 loops: 2,
-                work_scv: None,
+                cpu_spread: None,
                 excess_s: p.reported_s.map(Some),
             }
         };

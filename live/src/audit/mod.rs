@@ -198,10 +198,9 @@ impl ClientRun {
     }
 }
 
-/// The busiest process's CPU per interval between tree readings, in cores: from it and the
-/// arrival rate, the variability of a request's work. With Poisson arrivals the CPU an
-/// interval of length W holds is a compound Poisson sum of the work of the requests in it,
-/// whose variance is `rate x W x E[S^2]`; a part per second that does not vary adds none.
+/// The busiest process's CPU per interval between tree readings, in cores: with the arrival
+/// rate and the cost of a request, the variability of a request's work
+/// ([`heisenbench_model::client_loop::CpuSpread`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct WorkSpread {
     /// The mean interval, seconds.
@@ -240,17 +239,13 @@ impl WorkSpread {
         })
     }
 
-    /// The squared coefficient of variation of one request's work on this process, when
-    /// it takes `rate_per_s` requests a second costing `work_s` each on average: the
-    /// variance per interval over what a compound Poisson sum of such requests would have
-    /// with constant work, less one (0 at the least: no spread beyond the counts).
-    pub fn work_scv(&self, rate_per_s: f64, work_s: f64) -> Option<f64> {
-        let per_interval = rate_per_s * self.interval_s;
-        if !(per_interval > 0.0 && work_s > 0.0) {
-            return None;
+    /// The spread as the cost model reads it: the interval and the variance of the CPU per
+    /// interval in seconds squared.
+    pub fn cpu_spread(&self) -> heisenbench_model::client_loop::CpuSpread {
+        heisenbench_model::client_loop::CpuSpread {
+            interval_s: self.interval_s,
+            variance_s2: self.variance_cores2 * self.interval_s * self.interval_s,
         }
-        let variance_s2 = self.variance_cores2 * self.interval_s * self.interval_s;
-        Some((variance_s2 / (per_interval * work_s * work_s) - 1.0).max(0.0))
     }
 }
 
@@ -596,7 +591,7 @@ mod tests {
                 })
                 .collect();
             let spread = WorkSpread::of(&intervals).unwrap();
-            let got = spread.work_scv(rate, work).unwrap();
+            let got = spread.cpu_spread().work_scv(rate, work).unwrap();
             assert!(
                 (got - scv).abs() < 0.2 * (1.0 + scv),
                 "SCV {scv}: got {got}"

@@ -275,20 +275,12 @@ impl AuditReport {
         };
         let busiest = self.observed.client.window_cpu_per_process_s.first()?;
         let busiest_per_request = busiest / t.completed.max(1) as f64;
-        // The busiest process is one of the loops, which share the requests at random: it
-        // takes 1/k of them, each costing k times the CPU per request of all of them.
-        let k = f64::from(p.loops.max(1));
-        let work_scv = self
-            .observed
-            .client
-            .busiest_spread
-            .and_then(|s| s.work_scv(t.achieved_rate_per_s / k, busiest_per_request * k));
         Some(AuditedLoad {
             rate_per_s: t.achieved_rate_per_s,
             chunks_per_request: p.chunks_per_request,
             cpu_per_request_s: p.cpu_per_request_s,
             busiest_cpu_per_request_s: busiest_per_request,
-            work_scv,
+            cpu_spread: self.observed.client.busiest_spread.map(|s| s.cpu_spread()),
             loops: p.loops,
             excess_s,
         })

@@ -1,7 +1,7 @@
 //! The HTTP/1.1 server loop the mock and the page server share: accept, serve each
 //! connection on its own task through a connection that yields after each write, close
 //! connections that send no request head in time, and drain on shutdown. Asked to, it
-//! stamps each request with the kernel's arrival time of its head ([`Arrived`]).
+//! stamps each request with the kernel's arrival time of its head (`Arrived`).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
