@@ -384,12 +384,14 @@ fn an_earlier_audits_results_are_never_read_as_this_clients() {
 fn an_interrupted_audit_kills_the_client_tree_and_says_so() {
     let _ = loop_client();
     let marker = format!("heisenbench-audit-interrupt-{}", std::process::id());
+    // A sleep no other process on the machine runs (`pgrep -f` below matches substrings).
+    let sleep = format!("sleep 40.{}", std::process::id());
     let child = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
         .args(["audit", "--rate", "5", "--duration", "20s", "--"])
         .args([
             "sh",
             "-c",
-            &format!("trap '' INT; sleep 40 & sleep 40; echo {marker}"),
+            &format!("trap '' INT; {sleep} & {sleep}; echo {marker}"),
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -412,7 +414,7 @@ fn an_interrupted_audit_kills_the_client_tree_and_says_so() {
     assert!(last.starts_with("heisenbench: interrupted; "), "{err}");
     // No sleep of the client's is left: its tree was killed.
     let left = Command::new("pgrep")
-        .args(["-f", "sleep 40"])
+        .args(["-f", &sleep])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
         .unwrap_or(0);
