@@ -322,6 +322,16 @@ mod tests {
     use heisenbench_model::mg1::Mg1;
     use heisenbench_model::queue::WaitModel;
 
+    /// A loop's costs with nothing spent per second.
+    fn costs(per_request_s: f64, per_chunk_s: f64, request_scv: f64) -> LoopCosts {
+        LoopCosts {
+            per_second: 0.0,
+            per_request_s,
+            per_chunk_s,
+            request_scv,
+        }
+    }
+
     fn load(rate: f64, chunks: u32) -> LoopLoad {
         LoopLoad {
             rate_per_s: rate,
@@ -337,12 +347,7 @@ mod tests {
     #[test]
     fn a_loop_of_send_jobs_is_m_d_1() {
         let c = 2e-3;
-        let costs = LoopCosts {
-            per_second: 0.0,
-            per_request_s: c,
-            per_chunk_s: 0.0,
-            request_scv: 0.0,
-        };
+        let costs = costs(c, 0.0, 0.0);
         let l = load(250.0, 1);
         let p = simulate(&costs, 1.0, ClockStart::Intended, &l).unwrap();
         let q = Mg1::new(250.0, Service::Deterministic { mean_s: c }).unwrap();
@@ -366,12 +371,7 @@ mod tests {
     #[test]
     fn a_loop_of_variable_send_jobs_is_m_g_1() {
         let c = 2e-3;
-        let costs = LoopCosts {
-            per_second: 0.0,
-            per_request_s: c,
-            per_chunk_s: 0.0,
-            request_scv: 1.0,
-        };
+        let costs = costs(c, 0.0, 1.0);
         let l = load(250.0, 1);
         let p = simulate(&costs, 1.0, ClockStart::Intended, &l).unwrap();
         let q = Mg1::new(
@@ -403,12 +403,7 @@ mod tests {
     /// The fit recovers the share that made a prediction, from that prediction's mean.
     #[test]
     fn the_fit_finds_the_share_back() {
-        let costs = LoopCosts {
-            per_second: 0.0,
-            per_request_s: 1.9e-3,
-            per_chunk_s: 12e-6,
-            request_scv: 0.0,
-        };
+        let costs = costs(1.9e-3, 12e-6, 0.0);
         let l = load(60.0, 200);
         let made = simulate(&costs, 0.7, ClockStart::OwnSend, &l).unwrap();
         let mean_only = |p: &LoopPrediction| [Some(p.reported_s[0]), None];
@@ -453,12 +448,7 @@ mod tests {
     /// audit's prediction is that loop's own.
     #[test]
     fn a_loop_is_read_back_from_two_audits() {
-        let costs = LoopCosts {
-            per_second: 0.0,
-            per_request_s: 1.5e-3,
-            per_chunk_s: 10e-6,
-            request_scv: 0.0,
-        };
+        let costs = costs(1.5e-3, 10e-6, 0.0);
         let audit = |chunks: u32| {
             let l = load(50.0, chunks);
             let p = simulate(&costs, 0.6, ClockStart::OwnSend, &l).unwrap();
@@ -491,12 +481,7 @@ mod tests {
     /// saturation below what the loops' cores would carry.
     #[test]
     fn a_part_per_second_is_read_from_a_second_rate() {
-        let costs = LoopCosts {
-            per_second: 0.0,
-            per_request_s: 1.5e-3,
-            per_chunk_s: 10e-6,
-            request_scv: 0.0,
-        };
+        let costs = costs(1.5e-3, 10e-6, 0.0);
         let audit = |rate: f64, chunks: u32| {
             let l = LoopLoad {
                 loops: 2,
