@@ -348,6 +348,12 @@ pub struct LoopPrediction {
     /// every TTFT the prediction reports.
     #[serde(default)]
     pub delay_s: f64,
+    /// The longest a request's send or finish work runs on the loop before the jobs queued
+    /// meanwhile get a turn, seconds (`None`: each runs whole). An asyncio client runs a
+    /// request's own path as many callbacks, one between two awaits each; fitted on the
+    /// audit's p99, where a whole job in the way shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice_s: Option<f64>,
     /// The clock simulated.
     pub clock: ClockStart,
     /// Loops simulated (requests dealt at random).

@@ -819,6 +819,12 @@ pub struct EventCosts {
     /// Finishing a response (the `[DONE]` event, bookkeeping).
     #[serde(default)]
     pub finish: Option<Service>,
+    /// The longest a send or finish job runs before the loop's other ready jobs get a
+    /// turn, seconds (`None`: a job runs whole). An asyncio client's own path for a request
+    /// is many callbacks, one between two awaits each, and a job queued meanwhile runs
+    /// between them; a chunk is one read, one callback, and is never sliced.
+    #[serde(default)]
+    pub slice_s: Option<f64>,
 }
 
 /// A trace's requests: their send times, seconds from the start, and their prompt and
@@ -1234,6 +1240,10 @@ impl ClientModel {
         if let Some(t) = self.timeout_s {
             positive("client.timeout_s", t)?;
             duration("client.timeout_s", t)?;
+        }
+        if let Some(t) = self.costs.slice_s {
+            positive("client.costs.slice_s", t)?;
+            duration("client.costs.slice_s", t)?;
         }
         for (field, cost) in [
             ("client.costs.send", &self.costs.send),

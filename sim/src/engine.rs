@@ -45,6 +45,10 @@ enum Ev {
     Done(ReqId),
     /// The request's timeout fires.
     Timeout(ReqId),
+    /// The next slice of a request's send job reaches its loop.
+    SendRest(ReqId),
+    /// The next slice of a request's finish job reaches its loop.
+    FinishRest(ReqId),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +90,8 @@ struct Req {
     max_gap_stamp_ns: u64,
     end_stamp_ns: u64,
     done_ns: u64,
+    /// What is left of its send or finish job when the loop sliced it.
+    left_ns: u64,
     serial: u64,
     /// The request's index, as the live generator numbers it (the schedule's index; in a
     /// closed loop user + k x users for the user's k-th request).
@@ -151,6 +157,8 @@ pub struct Simulation {
     send_cost: Option<Sampler>,
     chunk_cost: Option<Sampler>,
     finish_cost: Option<Sampler>,
+    /// The longest slice of a send or finish job (`u64::MAX`: whole).
+    slice_ns: u64,
     /// The open-loop schedule and its next entry (None for closed loops).
     schedule: Option<Schedule>,
     upcoming: Option<Planned>,
@@ -216,6 +224,7 @@ impl Simulation {
                 .map(Sampler::new),
             chunk_cost: costs.chunk.as_ref().map(Sampler::new),
             finish_cost: costs.finish.as_ref().map(Sampler::new),
+            slice_ns: costs.slice_s.map_or(u64::MAX, |s| ns_from_secs(s).max(1)),
             schedule: Schedule::new(&sc.workload, seed),
             upcoming: None,
             stop_ns,
@@ -282,6 +291,8 @@ impl Simulation {
             Ev::Emit(r) if self.live(r) => self.on_emit(now, r.slot),
             Ev::Done(r) if self.live(r) => self.on_done(now, r.slot),
             Ev::Timeout(r) if self.live(r) => self.on_timeout(now, r.slot),
+            Ev::SendRest(r) if self.live(r) => self.on_send_rest(now, r.slot),
+            Ev::FinishRest(r) if self.live(r) => self.on_finish_rest(now, r.slot),
             // An event for a request that has already left.
             _ => {}
         }
@@ -411,6 +422,7 @@ impl Simulation {
             max_gap_stamp_ns: 0,
             end_stamp_ns: 0,
             done_ns: 0,
+            left_ns: 0,
             serial: self.next_serial,
             index,
             state: Phase::Pending,
@@ -487,16 +499,76 @@ impl Simulation {
     /// event (no cost configured) is not a job: it is done on arrival.
     #[inline]
     fn job(&mut self, w: u32, arrive_ns: u64, kind: JobKind) -> u64 {
+        match self.draw(kind) {
+            Some(cost_ns) => self.run_job(w, arrive_ns, kind, cost_ns),
+            None => {
+                self.last_job_start_ns = arrive_ns;
+                arrive_ns
+            }
+        }
+    }
+
+    /// The cost of one job of `kind`; `None` when the event is free.
+    #[inline]
+    fn draw(&mut self, kind: JobKind) -> Option<u64> {
         let sampler = match kind {
             JobKind::Send => &self.send_cost,
             JobKind::Chunk => &self.chunk_cost,
             JobKind::Finish => &self.finish_cost,
         };
-        let Some(sampler) = sampler else {
-            self.last_job_start_ns = arrive_ns;
-            return arrive_ns;
-        };
-        let cost_ns = sampler.sample_ns(&mut self.rng_client);
+        sampler.as_ref().map(|s| s.sample_ns(&mut self.rng_client))
+    }
+
+    /// Runs the first slice of a send or finish job of request `r` on loop `w`, arriving
+    /// at `arrive_ns`: at most the slice of its cost runs now, and what is left waits in
+    /// the request for its next turn ([`Self::slice_rest`]). Returns when the slice is
+    /// done and whether work is left.
+    fn sliced_job(&mut self, w: u32, arrive_ns: u64, kind: JobKind, r: u32) -> (u64, bool) {
+        match self.draw(kind) {
+            Some(cost_ns) => self.slice_of(w, arrive_ns, kind, r, cost_ns),
+            None => {
+                self.last_job_start_ns = arrive_ns;
+                (arrive_ns, false)
+            }
+        }
+    }
+
+    /// The next slice of request `r`'s job of `kind`, reaching loop `w` at `now` behind
+    /// the jobs that arrived while its previous slice ran.
+    fn slice_rest(&mut self, now: u64, r: u32, kind: JobKind) -> (u64, bool) {
+        self.current_serial = self.reqs[r as usize].serial;
+        self.current_due_ns = now;
+        let w = self.reqs[r as usize].worker;
+        let left = self.reqs[r as usize].left_ns;
+        self.slice_of(w, now, kind, r, left)
+    }
+
+    fn slice_of(
+        &mut self,
+        w: u32,
+        arrive_ns: u64,
+        kind: JobKind,
+        r: u32,
+        cost_ns: u64,
+    ) -> (u64, bool) {
+        let now_ns = cost_ns.min(self.slice_ns);
+        let done = self.run_job(w, arrive_ns, kind, now_ns);
+        self.reqs[r as usize].left_ns = cost_ns - now_ns;
+        if now_ns < cost_ns {
+            let id = self.id(r);
+            let ev = match kind {
+                JobKind::Send => Ev::SendRest(id),
+                _ => Ev::FinishRest(id),
+            };
+            self.q.push(SimTime(done), ev);
+        }
+        (done, now_ns < cost_ns)
+    }
+
+    /// Runs one job of `cost_ns` on loop `w`, arriving at `arrive_ns` (Lindley: it starts
+    /// when both it and the loop are there); returns when it is done.
+    #[inline]
+    fn run_job(&mut self, w: u32, arrive_ns: u64, kind: JobKind, cost_ns: u64) -> u64 {
         let l = &mut self.loops[w as usize];
         let start = arrive_ns.max(l.free_at_ns);
         self.last_job_start_ns = start;
@@ -539,14 +611,27 @@ impl Simulation {
         self.current_serial = self.reqs[r as usize].serial;
         self.current_due_ns = self.reqs[r as usize].intended_ns;
         let w = self.reqs[r as usize].worker;
-        let actual = self.job(w, now, JobKind::Send);
-        let send_start_ns = self.last_job_start_ns;
+        let (actual, more) = self.sliced_job(w, now, JobKind::Send, r);
+        self.reqs[r as usize].send_start_ns = self.last_job_start_ns;
         let l = &mut self.loops[w as usize];
         l.in_flight += 1;
         l.max_in_flight = l.max_in_flight.max(l.in_flight);
+        if !more {
+            self.sent(actual, r);
+        }
+    }
+
+    fn on_send_rest(&mut self, now: u64, r: u32) {
+        let (actual, more) = self.slice_rest(now, r, JobKind::Send);
+        if !more {
+            self.sent(actual, r);
+        }
+    }
+
+    /// Request `r`'s send job is done at `actual`: it leaves for the server.
+    fn sent(&mut self, actual: u64, r: u32) {
         let req = &mut self.reqs[r as usize];
         req.actual_ns = actual;
-        req.send_start_ns = send_start_ns;
         req.state = Phase::Sent;
         self.tally.send_lag.record(actual - req.intended_ns);
         let id = self.id(r);
@@ -675,13 +760,13 @@ impl Simulation {
                 req.state = Phase::Finished;
                 self.release_slot(now);
                 // The end is processed after the last chunk, even when it costs nothing.
-                let end_done = self.job(w, now, JobKind::Finish).max(last_chunk_done);
-                let end_stamp = self.stamp(now, end_done);
-                let req = &mut self.reqs[r as usize];
-                req.end_stamp_ns = end_stamp;
-                req.done_ns = end_done;
-                let id = self.id(r);
-                self.q.push(SimTime(end_done), Ev::Done(id));
+                let (end_done, more) = self.sliced_job(w, now, JobKind::Finish, r);
+                if more {
+                    // Not done before its last slice: a timeout meanwhile gives up on it.
+                    self.reqs[r as usize].done_ns = u64::MAX;
+                } else {
+                    self.finished(end_done.max(last_chunk_done), r);
+                }
                 return;
             }
             let itl = self.server_latency_ns(None);
@@ -691,6 +776,24 @@ impl Simulation {
                 return;
             }
         }
+    }
+
+    fn on_finish_rest(&mut self, now: u64, r: u32) {
+        let (end_done, more) = self.slice_rest(now, r, JobKind::Finish);
+        if !more {
+            self.finished(end_done, r);
+        }
+    }
+
+    /// Request `r`'s finish job is done at `end_done`: its end is stamped (on arrival, the
+    /// last token's emission) and it leaves the client.
+    fn finished(&mut self, end_done: u64, r: u32) {
+        let end_stamp = self.stamp(self.reqs[r as usize].prev_emit_ns, end_done);
+        let req = &mut self.reqs[r as usize];
+        req.end_stamp_ns = end_stamp;
+        req.done_ns = end_done;
+        let id = self.id(r);
+        self.q.push(SimTime(end_done), Ev::Done(id));
     }
 
     // ----- completion ---------------------------------------------------------------

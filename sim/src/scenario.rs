@@ -178,6 +178,7 @@ pub fn python_costs() -> EventCosts {
         send: Some(g(PYTHON_SEND_COST_S)),
         chunk: Some(g(PYTHON_CHUNK_COST_S)),
         finish: Some(g(PYTHON_FINISH_COST_S)),
+        slice_s: None,
     }
 }
 

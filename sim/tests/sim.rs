@@ -119,6 +119,7 @@ fn single_event_client(
                 send: None,
                 chunk: Some(cost),
                 finish: None,
+                slice_s: None,
             },
             stamp: Stamp::AfterProcessing,
             max_in_flight_per_worker: None,
@@ -227,6 +228,7 @@ fn goodput_is_judged_from_the_server_and_both_sends() {
         send: None,
         chunk: None,
         finish: None,
+        slice_s: None,
     };
     sc.server = ServerModel {
         max_num_seqs: 1_000_000,

@@ -502,6 +502,7 @@ impl Controls {
                     send: None,
                     chunk: Service::gamma(cost, self.scv).ok(),
                     finish: None,
+                    slice_s: None,
                 },
                 stamp: Stamp::AfterProcessing,
                 max_in_flight_per_worker: None,

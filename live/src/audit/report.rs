@@ -122,6 +122,13 @@ impl Simulated {
         } else {
             String::new()
         };
+        let slice = match p.slice_s {
+            Some(q) => format!(
+                "; a request's send and finish work runs in slices of {} with the jobs queued meanwhile between them (fitted on the p99)",
+                f(q)
+            ),
+            None => String::new(),
+        };
         let spread = if p.costs.request_scv > 0.0 {
             format!(
                 "; a request's work varies with SCV {:.2} (the spread of the busiest process's CPU over time)",
@@ -132,7 +139,7 @@ impl Simulated {
         };
         writeln!(
             out,
-            "simulated loop: {} a request + {} a chunk{per_second}{spread}{delay}, from the audits at {} req/s x {:.0} and x {:.0} tokens \
+            "simulated loop: {} a request + {} a chunk{per_second}{spread}{slice}{delay}, from the audits at {} req/s x {:.0} and x {:.0} tokens \
              ({} and {} of CPU a request); {} loop(s); clock at {}; {:.2} of a request's fixed cost before it \
              leaves ({})",
             f(p.costs.per_request_s),
