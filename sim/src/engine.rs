@@ -524,6 +524,9 @@ impl Simulation {
     /// the request for its next turn ([`Self::slice_rest`]). Returns when the slice is
     /// done and whether work is left.
     fn sliced_job(&mut self, w: u32, arrive_ns: u64, kind: JobKind, r: u32) -> (u64, bool) {
+        if self.slice_ns == u64::MAX {
+            return (self.job(w, arrive_ns, kind), false);
+        }
         match self.draw(kind) {
             Some(cost_ns) => self.slice_of(w, arrive_ns, kind, r, cost_ns),
             None => {
@@ -567,7 +570,7 @@ impl Simulation {
 
     /// Runs one job of `cost_ns` on loop `w`, arriving at `arrive_ns` (Lindley: it starts
     /// when both it and the loop are there); returns when it is done.
-    #[inline]
+    #[inline(always)]
     fn run_job(&mut self, w: u32, arrive_ns: u64, kind: JobKind, cost_ns: u64) -> u64 {
         let l = &mut self.loops[w as usize];
         let start = arrive_ns.max(l.free_at_ns);
