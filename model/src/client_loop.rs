@@ -13,6 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ModelError, Result};
+use crate::scenario::Stamp;
 
 /// The client's CPU per request at one output length and rate, as one audit measured it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -278,6 +279,10 @@ pub struct AuditedLoad {
     pub busiest_cpu_per_request_s: f64,
     /// The client's loops.
     pub loops: u32,
+    /// When the client stamps a chunk: at its arrival (heisenbench, from the kernel's
+    /// receive stamp) or after its loop processed it.
+    #[serde(default)]
+    pub stamp: Stamp,
     /// How the busiest process's CPU spread over equal intervals (None where it was not
     /// read).
     pub cpu_spread: Option<CpuSpread>,
@@ -356,6 +361,9 @@ pub struct LoopPrediction {
     pub slice_s: Option<f64>,
     /// The clock simulated.
     pub clock: ClockStart,
+    /// When the simulated client stamps a chunk.
+    #[serde(default)]
+    pub stamp: Stamp,
     /// Loops simulated (requests dealt at random).
     pub loops: u32,
     /// The load simulated: requests per second and chunks per request.

@@ -822,7 +822,8 @@ pub struct EventCosts {
     /// The longest a send or finish job runs before the loop's other ready jobs get a
     /// turn, seconds (`None`: a job runs whole). An asyncio client's own path for a request
     /// is many callbacks, one between two awaits each, and a job queued meanwhile runs
-    /// between them; a chunk is one read, one callback, and is never sliced.
+    /// between them; a chunk is one read, one callback, and is never sliced. Each slice
+    /// counts as a job in the loops' tallies (jobs, waits).
     #[serde(default)]
     pub slice_s: Option<f64>,
 }

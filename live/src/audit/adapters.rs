@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use heisenbench_model::client_loop::ClockStart;
+use heisenbench_model::scenario::Stamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -70,6 +71,16 @@ impl Reported {
         match self.tool.as_str() {
             "heisenbench run" => ClockStart::Intended,
             _ => ClockStart::OwnSend,
+        }
+    }
+
+    /// When the tool stamps a chunk: heisenbench at its arrival (the kernel's receive
+    /// stamp, before its loop touches it), the Python tools after their loop has read and
+    /// parsed it.
+    pub fn stamp(&self) -> Stamp {
+        match self.tool.as_str() {
+            "heisenbench run" => Stamp::NetworkArrival,
+            _ => Stamp::AfterProcessing,
         }
     }
 }

@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 use std::path::Path;
 
+use heisenbench_model::scenario::Stamp;
 use heisenbench_model::units::format_seconds;
 use serde::{Deserialize, Serialize};
 
@@ -140,8 +141,8 @@ impl Simulated {
         writeln!(
             out,
             "simulated loop: {} a request + {} a chunk{per_second}{spread}{slice}{delay}, from the audits at {} req/s x {:.0} and x {:.0} tokens \
-             ({} and {} of CPU a request); {} loop(s); clock at {}; {:.2} of a request's fixed cost before it \
-             leaves ({})",
+             ({} and {} of CPU a request); {} loop(s); clock from {} to {}; {:.2} of a request's fixed cost \
+             before it leaves ({})",
             f(p.costs.per_request_s),
             f(p.costs.per_chunk_s),
             s.rate_per_s,
@@ -154,13 +155,25 @@ impl Simulated {
                 ClockStart::Intended => "the intended send",
                 ClockStart::OwnSend => "the client's own send (its loop's backlog left out)",
             },
+            match p.stamp {
+                Stamp::NetworkArrival => "the first chunk's arrival (its loop's reading left out)",
+                Stamp::AfterProcessing => "the first chunk read by its loop",
+            },
             p.before_send,
             p.before_send_from
         )?;
         writeln!(
             out,
-            "  TTFT the client adds, predicted: {}",
-            cells(p.reported_s.map(Some))
+            "  TTFT the client adds, predicted: {}{}",
+            cells(p.reported_s.map(Some)),
+            if p.delay_s > 0.0 {
+                format!(
+                    "; its loop's queue and CPU {} of the mean, the latency beyond the CPU the rest",
+                    f((p.reported_s[0] - p.delay_s).max(0.0))
+                )
+            } else {
+                String::new()
+            }
         )?;
         writeln!(
             out,
@@ -289,6 +302,11 @@ impl AuditReport {
             busiest_cpu_per_request_s: busiest_per_request,
             cpu_spread: self.observed.client.busiest_spread.map(|s| s.cpu_spread()),
             loops: p.loops,
+            stamp: self
+                .observed
+                .reported
+                .as_ref()
+                .map_or(Stamp::AfterProcessing, |r| r.stamp()),
             excess_s,
         })
     }
