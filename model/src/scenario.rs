@@ -824,7 +824,7 @@ pub struct EventCosts {
     /// is many callbacks, one between two awaits each, and a job queued meanwhile runs
     /// between them; a chunk is one read, one callback, and is never sliced. Each slice
     /// counts as a job in the loops' tallies (jobs, waits).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice_s: Option<f64>,
 }
 

@@ -219,12 +219,12 @@ const SLICES: [Option<f64>; 6] = [
     Some(1e-4),
 ];
 
-/// The slice ([`SLICES`]), the share before the send and the latency beyond the CPU whose
-/// simulation comes closest to one audit's `excess_s` (mean, p50, p90, p99): per slice the
-/// share and latency are fitted on the mean and median ([`fit_before_send`]), and the
-/// slice is the one whose p99 then comes closest, as a ratio (a whole job in a request's
-/// way lengthens the tail long before it moves the mean). Without a positive p99 to fit
-/// on, jobs run whole.
+/// The slice (whole, 2, 1, 0.5, 0.25 or 0.1 ms), the share before the send and the latency
+/// beyond the CPU whose simulation comes closest to one audit's `excess_s` (mean, p50, p90,
+/// p99): per slice the share and latency are fitted on the mean and median
+/// ([`fit_before_send`]), and the slice is the one whose p99 then comes closest, as a ratio
+/// (a whole job in a request's way lengthens the tail long before it moves the mean).
+/// Without a positive p99 to fit on, jobs run whole.
 pub fn fit_loop(
     costs: &LoopCosts,
     clock: ClockStart,

@@ -511,6 +511,20 @@ fn sim_scenario_file_round_trip_and_bad_fields() {
     assert_eq!(e.exit_code(), 2);
     let e = fails(&["sim", "--preset", "paper-9"]);
     assert_eq!(e.exit_code(), 2);
+    // A loop's slice must be a positive duration; a good one runs.
+    let mut sliced = scenario.clone();
+    sliced["client"]["costs"]["slice_s"] = serde_json::json!(0.0);
+    std::fs::write(&bad, sliced.to_string()).unwrap();
+    let e = fails(&["sim", bad.to_str().unwrap()]);
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("client.costs.slice_s"), "{e}");
+    sliced["client"]["costs"]["slice_s"] = serde_json::json!(1e-5);
+    std::fs::write(&bad, sliced.to_string()).unwrap();
+    let ran = json(&["sim", bad.to_str().unwrap(), "--json"]);
+    assert_eq!(
+        ran["runs"][0]["scenario"]["client"]["costs"]["slice_s"],
+        1e-5
+    );
     // Each cost within its bound, their sum over a request past it.
     let mut costly = scenario.clone();
     costly["workload"]["output_tokens"] =
