@@ -176,6 +176,11 @@ pub struct ClientRun {
     /// fewer than ten readings).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busiest_spread: Option<WorkSpread>,
+    /// How long the busiest process's main thread waited for a core per unit of its CPU
+    /// in the load window (`/proc/PID/schedstat`): where the client's loop, the mock and
+    /// the audit share too few cores, a wait the simulated loop does not hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busiest_core_wait: Option<f64>,
     /// Where the client's standard output and error went.
     pub logs: [PathBuf; 2],
 }
@@ -516,6 +521,7 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
         samples: sampler.samples,
         left_running: left.len(),
         busiest_spread: WorkSpread::of(&sampler.busiest_intervals(from, to)),
+        busiest_core_wait: sampler.busiest_core_wait(from, to),
         logs,
     };
     Ok(Observed {

@@ -400,6 +400,15 @@ impl AuditReport {
                 "  CPU: not measurable here (no /proc process accounting)"
             )?,
         }
+        if let Some(w) = c.busiest_core_wait {
+            writeln!(
+                out,
+                "  its busiest process's main thread waited {:.0} ms for a core per second of its CPU in the load \
+                 window, runnable but not running (its wake-ups, and cores shared with the mock and the audit; \
+                 the simulated loop holds no such wait)",
+                w * 1e3
+            )?;
+        }
         writeln!(out, "server ({server}):")?;
         writeln!(
             out,

@@ -64,8 +64,30 @@ pub fn parse_schedstat(text: &str) -> Option<u64> {
     text.split_whitespace().next()?.parse().ok()
 }
 
-fn read_run_ns(pid: i32) -> Option<u64> {
-    parse_schedstat(&fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?)
+/// The time a process's main thread spent waiting for a core while runnable, nanoseconds:
+/// the second field of `/proc/PID/schedstat`.
+pub fn parse_schedstat_wait(text: &str) -> Option<u64> {
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A process's main thread's CPU time and its wait for a core, nanoseconds.
+fn read_run_wait_ns(pid: i32) -> Option<(u64, u64)> {
+    let text = fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+    Some((parse_schedstat(&text)?, parse_schedstat_wait(&text)?))
+}
+
+/// One process's readings in `history` between `from_ns` and `to_ns`: (when, value).
+fn readings_of(history: &[Sample], key: (i32, u64), from_ns: u64, to_ns: u64) -> Vec<(u64, u64)> {
+    history
+        .iter()
+        .filter(|(t, _)| (from_ns..=to_ns).contains(t))
+        .filter_map(|(t, v)| Some((*t, v.iter().find(|(k, _)| *k == key)?.1)))
+        .collect()
+}
+
+/// Wait for a core per unit of CPU; None without CPU to divide by.
+fn core_wait_ratio(run_ns: u64, wait_ns: u64) -> Option<f64> {
+    (run_ns > 0).then(|| wait_ns as f64 / run_ns as f64)
 }
 
 /// Whether `pid` has ended and waits to be reaped.
@@ -123,6 +145,8 @@ pub struct TreeSampler {
     /// Every sample: when, and each live process's main thread's CPU time in nanoseconds
     /// (where the kernel keeps scheduler statistics).
     run_history: Vec<Sample>,
+    /// The same samples' waits for a core, nanoseconds.
+    wait_history: Vec<Sample>,
 }
 
 impl TreeSampler {
@@ -141,6 +165,7 @@ impl TreeSampler {
             samples: 0,
             history: Vec::new(),
             run_history: Vec::new(),
+            wait_history: Vec::new(),
         }
     }
 
@@ -184,12 +209,14 @@ impl TreeSampler {
                 .map(|k| (*k, self.seen[k].last.own_ticks))
                 .collect(),
         ));
-        self.run_history.push((
-            now,
-            live.iter()
-                .filter_map(|k| Some((*k, read_run_ns(k.0)?)))
-                .collect(),
-        ));
+        let run_wait: Vec<((i32, u64), (u64, u64))> = live
+            .iter()
+            .filter_map(|k| Some((*k, read_run_wait_ns(k.0)?)))
+            .collect();
+        self.run_history
+            .push((now, run_wait.iter().map(|(k, (r, _))| (*k, *r)).collect()));
+        self.wait_history
+            .push((now, run_wait.iter().map(|(k, (_, w))| (*k, *w)).collect()));
         self.samples += 1;
         self.max_processes = self.max_processes.max(processes);
         self.max_threads = self.max_threads.max(threads);
@@ -280,25 +307,36 @@ impl TreeSampler {
     /// successive samples inside `from_ns..=to_ns` that both read it. Empty where the
     /// kernel keeps no scheduler statistics.
     pub fn busiest_intervals(&self, from_ns: u64, to_ns: u64) -> Vec<(u64, u64)> {
-        let (start, end) = (self.own_at(from_ns), self.own_at(to_ns));
-        let Some(key) = end
-            .iter()
-            .map(|(k, e)| (*k, e - start.get(k).copied().unwrap_or(0.0)))
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|(k, _)| k)
-        else {
+        let Some(key) = self.busiest(from_ns, to_ns) else {
             return Vec::new();
         };
-        let inside: Vec<(u64, u64)> = self
-            .run_history
-            .iter()
-            .filter(|(t, _)| (from_ns..=to_ns).contains(t))
-            .filter_map(|(t, v)| Some((*t, v.iter().find(|(k, _)| *k == key)?.1)))
-            .collect();
+        let inside = readings_of(&self.run_history, key, from_ns, to_ns);
         inside
             .windows(2)
             .map(|w| (w[1].0 - w[0].0, w[1].1.saturating_sub(w[0].1)))
             .collect()
+    }
+
+    /// How long the busiest process's main thread waited for a core per unit of its CPU
+    /// between `from_ns` and `to_ns` (None without scheduler statistics or CPU): 0 on a
+    /// machine with a core free whenever it was runnable, 1 where it waited as long as it
+    /// ran.
+    pub fn busiest_core_wait(&self, from_ns: u64, to_ns: u64) -> Option<f64> {
+        let key = self.busiest(from_ns, to_ns)?;
+        let spent = |history: &[Sample]| {
+            let inside = readings_of(history, key, from_ns, to_ns);
+            Some(inside.last()?.1.saturating_sub(inside.first()?.1))
+        };
+        core_wait_ratio(spent(&self.run_history)?, spent(&self.wait_history)?)
+    }
+
+    /// The process with the most ticks of its own between `from_ns` and `to_ns`.
+    fn busiest(&self, from_ns: u64, to_ns: u64) -> Option<(i32, u64)> {
+        let (start, end) = (self.own_at(from_ns), self.own_at(to_ns));
+        end.iter()
+            .map(|(k, e)| (*k, e - start.get(k).copied().unwrap_or(0.0)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(k, _)| k)
     }
 
     /// Every process's own ticks at `t`, interpolated between the samples around it.
@@ -376,6 +414,10 @@ mod tests {
         assert_eq!(parse_schedstat("123456789 2000 17\n"), Some(123_456_789));
         assert_eq!(parse_schedstat(""), None);
         assert_eq!(parse_schedstat("x 1 2"), None);
+        assert_eq!(parse_schedstat_wait("123456789 2000 17\n"), Some(2000));
+        assert_eq!(parse_schedstat_wait("123456789"), None);
+        assert_eq!(core_wait_ratio(2_000, 500), Some(0.25));
+        assert_eq!(core_wait_ratio(0, 500), None);
     }
 
     #[test]

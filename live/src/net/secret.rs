@@ -133,18 +133,20 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 fn names_a_secret(flag: &str) -> bool {
     let name = flag.trim_start_matches('-').to_ascii_lowercase();
     let name = name.replace('_', "-");
-    [
-        "key",
-        "token",
-        "secret",
-        "password",
-        "passwd",
-        "auth",
-        "header",
-        "credential",
-    ]
-    .iter()
-    .any(|w| name.contains(w))
+    // A token is a credential as a word of its own (`--token`, `--hf-token`), not in a count
+    // of tokens or a tokenizer (`--output-tokens`, `--tokenizer`).
+    name.split('-').any(|w| w == "token")
+        || [
+            "key",
+            "secret",
+            "password",
+            "passwd",
+            "auth",
+            "header",
+            "credential",
+        ]
+        .iter()
+        .any(|w| name.contains(w))
         || name == "h"
 }
 
@@ -208,6 +210,10 @@ mod tests {
             "X-Api-Key: 3",
             "--model",
             "m",
+            "--output-tokens",
+            "200",
+            "--tokenizer",
+            "/tok",
             "--api_key",
             "--next",
         ]
@@ -229,6 +235,10 @@ mod tests {
                 "***",
                 "--model",
                 "m",
+                "--output-tokens",
+                "200",
+                "--tokenizer",
+                "/tok",
                 "--api_key",
                 "--next"
             ]
