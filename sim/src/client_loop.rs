@@ -1,13 +1,15 @@
 //! What a benchmark client reports when its own loop is the only delay, found by running
 //! that loop: the simulator's client with a send job, a job per streamed chunk and a
-//! finish job (chunks stamped after the loop processed them), in front of a server that
-//! answers at once. The costs come from an audit ([`LoopCosts`]); the clock starts where
-//! the tool starts it ([`ClockStart`]).
+//! finish job, in front of a server that answers at once. The costs come from an audit
+//! ([`LoopCosts`]); the clock starts where the tool starts it ([`ClockStart`]) and stops
+//! where it stamps a chunk (after its loop processed it, or at its arrival).
 //!
 //! A request's fixed cost is split between its send job (the part before it leaves) and
 //! its finish job; the share before the send is the one thing an audit cannot see from
 //! the CPU alone, so [`fit_before_send`] finds it on one audit, and the others are
-//! predicted with it.
+//! predicted with it. The send and finish jobs may run in slices, with the jobs queued
+//! meanwhile between them, as an asyncio loop runs a request's callbacks; [`fit_loop`]
+//! fits the slice on the audit's p99 with the share.
 
 use heisenbench_model::ModelError;
 use heisenbench_model::client_loop::{
