@@ -100,13 +100,16 @@ for tool in $TOOLS; do
     aiperf)
       venv "$CACHE/aiperf" "aiperf==$AIPERF_VERSION"
       # Not HF_HUB_OFFLINE: AIPerf then looks for the tokenizer in the hub's cache only.
+      # One loop: AIPerf sends every request from its workers, max(1, int(cores x 0.75) - 1)
+      # of them (one on two cores); its record processor, as busy, parses what a worker
+      # already stamped and is not in a TTFT's path.
       CMD=("$CACHE/aiperf/bin/aiperf" profile --model {model} --url {url}
         --endpoint-type completions --streaming --tokenizer "$TOK" --request-rate {rate}
         --request-count {requests} --prompt-input-tokens-mean {prompt_tokens}
         --prompt-input-tokens-stddev 0 --prompt-output-tokens-mean {output_tokens}
         --prompt-output-tokens-stddev 0 --extra-inputs ignore_eos:true --random-seed 1
         --ui-type none --artifact-dir {out})
-      EXTRA=(--label AIPerf --timeout 300s) ;;
+      EXTRA=(--loops 1 --label AIPerf --timeout 300s) ;;
     guidellm)
       venv "$CACHE/guidellm" "guidellm==$GUIDELLM_VERSION"
       CMD=(env HF_HUB_OFFLINE=1 "$CACHE/guidellm/bin/guidellm" run

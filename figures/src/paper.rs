@@ -261,6 +261,7 @@ pub fn timeline() -> Result<Timeline, ExperimentError> {
                 chunk: Some(Service::deterministic(150e-6).expect("valid")),
                 finish: None,
                 slice_s: None,
+                wake: None,
             },
             stamp: heisenbench_model::scenario::Stamp::AfterProcessing,
             max_in_flight_per_worker: None,

@@ -289,6 +289,10 @@ pub struct AuditedLoad {
     /// The TTFT the client added: its reported minus the server's true mean, p50, p90 and
     /// p99, seconds (None where it reports no such figure).
     pub excess_s: [Option<f64>; 4],
+    /// How long the busiest process's main thread waited for a core each time it was put
+    /// on one, seconds (None where it was not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_wait_s: Option<f64>,
 }
 
 impl AuditedLoad {
@@ -301,12 +305,78 @@ impl AuditedLoad {
         }
     }
 
+    /// The CPU its loops spent per second, cores.
+    pub fn cores(&self) -> f64 {
+        self.rate_per_s * self.cpu_per_request_s
+    }
+
     /// Its busiest process's CPU per request.
     pub fn busiest_sample(&self) -> CostSample {
         CostSample {
             cpu_per_request_s: self.busiest_cpu_per_request_s,
             ..self.sample()
         }
+    }
+}
+
+/// How long a client's loop, woken by work, waits for a core before it runs, as a line in
+/// the CPU the client's loops spend per second: `base + per_core x cores` seconds, at
+/// least 0.
+///
+/// On a machine the client shares with the server and its own other processes, a loop
+/// that wakes finds the cores taken more often, and for longer, as the client's own load
+/// grows. A loop with work queued does not sleep and does not wait to wake, so the wait
+/// falls on the work that finds it idle (a setup time), never on a backlog. What a loop
+/// waits to wake on a quiet machine (the kernel's wake-up path) is `base`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CoreWait {
+    /// The wait with no load, extrapolated, seconds.
+    pub base: f64,
+    /// What each core of the client's loops' CPU adds to it, seconds.
+    pub per_core: f64,
+}
+
+impl CoreWait {
+    /// The line through `(cores, wait)` readings by least squares. Readings whose loads
+    /// span less than a factor of 1.5, or a line that falls as the load rises (a wait the
+    /// load does not drive), give their mean as a constant. None without readings.
+    pub fn fit(readings: &[(f64, f64)]) -> Option<Self> {
+        let kept: Vec<(f64, f64)> = readings
+            .iter()
+            .copied()
+            .filter(|(x, y)| x.is_finite() && *x >= 0.0 && y.is_finite() && *y >= 0.0)
+            .collect();
+        if kept.is_empty() {
+            return None;
+        }
+        let n = kept.len() as f64;
+        let mean_x = kept.iter().map(|p| p.0).sum::<f64>() / n;
+        let mean_y = kept.iter().map(|p| p.1).sum::<f64>() / n;
+        let constant = Self {
+            base: mean_y,
+            per_core: 0.0,
+        };
+        let lo = kept.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+        let hi = kept.iter().map(|p| p.0).fold(0.0, f64::max);
+        if !(lo > 0.0 && hi >= 1.5 * lo) {
+            return Some(constant);
+        }
+        let sxx: f64 = kept.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
+        let sxy: f64 = kept.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
+        let per_core = sxy / sxx;
+        Some(if per_core > 0.0 {
+            Self {
+                base: mean_y - per_core * mean_x,
+                per_core,
+            }
+        } else {
+            constant
+        })
+    }
+
+    /// The wait to wake at `cores` of the loops' CPU a second, seconds.
+    pub fn at(&self, cores: f64) -> f64 {
+        (self.base + self.per_core * cores).max(0.0)
     }
 }
 
@@ -381,6 +451,17 @@ pub struct LoopPrediction {
     /// The busiest process's own costs, where they were fitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busiest: Option<LoopCosts>,
+    /// The mean wait for a core of the loop woken by work, simulated (exponential), seconds
+    /// (None: none simulated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_wait_s: Option<f64>,
+    /// Where that wait came from: the audit's own reading, or the law fitted on the
+    /// calibration audits at this load.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub wake_wait_from: String,
+    /// The law of the wait in the load, fitted on the audits that read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_wait_law: Option<CoreWait>,
 }
 
 impl LoopPrediction {
@@ -400,6 +481,27 @@ impl LoopPrediction {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Readings on a line give the line back; a wait that falls with the load, or loads
+    /// too close to tell a slope, give the mean; nothing gives nothing.
+    #[test]
+    fn the_wait_to_wake_is_a_line_in_the_load_or_a_constant() {
+        let line = CoreWait::fit(&[(0.2, 1.2e-4), (0.4, 1.4e-4), (0.8, 1.8e-4)]).unwrap();
+        assert!((line.base - 1e-4).abs() < 1e-12, "{line:?}");
+        assert!((line.per_core - 1e-4).abs() < 1e-12, "{line:?}");
+        assert!((line.at(1.0) - 2e-4).abs() < 1e-12);
+        let falling = CoreWait::fit(&[(0.2, 3e-4), (0.8, 1e-4)]).unwrap();
+        assert_eq!(falling.per_core, 0.0);
+        assert!((falling.base - 2e-4).abs() < 1e-12);
+        let close = CoreWait::fit(&[(0.5, 1e-4), (0.6, 3e-4)]).unwrap();
+        assert_eq!(close.per_core, 0.0);
+        assert!((close.at(5.0) - 2e-4).abs() < 1e-12);
+        assert_eq!(CoreWait::fit(&[]), None);
+        assert_eq!(CoreWait::fit(&[(f64::NAN, 1.0)]), None);
+        // A steep line extrapolated below zero load stays at zero.
+        let steep = CoreWait::fit(&[(0.5, 0.0), (1.0, 1e-3)]).unwrap();
+        assert_eq!(steep.at(0.1), 0.0);
+    }
 
     fn sample(n: f64, cpu: f64) -> CostSample {
         CostSample {

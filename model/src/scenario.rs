@@ -826,6 +826,12 @@ pub struct EventCosts {
     /// counts as a job in the loops' tallies (jobs, waits).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice_s: Option<f64>,
+    /// How long a loop woken by work waits for a core before its first job runs (a setup
+    /// time): drawn for each job that finds its loop idle, never for one queued behind
+    /// another. A client sharing its cores with the server and its own processes waits to
+    /// wake; one with a core to itself barely does. `None`: at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake: Option<Service>,
 }
 
 /// A trace's requests: their send times, seconds from the start, and their prompt and
@@ -1250,6 +1256,7 @@ impl ClientModel {
             ("client.costs.send", &self.costs.send),
             ("client.costs.chunk", &self.costs.chunk),
             ("client.costs.finish", &self.costs.finish),
+            ("client.costs.wake", &self.costs.wake),
         ] {
             if let Some(s) = cost {
                 s.validate().map_err(|e| match e {

@@ -3,7 +3,7 @@
 //! Each loop is a FIFO server of jobs (send a request, process a chunk, finish a
 //! response). Jobs reach a loop in time order, so a loop is advanced by the Lindley
 //! recursion at the moment a job arrives (start = max(arrival, loop free), done = start +
-//! cost) and only the consequences that others must see (a request reaching the server,
+//! cost; a job that finds its loop idle may first wait for it to wake, a setup time) and only the consequences that others must see (a request reaching the server,
 //! a response finished) go through the event heap. Streams whose tokens leave together
 //! are emitted in one step. The result is exact for the model described in
 //! [`crate::scenario`] and needs heap operations per request, not per token.
@@ -157,6 +157,8 @@ pub struct Simulation {
     send_cost: Option<Sampler>,
     chunk_cost: Option<Sampler>,
     finish_cost: Option<Sampler>,
+    /// A loop's wait to wake, drawn for a job that finds it idle; `None`: at once.
+    wake_cost: Option<Sampler>,
     /// The longest slice of a send or finish job (`u64::MAX`: whole).
     slice_ns: u64,
     /// The open-loop schedule and its next entry (None for closed loops).
@@ -224,6 +226,7 @@ impl Simulation {
                 .map(Sampler::new),
             chunk_cost: costs.chunk.as_ref().map(Sampler::new),
             finish_cost: costs.finish.as_ref().map(Sampler::new),
+            wake_cost: costs.wake.as_ref().map(Sampler::new),
             slice_ns: costs.slice_s.map_or(u64::MAX, |s| ns_from_secs(s).max(1)),
             schedule: Schedule::new(&sc.workload, seed),
             upcoming: None,
@@ -573,7 +576,15 @@ impl Simulation {
     #[inline(always)]
     fn run_job(&mut self, w: u32, arrive_ns: u64, kind: JobKind, cost_ns: u64) -> u64 {
         let l = &mut self.loops[w as usize];
-        let start = arrive_ns.max(l.free_at_ns);
+        let start = if arrive_ns <= l.free_at_ns {
+            l.free_at_ns
+        } else {
+            // The loop was idle: it wakes, and may wait for a core first.
+            match &self.wake_cost {
+                Some(s) => arrive_ns.saturating_add(s.sample_ns(&mut self.rng_client)),
+                None => arrive_ns,
+            }
+        };
         self.last_job_start_ns = start;
         let done = start.saturating_add(cost_ns);
         l.free_at_ns = done;

@@ -179,6 +179,7 @@ pub fn python_costs() -> EventCosts {
         chunk: Some(g(PYTHON_CHUNK_COST_S)),
         finish: Some(g(PYTHON_FINISH_COST_S)),
         slice_s: None,
+        wake: None,
     }
 }
 

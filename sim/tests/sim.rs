@@ -120,6 +120,7 @@ fn single_event_client(
                 chunk: Some(cost),
                 finish: None,
                 slice_s: None,
+                wake: None,
             },
             stamp: Stamp::AfterProcessing,
             max_in_flight_per_worker: None,
@@ -229,6 +230,7 @@ fn goodput_is_judged_from_the_server_and_both_sends() {
         chunk: None,
         finish: None,
         slice_s: None,
+        wake: None,
     };
     sc.server = ServerModel {
         max_num_seqs: 1_000_000,

@@ -239,7 +239,21 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
     if let Some(d) = &a.figure {
         super::check_out_dir(d)?;
     }
-    let series = AuditSeries::read(from).map_err(Failure::Usage)?;
+    let mut series = AuditSeries::read(from).map_err(Failure::Usage)?;
+    if a.loops.is_some() {
+        // Another reading of the client's layout: every audit's closed-form reading made
+        // again with that many loops, which the simulated loop then takes.
+        let budget = a.budget()?;
+        for r in series
+            .calibration
+            .iter_mut()
+            .chain(series.points.iter_mut())
+        {
+            if let Some(bursts) = r.prediction.as_ref().map(|p| p.bursts) {
+                r.prediction = predict::predict(&r.observed, bursts, a.loops, budget, a.tolerance);
+            }
+        }
+    }
     if series.calibration.is_empty() {
         return Err(Failure::Usage(format!(
             "{}: no calibration audits to read the loop from (made without --cost-split, or by a version that did not keep them)",

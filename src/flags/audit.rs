@@ -87,7 +87,7 @@ pub struct AuditFlags {
     pub mock: MockFlags,
     /// Read the client's loop again from a series `audit --cost-split --out` wrote (its
     /// calibration audits), simulate it at each of its audits and print that; nothing is
-    /// run. With --clock, --out and --figure.
+    /// run. With --clock, --loops, --out and --figure.
     #[arg(long, conflicts_with_all = ["rate", "rates", "cost_split", "command"])]
     pub from: Option<PathBuf>,
     /// The client command and its arguments, after `--`.

@@ -525,6 +525,13 @@ fn sim_scenario_file_round_trip_and_bad_fields() {
         ran["runs"][0]["scenario"]["client"]["costs"]["slice_s"],
         1e-5
     );
+    // A loop's wait to wake is a service law like the costs, checked as one.
+    let mut woken = scenario.clone();
+    woken["client"]["costs"]["wake"] = serde_json::json!({"kind": "exponential", "mean_s": -1.0});
+    std::fs::write(&bad, woken.to_string()).unwrap();
+    let e = fails(&["sim", bad.to_str().unwrap()]);
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("client.costs.wake"), "{e}");
     // Each cost within its bound, their sum over a request past it.
     let mut costly = scenario.clone();
     costly["workload"]["output_tokens"] =

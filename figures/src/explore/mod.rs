@@ -503,6 +503,7 @@ impl Controls {
                     chunk: Service::gamma(cost, self.scv).ok(),
                     finish: None,
                     slice_s: None,
+                    wake: None,
                 },
                 stamp: Stamp::AfterProcessing,
                 max_in_flight_per_worker: None,

@@ -181,6 +181,10 @@ pub struct ClientRun {
     /// the audit share too few cores, a wait the simulated loop does not hold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busiest_core_wait: Option<f64>,
+    /// How long that thread waited for a core each time it was put on one, on average,
+    /// seconds: mostly the wait of a loop woken by work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busiest_wait_per_turn_s: Option<f64>,
     /// Where the client's standard output and error went.
     pub logs: [PathBuf; 2],
 }
@@ -522,6 +526,7 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
         left_running: left.len(),
         busiest_spread: WorkSpread::of(&sampler.busiest_intervals(from, to)),
         busiest_core_wait: sampler.busiest_core_wait(from, to),
+        busiest_wait_per_turn_s: sampler.busiest_wait_per_turn(from, to),
         logs,
     };
     Ok(Observed {

@@ -182,6 +182,18 @@ impl Simulated {
             self.mean_error()
                 .map_or(String::new(), |e| format!("; the mean {:+.0}%", e * 100.0))
         )?;
+        if let Some(w) = p.wake_wait_s {
+            writeln!(
+                out,
+                "  the loop woken by work waits {} for a core on average before it runs ({})",
+                f(w),
+                if p.wake_wait_from.is_empty() {
+                    "given"
+                } else {
+                    &p.wake_wait_from
+                }
+            )?;
+        }
         let first = HeldOut {
             sample: s.short,
             measured_excess_s: s.short_measured_excess_s,
@@ -308,6 +320,7 @@ impl AuditReport {
                 .as_ref()
                 .map_or(Stamp::AfterProcessing, |r| r.stamp()),
             excess_s,
+            wake_wait_s: self.observed.client.busiest_wait_per_turn_s,
         })
     }
 
@@ -401,11 +414,13 @@ impl AuditReport {
             )?,
         }
         if let Some(w) = c.busiest_core_wait {
+            let per_turn = c.busiest_wait_per_turn_s.map_or(String::new(), |t| {
+                format!(", {} each time it was put on one", format_seconds(t))
+            });
             writeln!(
                 out,
                 "  its busiest process's main thread waited {:.0} ms for a core per second of its CPU in the load \
-                 window, runnable but not running (its wake-ups, and cores shared with the mock and the audit; \
-                 the simulated loop holds no such wait)",
+                 window{per_turn}, runnable but not running (its wake-ups, and cores shared with the mock and the audit)",
                 w * 1e3
             )?;
         }

@@ -70,10 +70,30 @@ pub fn parse_schedstat_wait(text: &str) -> Option<u64> {
     text.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// A process's main thread's CPU time and its wait for a core, nanoseconds.
-fn read_run_wait_ns(pid: i32) -> Option<(u64, u64)> {
+/// The times a process's main thread was put on a core: the third field of
+/// `/proc/PID/schedstat`.
+pub fn parse_schedstat_turns(text: &str) -> Option<u64> {
+    text.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// A process's main thread as the scheduler accounts it.
+#[derive(Debug, Clone, Copy)]
+struct SchedStat {
+    /// CPU time, nanoseconds.
+    run_ns: u64,
+    /// Time runnable but waiting for a core, nanoseconds.
+    wait_ns: u64,
+    /// Times put on a core.
+    turns: u64,
+}
+
+fn read_schedstat(pid: i32) -> Option<SchedStat> {
     let text = fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
-    Some((parse_schedstat(&text)?, parse_schedstat_wait(&text)?))
+    Some(SchedStat {
+        run_ns: parse_schedstat(&text)?,
+        wait_ns: parse_schedstat_wait(&text)?,
+        turns: parse_schedstat_turns(&text)?,
+    })
 }
 
 /// One process's readings in `history` between `from_ns` and `to_ns`: (when, value).
@@ -147,6 +167,8 @@ pub struct TreeSampler {
     run_history: Vec<Sample>,
     /// The same samples' waits for a core, nanoseconds.
     wait_history: Vec<Sample>,
+    /// The same samples' times on a core.
+    turn_history: Vec<Sample>,
 }
 
 impl TreeSampler {
@@ -166,6 +188,7 @@ impl TreeSampler {
             history: Vec::new(),
             run_history: Vec::new(),
             wait_history: Vec::new(),
+            turn_history: Vec::new(),
         }
     }
 
@@ -209,14 +232,14 @@ impl TreeSampler {
                 .map(|k| (*k, self.seen[k].last.own_ticks))
                 .collect(),
         ));
-        let run_wait: Vec<((i32, u64), (u64, u64))> = live
+        let stats: Vec<(Key, SchedStat)> = live
             .iter()
-            .filter_map(|k| Some((*k, read_run_wait_ns(k.0)?)))
+            .filter_map(|k| Some((*k, read_schedstat(k.0)?)))
             .collect();
-        self.run_history
-            .push((now, run_wait.iter().map(|(k, (r, _))| (*k, *r)).collect()));
-        self.wait_history
-            .push((now, run_wait.iter().map(|(k, (_, w))| (*k, *w)).collect()));
+        let field = |f: fn(&SchedStat) -> u64| stats.iter().map(|(k, s)| (*k, f(s))).collect();
+        self.run_history.push((now, field(|s| s.run_ns)));
+        self.wait_history.push((now, field(|s| s.wait_ns)));
+        self.turn_history.push((now, field(|s| s.turns)));
         self.samples += 1;
         self.max_processes = self.max_processes.max(processes);
         self.max_threads = self.max_threads.max(threads);
@@ -330,6 +353,20 @@ impl TreeSampler {
         core_wait_ratio(spent(&self.run_history)?, spent(&self.wait_history)?)
     }
 
+    /// How long the busiest process's main thread waited for a core, on average, each time
+    /// it was put on one between `from_ns` and `to_ns`, seconds (None without scheduler
+    /// statistics or turns): most turns follow a wake-up, so this is mostly the wait of a
+    /// loop woken by work.
+    pub fn busiest_wait_per_turn(&self, from_ns: u64, to_ns: u64) -> Option<f64> {
+        let key = self.busiest(from_ns, to_ns)?;
+        let spent = |history: &[Sample]| {
+            let inside = readings_of(history, key, from_ns, to_ns);
+            Some(inside.last()?.1.saturating_sub(inside.first()?.1))
+        };
+        let turns = spent(&self.turn_history)?;
+        (turns > 0).then(|| spent(&self.wait_history).map(|w| w as f64 * 1e-9 / turns as f64))?
+    }
+
     /// The process with the most ticks of its own between `from_ns` and `to_ns`.
     fn busiest(&self, from_ns: u64, to_ns: u64) -> Option<(i32, u64)> {
         let (start, end) = (self.own_at(from_ns), self.own_at(to_ns));
@@ -418,6 +455,8 @@ mod tests {
         assert_eq!(parse_schedstat_wait("123456789"), None);
         assert_eq!(core_wait_ratio(2_000, 500), Some(0.25));
         assert_eq!(core_wait_ratio(0, 500), None);
+        assert_eq!(parse_schedstat_turns("1200 340 17\n"), Some(17));
+        assert_eq!(parse_schedstat_turns("1200 340"), None);
     }
 
     #[test]
