@@ -293,6 +293,10 @@ pub struct AuditedLoad {
     /// on one, seconds (None where it was not read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_wait_s: Option<f64>,
+    /// The squared coefficient of variation of the gaps between the requests the server
+    /// saw (1: Poisson; None where too few were seen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_scv: Option<f64>,
 }
 
 impl AuditedLoad {
@@ -462,6 +466,10 @@ pub struct LoopPrediction {
     /// The law of the wait in the load, fitted on the audits that read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_wait_law: Option<CoreWait>,
+    /// The SCV of the gaps between the simulated requests (gamma renewal arrivals, as the
+    /// server saw the audit's; None: Poisson).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_scv: Option<f64>,
 }
 
 impl LoopPrediction {

@@ -44,6 +44,10 @@ pub struct LoopLoad {
     /// The mean wait for a core of the loop woken by work, seconds (exponential; 0: a core
     /// at once).
     pub wake_wait_s: f64,
+    /// The squared coefficient of variation of the gaps between requests: gamma renewal
+    /// arrivals with it (None: Poisson). A tool's pacing is what it is, and the server's
+    /// view of it is what the loop was given.
+    pub arrival_scv: Option<f64>,
     /// The seed of the arrivals.
     pub seed: u64,
 }
@@ -82,8 +86,15 @@ fn scenario(
         name: "a client's loop".into(),
         seed: load.seed,
         workload: Workload {
-            arrivals: Arrivals::Poisson {
-                rate_per_s: load.rate_per_s,
+            arrivals: match load.arrival_scv {
+                // The shape's bounds, 1e-6 to 1e6, hold whatever gaps were read.
+                Some(scv) if scv.is_finite() && scv > 0.0 => Arrivals::Gamma {
+                    rate_per_s: load.rate_per_s,
+                    shape: (1.0 / scv).clamp(1e-3, 1e3),
+                },
+                _ => Arrivals::Poisson {
+                    rate_per_s: load.rate_per_s,
+                },
             },
             stop: Stop::Count { requests },
             input_tokens: Lengths::Fixed { tokens: 16 },
@@ -164,6 +175,7 @@ pub fn simulate(
         wake_wait_s: (load.wake_wait_s > 0.0).then_some(load.wake_wait_s),
         wake_wait_from: String::new(),
         wake_wait_law: None,
+        arrival_scv: load.arrival_scv,
     })
 }
 
@@ -290,6 +302,7 @@ fn load_of(a: &AuditedLoad, seed: u64) -> LoopLoad {
         loops: a.loops.max(1),
         stamp: a.stamp,
         wake_wait_s: a.wake_wait_s.unwrap_or(0.0),
+        arrival_scv: a.arrival_scv,
         seed,
     }
 }
@@ -430,6 +443,7 @@ mod tests {
             loops: 1,
             stamp: Stamp::AfterProcessing,
             wake_wait_s: 0.0,
+            arrival_scv: None,
             seed: 3,
         }
     }
@@ -564,6 +578,28 @@ mod tests {
         );
     }
 
+    /// The gaps the server saw are the loop's: nearly even gaps (SCV 0.001, gamma of shape
+    /// 1,000) leave a loop at rho 0.5 without a queue (D/D/1: a request's TTFT is its 2 ms
+    /// job), where Poisson gaps add Pollaczek-Khinchine's 1 ms, and SCV 1 is Poisson's law.
+    #[test]
+    fn the_loop_is_given_the_gaps_the_server_saw() {
+        let (c, rate) = (2e-3, 250.0);
+        let costs = costs(c, 0.0, 0.0);
+        let with = |scv: Option<f64>| {
+            let l = LoopLoad {
+                arrival_scv: scv,
+                ..load(rate, 1)
+            };
+            simulate(&costs, 1.0, None, ClockStart::Intended, &l).unwrap()
+        };
+        let even = with(Some(1e-3));
+        assert!((even.reported_s[0] - c).abs() < 0.02 * c, "{even:?}");
+        let poisson = c + rate * c * c / (2.0 * (1.0 - rate * c));
+        for p in [with(None), with(Some(1.0))] {
+            assert!((p.reported_s[0] - poisson).abs() < 0.05 * poisson, "{p:?}");
+        }
+    }
+
     /// A client that stamps a chunk at its arrival (heisenbench) leaves its loop's reading
     /// out of its TTFT: on an idle loop it adds its send job alone, where a client that
     /// stamps after reading adds the first chunk's job too.
@@ -664,6 +700,7 @@ mod tests {
                 cpu_spread: None,
                 excess_s: p.reported_s.map(Some),
                 wake_wait_s: None,
+                arrival_scv: None,
             }
         };
         let (short, long) = (audit(20), audit(200));
@@ -703,6 +740,7 @@ mod tests {
                 cpu_spread: None,
                 excess_s: p.reported_s.map(Some),
                 wake_wait_s: Some(wake(rate * cpu)),
+                arrival_scv: None,
             }
         };
         let (short, long) = (audit(50.0, 20), audit(50.0, 200));
@@ -749,6 +787,7 @@ mod tests {
                 cpu_spread: None,
                 excess_s: p.reported_s.map(Some),
                 wake_wait_s: None,
+                arrival_scv: None,
             }
         };
         let (short, short_fast, long) = (audit(50.0, 20), audit(100.0, 20), audit(50.0, 200));

@@ -182,6 +182,12 @@ impl Simulated {
             self.mean_error()
                 .map_or(String::new(), |e| format!("; the mean {:+.0}%", e * 100.0))
         )?;
+        if let Some(scv) = p.arrival_scv {
+            writeln!(
+                out,
+                "  requests reach the loop at the gaps the server saw: gamma, SCV {scv:.2} (Poisson: 1)"
+            )?;
+        }
         if let Some(w) = p.wake_wait_s {
             writeln!(
                 out,
@@ -321,6 +327,7 @@ impl AuditReport {
                 .map_or(Stamp::AfterProcessing, |r| r.stamp()),
             excess_s,
             wake_wait_s: self.observed.client.busiest_wait_per_turn_s,
+            arrival_scv: t.arrival_gap_scv,
         })
     }
 
