@@ -3,8 +3,9 @@
 //! Each loop is a FIFO server of jobs (send a request, process a chunk, finish a
 //! response). Jobs reach a loop in time order, so a loop is advanced by the Lindley
 //! recursion at the moment a job arrives (start = max(arrival, loop free), done = start +
-//! cost; a job that finds its loop idle may first wait for it to wake, a setup time) and only the consequences that others must see (a request reaching the server,
-//! a response finished) go through the event heap. Streams whose tokens leave together
+//! cost; a job that finds its loop idle may first wait for it to wake, a setup time) and
+//! only the consequences that others must see (a request reaching the server, a response
+//! finished) go through the event heap. Streams whose tokens leave together
 //! are emitted in one step. The result is exact for the model described in
 //! [`crate::scenario`] and needs heap operations per request, not per token.
 
