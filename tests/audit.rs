@@ -152,11 +152,15 @@ fn audit_finds_a_clients_cost_and_predicts_its_bias() {
 /// tokens and must split its CPU back into those two parts (CPU time from /proc, so within 20 % under any load on the
 /// machine: the client's own HTTP work adds a little to both), simulate its loop with the
 /// clock it is told, and put the loop's saturation at 1 / (a + 100 b), about 125 req/s.
+/// The loop is fitted on both rates of the series (`--fit-on 2`), the first simulated only
+/// once the second is in.
 #[test]
 fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     let flags = [
-        "--rate",
-        "20",
+        "--rates",
+        "20,30",
+        "--fit-on",
+        "2",
         "--duration",
         "6s",
         "--output-tokens",
@@ -187,6 +191,11 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     assert_eq!(series["calibration"].as_array().map(Vec::len), Some(2));
     let r = &series["points"][0];
     let sim = &r["simulated"];
+    for point in series["points"].as_array().expect("points") {
+        assert_eq!(point["simulated"]["fitted_here"], true, "{point}");
+    }
+    let on = sim["prediction"]["before_send_from"].as_str().unwrap_or("");
+    assert!(on.contains("audits at"), "{on}");
     let costs = &sim["prediction"]["costs"];
     let (a, b) = (
         costs["per_request_s"].as_f64().expect("per request"),
@@ -228,7 +237,7 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     std::fs::write(&file, series.to_string()).unwrap();
     let read_again = || {
         let out = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
-            .args(["audit", "--json", "--clock", "intended", "--from"])
+            .args(["audit", "--json", "--clock", "intended", "--fit-on", "2", "--from"])
             .arg(&file)
             .output()
             .expect("the binary runs");
@@ -259,6 +268,15 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
         "{p}"
     );
     assert_eq!(p["before_send"], sim["prediction"]["before_send"]);
+    // Fitted on more audits than the file holds: refused on one line.
+    let refused = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+        .args(["audit", "--fit-on", "3", "--from"])
+        .arg(&file)
+        .output()
+        .expect("the binary runs");
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("--fit-on 3") && err.trim().lines().count() == 1, "{err}");
     // A series without calibration audits is refused on one line.
     std::fs::write(
         &file,

@@ -10,12 +10,14 @@
 #   bash bench/audit/run.sh                 # every tool, rates 50 100 200 400 1000
 #   RATES="100 300" TOOLS=vllm bash bench/audit/run.sh
 #   SPLIT=20 RATES="50 100" TOOLS=sglang bash bench/audit/run.sh
+#   SPLIT=20 FIT_ON=2 RATES="50 100 150" bash bench/audit/run.sh
 #
 # With SPLIT=N each tool is audited in one series (`audit --rates` over RATES, with
 # `--cost-split N`): a first audit at the first rate with N output tokens splits its CPU
 # into a part per request and a part per chunk, the share before the send is fitted on the
 # first rate's audit, and every other audit is predicted by simulating the tool's loop; the
-# table then holds those predictions against what the tool reported.
+# table then holds those predictions against what the tool reported. FIT_ON=N fits the
+# loop on the first N rates at once (`--fit-on N`) and holds it against the rest.
 #
 # Environment: PYTHON (Python 3.12; default: pyenv's 3.12), HEISENBENCH (the binary;
 # default target/release/heisenbench, built if missing), CACHE (default
@@ -33,6 +35,7 @@ RATES=${RATES:-50 100 200 400 1000}
 TOOLS=${TOOLS:-inference-perf vllm aiperf}
 DURATION=${DURATION:-10s}
 TOKENS=${TOKENS:-200}
+FIT_ON=${FIT_ON:-1}
 OUT=${OUT:-$(mktemp -d)}
 IP_VERSION=0.7.0
 VLLM_VERSION=0.33.0
@@ -138,8 +141,8 @@ for tool in $TOOLS; do
   esac
   if [ -n "${SPLIT:-}" ]; then
     echo "[audit] $tool at ${RATES// /, } req/s, costs split at $SPLIT tokens"
-    "$HB" audit --rates "${RATES// /,}" --cost-split "$SPLIT" --duration "$DURATION" \
-      --output-tokens "$TOKENS" --work-dir "$OUT/$tool-split" --out "$OUT/$tool-split.json" \
+    "$HB" audit --rates "${RATES// /,}" --cost-split "$SPLIT" --fit-on "$FIT_ON" \
+      --duration "$DURATION" --output-tokens "$TOKENS" --work-dir "$OUT/$tool-split" --out "$OUT/$tool-split.json" \
       "${EXTRA[@]}" -- "${CMD[@]}" > "$OUT/$tool-split.txt" 2>&1 || echo "[audit] $tool: exit $?"
     continue
   fi
@@ -182,7 +185,8 @@ for tool in sys.argv[2:]:
                 print(f"| {tool} | {s['rate_per_s'] * (k + 1):g} x {smp['chunks_per_request']:.0f} (calibration) | {smp.get('rate_per_s', 0):.0f} | | | | "
                       f"| {' / '.join(ms(x) for x in meas)} | {' / '.join(ms(x) for x in pred)} "
                       f"| {pct(pred[0], meas[0])} / {pct(pred[3], meas[3])} | | |")
-        print(f"| {tool} | {o['offered']['rate_per_s']:g} x {p['chunks_per_request']:.0f} | {o['truth']['achieved_rate_per_s']:.0f} "
+        kind = "fitted" if sim.get("fitted_here") else "held out"
+        print(f"| {tool} | {o['offered']['rate_per_s']:g} x {p['chunks_per_request']:.0f} ({kind}) | {o['truth']['achieved_rate_per_s']:.0f} "
               f"| {p['costs'].get('per_second', 0):.3f} cores | {p['costs']['per_request_s'] * 1e3:.2f} ms | {p['costs']['per_chunk_s'] * 1e6:.1f} us | {p['before_send']:.2f} "
               f"| {' / '.join(ms(x) for x in m)} | {' / '.join(ms(x) for x in p['reported_s'])} "
               f"| {pct(p['reported_s'][0], m[0])} / {pct(p['reported_s'][3], m[3])} "

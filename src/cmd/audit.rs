@@ -72,7 +72,10 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
         .collect();
     let calibrations = split_at.len();
     let mut shorts: Vec<AuditReport> = Vec::new();
-    let mut reading: Option<(LoopReading, SplitFrom)> = None;
+    // The loop is read once the audits it is fitted on are in; those before the last of
+    // them are simulated then.
+    let fit_on = a.fit_on_count();
+    let mut reading: Option<Result<(LoopReading, SplitFrom), String>> = None;
     for (i, cfg) in split_at.into_iter().chain(configs.drain(..)).enumerate() {
         let rate = cfg.rate_per_s;
         let observed = audit::run(&cfg).map_err(|e| {
@@ -115,12 +118,27 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
             shorts.push(report);
             continue;
         }
-        let simulated =
-            (!shorts.is_empty()).then(|| simulate_loop(&shorts, &report, &mut reading, a.clock));
-        match simulated {
-            Some(Ok(sim)) => report.simulated = Some(sim),
-            Some(Err(why)) if !a.json => writeln!(out, "simulated loop: not made: {why}")?,
-            _ => {}
+        let index = reports.len();
+        let mut fitted_before = Vec::new();
+        if !shorts.is_empty() && index + 1 >= fit_on {
+            let r = reading.get_or_insert_with(|| {
+                let on: Vec<&AuditReport> = reports.iter().chain([&report]).collect();
+                read_client_loop(&shorts, &on, a.clock)
+            });
+            let simulated = r.as_ref().map_err(Clone::clone).and_then(|r| {
+                if index + 1 == fit_on {
+                    for (j, earlier) in reports.iter_mut().enumerate() {
+                        earlier.simulated = Some(simulate_at(r, earlier, j == 0, true)?);
+                        fitted_before.push(j);
+                    }
+                }
+                simulate_at(r, &report, index == 0, index < fit_on)
+            });
+            match simulated {
+                Ok(sim) => report.simulated = Some(sim),
+                Err(why) if !a.json => writeln!(out, "simulated loop: not made: {why}")?,
+                Err(_) => {}
+            }
         }
         if !a.json {
             if !shorts.is_empty() {
@@ -133,6 +151,17 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
                 writeln!(out, "== offered {rate} req/s")?;
             }
             report.write_summary(out)?;
+            for &j in &fitted_before {
+                let (o, sim) = (&reports[j].observed.offered, &reports[j].simulated);
+                writeln!(
+                    out,
+                    "== the loop at offered {} req/s x {} tokens, fitted on it with this one",
+                    o.rate_per_s, o.output_tokens
+                )?;
+                if let Some(sim) = sim {
+                    sim.write(out)?;
+                }
+            }
         }
         if failure.is_none() {
             failure = report.failure();
@@ -177,48 +206,59 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
     }
 }
 
-/// The client's loop simulated at `this` audit's load, its costs split by the shorter
-/// `shorts` and the first audit after them (whose reading `reading` keeps for the audits
-/// that follow).
-fn simulate_loop(
+/// The client's loop read from the shorter audits `shorts` and the longer `fit_on` (the
+/// share before the send, the latency and the slice fitted on all of them at once), with
+/// where its costs came from.
+fn read_client_loop(
     shorts: &[AuditReport],
-    this: &AuditReport,
-    reading: &mut Option<(LoopReading, SplitFrom)>,
+    fit_on: &[&AuditReport],
     clock: Option<ClockStart>,
+) -> Result<(LoopReading, SplitFrom), String> {
+    const SEED: u64 = heisenbench_model::scenario::DEFAULT_SEED;
+    let loads = |reports: &mut dyn Iterator<Item = &AuditReport>, what: &str| {
+        reports
+            .map(|r| {
+                r.audited_load().ok_or(format!(
+                    "{what} has no CPU figures or no completed request"
+                ))
+            })
+            .collect::<Result<Vec<AuditedLoad>, String>>()
+    };
+    let s = loads(&mut shorts.iter(), "a shorter audit")?;
+    let longs = loads(&mut fit_on.iter().copied(), "an audit the loop is fitted on")?;
+    let clock = clock
+        .or(fit_on[0].observed.reported.as_ref().map(|r| r.clock()))
+        .unwrap_or(ClockStart::OwnSend);
+    let r = client_loop::read_loop(&s, &longs, clock, SEED).map_err(|e| e.to_string())?;
+    let from = SplitFrom {
+        rate_per_s: shorts[0].observed.offered.rate_per_s,
+        short: s[0].sample(),
+        long: longs[0].sample(),
+        short_measured_excess_s: s[0].excess_s,
+        short_predicted_s: r.shorter[0].reported_s,
+        short_at_other_rate: s.get(1).zip(r.shorter.get(1)).map(|(s, p)| HeldOut {
+            sample: s.sample(),
+            measured_excess_s: s.excess_s,
+            predicted_s: p.reported_s,
+        }),
+    };
+    Ok((r, from))
+}
+
+/// The client's loop `reading` simulated at `this` audit's load; `first`: this is the
+/// first audit it was fitted on, whose prediction the fit already made.
+fn simulate_at(
+    reading: &(LoopReading, SplitFrom),
+    this: &AuditReport,
+    first: bool,
+    fitted_here: bool,
 ) -> Result<Simulated, String> {
     const SEED: u64 = heisenbench_model::scenario::DEFAULT_SEED;
+    let (r, from) = reading;
     let measured = this
         .audited_load()
         .ok_or("this audit has no CPU figures or no completed request")?;
-    let fitted_here = reading.is_none();
-    if fitted_here {
-        let s: Vec<AuditedLoad> = shorts
-            .iter()
-            .map(|s| {
-                s.audited_load()
-                    .ok_or("a shorter audit has no CPU figures or no completed request")
-            })
-            .collect::<Result<_, _>>()?;
-        let clock = clock
-            .or(this.observed.reported.as_ref().map(|r| r.clock()))
-            .unwrap_or(ClockStart::OwnSend);
-        let r = client_loop::read_loop(&s, &measured, clock, SEED).map_err(|e| e.to_string())?;
-        let from = SplitFrom {
-            rate_per_s: shorts[0].observed.offered.rate_per_s,
-            short: s[0].sample(),
-            long: measured.sample(),
-            short_measured_excess_s: s[0].excess_s,
-            short_predicted_s: r.shorter[0].reported_s,
-            short_at_other_rate: s.get(1).zip(r.shorter.get(1)).map(|(s, p)| HeldOut {
-                sample: s.sample(),
-                measured_excess_s: s.excess_s,
-                predicted_s: p.reported_s,
-            }),
-        };
-        *reading = Some((r, from));
-    }
-    let (r, from) = reading.as_ref().expect("made above");
-    let prediction = if fitted_here {
+    let prediction = if first {
         r.fitted.clone()
     } else {
         client_loop::predict_audit(&r.fitted, &measured, SEED).map_err(|e| e.to_string())?
@@ -227,6 +267,8 @@ fn simulate_loop(
         split_from: from.clone(),
         prediction,
         measured_excess_s: measured.excess_s,
+        fitted_here,
+        machine: this.observed.client.machine,
     })
 }
 
@@ -260,9 +302,18 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
             from.display()
         )));
     }
-    let mut reading: Option<(LoopReading, SplitFrom)> = None;
+    let fit_on = a.fit_on_count();
+    if fit_on > series.points.len() {
+        return Err(Failure::Usage(format!(
+            "--fit-on {fit_on}: {} holds {} audit(s) at the longer length",
+            from.display(),
+            series.points.len()
+        )));
+    }
+    let on: Vec<&AuditReport> = series.points.iter().take(fit_on).collect();
+    let reading = read_client_loop(&series.calibration, &on, a.clock);
     let mut points = Vec::new();
-    for mut p in series.points {
+    for (i, mut p) in series.points.into_iter().enumerate() {
         let o = &p.observed.offered;
         if !a.json {
             writeln!(
@@ -271,7 +322,11 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
                 o.rate_per_s, o.output_tokens
             )?;
         }
-        p.simulated = match simulate_loop(&series.calibration, &p, &mut reading, a.clock) {
+        let simulated = reading
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|r| simulate_at(r, &p, i == 0, i < fit_on));
+        p.simulated = match simulated {
             Ok(sim) => {
                 if !a.json {
                     sim.write(out)?;

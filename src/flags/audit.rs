@@ -71,6 +71,12 @@ pub struct AuditFlags {
     /// chunk and finish jobs).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(heisenbench_model::limits::MAX_TOKENS)))]
     pub cost_split: Option<u32>,
+    /// With --cost-split or --from: fit the client's loop (the share of a request's cost
+    /// before its send, the latency beyond its CPU, the slice) on the first N audits at the
+    /// longer length at once, and hold it against the rest: the slice, the latency and the
+    /// costs must then hold at several loads, not one. Default 1.
+    #[arg(long, requires = "loop_reading", value_parser = clap::value_parser!(u32).range(1..))]
+    pub fit_on: Option<u32>,
     /// With --cost-split or --from: where the client starts its TTFT clock, intended or own-send
     /// (default: by the tool whose results were read; heisenbench's is the intended send,
     /// every other known tool's its own).
@@ -109,6 +115,14 @@ impl AuditFlags {
                 ));
             }
         }
+        let rates = self.rates.len().max(1);
+        if self.cost_split.is_some() && self.fit_on_count() > rates {
+            return Err(ModelError::invalid(
+                "fit-on",
+                self.fit_on_count(),
+                "must be at most the number of rates asked for",
+            ));
+        }
         if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
             return Err(ModelError::invalid(
                 "tolerance",
@@ -124,6 +138,11 @@ impl AuditFlags {
                 "audit plans on a quantile of the wait, e.g. p99=1ms, not the mean",
             )),
         }
+    }
+
+    /// The audits the client's loop is fitted on (`--fit-on`, default 1).
+    pub fn fit_on_count(&self) -> usize {
+        self.fit_on.unwrap_or(1) as usize
     }
 
     /// Whether a series of rates is asked for (`--rates`), not one audit.
@@ -212,6 +231,11 @@ mod tests {
         assert!(parse(&["--rate", "0", "--", "c"]).is_err());
         let f = parse(&["--rate", "7", "--cost-split", "150", "--", "c"]).unwrap();
         assert!(f.budget().unwrap_err().to_string().contains("cost-split"));
+        let f = parse(&["--rates", "7,9", "--cost-split", "2", "--fit-on", "3", "--", "c"]).unwrap();
+        assert!(f.budget().unwrap_err().to_string().contains("fit-on"));
+        let f = parse(&["--rates", "7,9", "--cost-split", "2", "--fit-on", "2", "--", "c"]).unwrap();
+        assert!(f.budget().is_ok());
+        assert!(parse(&["--rates", "7,9", "--fit-on", "2", "--", "c"]).is_err());
         let f = parse(&["--rate", "7", "--cost-split", "20", "--", "c"]).unwrap();
         assert!(f.budget().is_ok());
         assert!(parse(&["--rate", "7", "--clock", "intended", "--", "c"]).is_err());

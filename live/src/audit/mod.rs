@@ -185,8 +185,37 @@ pub struct ClientRun {
     /// seconds: mostly the wait of a loop woken by work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busiest_wait_per_turn_s: Option<f64>,
+    /// The whole machine's cores and how many were busy on average in the load window
+    /// (`/proc/stat`): the client, the mock, the audit and anything else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineLoad>,
     /// Where the client's standard output and error went.
     pub logs: [PathBuf; 2],
+}
+
+/// The whole machine's CPU in an audit's load window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MachineLoad {
+    /// Cores.
+    pub cores: u32,
+    /// Cores busy on average.
+    pub busy_cores: f64,
+}
+
+impl MachineLoad {
+    /// Above this share of its cores busy, the machine is the client's bottleneck as much
+    /// as its loop: runnable loops wait for a core, not only loops that wake.
+    pub const CROWDED: f64 = 0.9;
+
+    /// The share of the cores busy.
+    pub fn share(&self) -> f64 {
+        self.busy_cores / f64::from(self.cores.max(1))
+    }
+
+    /// Whether the cores were nearly all busy ([`MachineLoad::CROWDED`]).
+    pub fn crowded(&self) -> bool {
+        self.share() >= Self::CROWDED
+    }
 }
 
 impl ClientRun {
@@ -527,6 +556,9 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
         busiest_spread: WorkSpread::of(&sampler.busiest_intervals(from, to)),
         busiest_core_wait: sampler.busiest_core_wait(from, to),
         busiest_wait_per_turn_s: sampler.busiest_wait_per_turn(from, to),
+        machine: sampler
+            .machine_busy(from, to)
+            .map(|(cores, busy_cores)| MachineLoad { cores, busy_cores }),
         logs,
     };
     Ok(Observed {

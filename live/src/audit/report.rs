@@ -47,6 +47,13 @@ pub struct Simulated {
     /// What this audit measured of the TTFT the client adds: its reported minus the
     /// server's true mean, p50, p90 and p99 (None where the tool reports no such figure).
     pub measured_excess_s: [Option<f64>; 4],
+    /// Whether the loop was fitted on this audit (false: a prediction held out).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fitted_here: bool,
+    /// The machine in this audit's load window: where its cores were nearly all busy, the
+    /// client's runnable loops waited for one, which the simulated loop does not hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<super::MachineLoad>,
 }
 
 /// Where a cost split came from.
@@ -179,13 +186,28 @@ impl Simulated {
             out,
             "  TTFT the client adds, measured:  {}{}",
             cells(self.measured_excess_s),
-            self.mean_error()
-                .map_or(String::new(), |e| format!("; the mean {:+.0}%", e * 100.0))
+            self.mean_error().map_or(String::new(), |e| format!(
+                "; the mean {:+.0}% ({})",
+                e * 100.0,
+                if self.fitted_here {
+                    "fitted on this audit"
+                } else {
+                    "held out"
+                }
+            ))
         )?;
         if let Some(scv) = p.arrival_scv {
             writeln!(
                 out,
                 "  requests reach the loop at the gaps the server saw: gamma, SCV {scv:.2} (Poisson: 1)"
+            )?;
+        }
+        if let Some(m) = self.machine.filter(super::MachineLoad::crowded) {
+            writeln!(
+                out,
+                "  the machine's cores were {:.0}% busy in this audit: the client's runnable work waited for cores, \
+                 which the simulated loop holds at wake-ups only; this audit is outside its range",
+                m.share() * 100.0
             )?;
         }
         if let Some(w) = p.wake_wait_s {
@@ -429,6 +451,21 @@ impl AuditReport {
                 "  its busiest process's main thread waited {:.0} ms for a core per second of its CPU in the load \
                  window{per_turn}, runnable but not running (its wake-ups, and cores shared with the mock and the audit)",
                 w * 1e3
+            )?;
+        }
+        if let Some(m) = c.machine {
+            writeln!(
+                out,
+                "  the machine: {:.2} of its {} cores busy in the load window ({:.0}%: the client's tree, the mock, \
+                 this audit and anything else){}",
+                m.busy_cores,
+                m.cores,
+                m.share() * 100.0,
+                if m.crowded() {
+                    "; nearly all: the client's runnable work waited for cores, beyond what a loop's model holds"
+                } else {
+                    ""
+                }
             )?;
         }
         writeln!(out, "server ({server}):")?;

@@ -76,6 +76,42 @@ pub fn parse_schedstat_turns(text: &str) -> Option<u64> {
     text.split_whitespace().nth(2)?.parse().ok()
 }
 
+/// The whole machine's CPU as the first lines of `/proc/stat` count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MachineTicks {
+    /// Clock ticks every core spent on anything but idling and waiting for I/O.
+    pub busy: u64,
+    /// Clock ticks every core spent in all.
+    pub total: u64,
+    /// The cores counted (`cpuN` lines).
+    pub cores: u32,
+}
+
+/// Parses `/proc/stat`: the `cpu` line's fields (user, nice, system, idle, iowait, irq,
+/// softirq, steal; guest time is inside user) and the `cpuN` lines counted.
+pub fn parse_proc_stat(text: &str) -> Option<MachineTicks> {
+    let mut lines = text.lines();
+    let first = lines.next()?;
+    let mut fields = first.split_whitespace();
+    if fields.next()? != "cpu" {
+        return None;
+    }
+    let f: Vec<u64> = fields.take(8).map(|v| v.parse().ok()).collect::<Option<_>>()?;
+    let [user, nice, system, idle, iowait, irq, softirq, steal] = f[..] else {
+        return None;
+    };
+    let busy = user + nice + system + irq + softirq + steal;
+    let cores = lines
+        .take_while(|l| l.starts_with("cpu"))
+        .filter(|l| l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count() as u32;
+    Some(MachineTicks {
+        busy,
+        total: busy + idle + iowait,
+        cores: cores.max(1),
+    })
+}
+
 /// A process's main thread as the scheduler accounts it.
 #[derive(Debug, Clone, Copy)]
 struct SchedStat {
@@ -103,6 +139,13 @@ fn readings_of(history: &[Sample], key: (i32, u64), from_ns: u64, to_ns: u64) ->
         .filter(|(t, _)| (from_ns..=to_ns).contains(t))
         .filter_map(|(t, v)| Some((*t, v.iter().find(|(k, _)| *k == key)?.1)))
         .collect()
+}
+
+/// How much one process's counter in `history` grew between its first and last readings
+/// from `from_ns` to `to_ns`; None without a reading there.
+fn growth_of(history: &[Sample], key: (i32, u64), from_ns: u64, to_ns: u64) -> Option<u64> {
+    let inside = readings_of(history, key, from_ns, to_ns);
+    Some(inside.last()?.1.saturating_sub(inside.first()?.1))
 }
 
 /// Wait for a core per unit of CPU; None without CPU to divide by.
@@ -169,6 +212,8 @@ pub struct TreeSampler {
     wait_history: Vec<Sample>,
     /// The same samples' times on a core.
     turn_history: Vec<Sample>,
+    /// Every sample: when, and the whole machine's ticks.
+    machine_history: Vec<(u64, MachineTicks)>,
 }
 
 impl TreeSampler {
@@ -189,6 +234,7 @@ impl TreeSampler {
             run_history: Vec::new(),
             wait_history: Vec::new(),
             turn_history: Vec::new(),
+            machine_history: Vec::new(),
         }
     }
 
@@ -240,6 +286,13 @@ impl TreeSampler {
         self.run_history.push((now, field(|s| s.run_ns)));
         self.wait_history.push((now, field(|s| s.wait_ns)));
         self.turn_history.push((now, field(|s| s.turns)));
+        if let Some(m) = fs::read_to_string("/proc/stat")
+            .ok()
+            .as_deref()
+            .and_then(parse_proc_stat)
+        {
+            self.machine_history.push((now, m));
+        }
         self.samples += 1;
         self.max_processes = self.max_processes.max(processes);
         self.max_threads = self.max_threads.max(threads);
@@ -346,10 +399,7 @@ impl TreeSampler {
     /// ran.
     pub fn busiest_core_wait(&self, from_ns: u64, to_ns: u64) -> Option<f64> {
         let key = self.busiest(from_ns, to_ns)?;
-        let spent = |history: &[Sample]| {
-            let inside = readings_of(history, key, from_ns, to_ns);
-            Some(inside.last()?.1.saturating_sub(inside.first()?.1))
-        };
+        let spent = |history: &[Sample]| growth_of(history, key, from_ns, to_ns);
         core_wait_ratio(spent(&self.run_history)?, spent(&self.wait_history)?)
     }
 
@@ -359,12 +409,28 @@ impl TreeSampler {
     /// loop woken by work.
     pub fn busiest_wait_per_turn(&self, from_ns: u64, to_ns: u64) -> Option<f64> {
         let key = self.busiest(from_ns, to_ns)?;
-        let spent = |history: &[Sample]| {
-            let inside = readings_of(history, key, from_ns, to_ns);
-            Some(inside.last()?.1.saturating_sub(inside.first()?.1))
-        };
+        let spent = |history: &[Sample]| growth_of(history, key, from_ns, to_ns);
         let turns = spent(&self.turn_history)?;
         (turns > 0).then(|| spent(&self.wait_history).map(|w| w as f64 * 1e-9 / turns as f64))?
+    }
+
+    /// The whole machine's cores and how many of them were busy on average between the
+    /// first and the last sample from `from_ns` to `to_ns` (the client, the server, the
+    /// audit and anything else running): None with fewer than two such samples.
+    pub fn machine_busy(&self, from_ns: u64, to_ns: u64) -> Option<(u32, f64)> {
+        let inside: Vec<&MachineTicks> = self
+            .machine_history
+            .iter()
+            .filter(|(t, _)| (from_ns..=to_ns).contains(t))
+            .map(|(_, m)| m)
+            .collect();
+        let (first, last) = (inside.first()?, inside.last()?);
+        let total = last.total.checked_sub(first.total).filter(|&t| t > 0)?;
+        let busy = last.busy.saturating_sub(first.busy);
+        Some((
+            last.cores,
+            busy as f64 / total as f64 * f64::from(last.cores),
+        ))
     }
 
     /// The process with the most ticks of its own between `from_ns` and `to_ns`.
@@ -457,6 +523,71 @@ mod tests {
         assert_eq!(core_wait_ratio(0, 500), None);
         assert_eq!(parse_schedstat_turns("1200 340 17\n"), Some(17));
         assert_eq!(parse_schedstat_turns("1200 340"), None);
+    }
+
+    #[test]
+    fn proc_stat_parses() {
+        let text = "cpu  100 5 50 1000 20 3 2 7 0 0\ncpu0 50 2 25 500 10 1 1 3 0 0\n\
+                    cpu1 50 3 25 500 10 2 1 4 0 0\nintr 1 2 3\nctxt 9\n";
+        let m = parse_proc_stat(text).expect("parses");
+        assert_eq!(m.busy, 100 + 5 + 50 + 3 + 2 + 7);
+        assert_eq!(m.total, m.busy + 1000 + 20);
+        assert_eq!(m.cores, 2);
+        assert_eq!(parse_proc_stat("intr 1 2\n"), None);
+        assert_eq!(parse_proc_stat("cpu 1 2 3\n"), None);
+    }
+
+    /// The machine's busy cores over a window are the busy ticks' share of all ticks times
+    /// the cores, between the first and last sample inside it.
+    #[test]
+    fn the_machine_is_read_between_the_window_s_samples() {
+        let mut s = TreeSampler::new();
+        let at = |busy, total| MachineTicks {
+            busy,
+            total,
+            cores: 4,
+        };
+        s.machine_history = vec![
+            (10, at(0, 0)),
+            (20, at(100, 400)),
+            (30, at(400, 800)),
+            (40, at(900, 1200)),
+        ];
+        // 300 of 400 ticks busy from 20 to 30: three cores of four.
+        assert_eq!(s.machine_busy(15, 35), Some((4, 3.0)));
+        assert_eq!(s.machine_busy(15, 45), Some((4, 4.0 * 800.0 / 800.0)));
+        assert_eq!(s.machine_busy(25, 35), None);
+    }
+
+    /// A thread that spins is seen in the machine's busy cores (at least its own share of
+    /// one core, less a few clock ticks), and no more cores are busy than there are.
+    #[test]
+    fn a_spinning_thread_keeps_the_machine_busy() {
+        if !available() || fs::read_to_string("/proc/stat").is_err() {
+            return;
+        }
+        let mut s = TreeSampler::new();
+        let from = crate::time::mono_ns();
+        s.sample();
+        let spun = std::thread::spawn(|| {
+            let cpu = || {
+                let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+                t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+            };
+            let (start, c0) = (std::time::Instant::now(), cpu());
+            while start.elapsed() < std::time::Duration::from_millis(500) {
+                std::hint::black_box(0u64);
+            }
+            (cpu() - c0) / start.elapsed().as_secs_f64()
+        })
+        .join()
+        .expect("the spinner ends");
+        s.sample();
+        let to = crate::time::mono_ns();
+        let (cores, busy) = s.machine_busy(from, to).expect("two samples");
+        let tick = 1.0 / ticks_per_second() as f64;
+        assert!(busy >= spun - 4.0 * tick / 0.5 - 0.05, "{busy} busy, the spinner {spun}");
+        assert!(busy <= f64::from(cores) + 0.05, "{busy} of {cores}");
     }
 
     #[test]
