@@ -237,7 +237,9 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     std::fs::write(&file, series.to_string()).unwrap();
     let read_again = || {
         let out = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
-            .args(["audit", "--json", "--clock", "intended", "--fit-on", "2", "--from"])
+            .args([
+                "audit", "--json", "--clock", "intended", "--fit-on", "2", "--from",
+            ])
             .arg(&file)
             .output()
             .expect("the binary runs");
@@ -276,7 +278,10 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
         .expect("the binary runs");
     assert_eq!(refused.status.code(), Some(2));
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(err.contains("--fit-on 3") && err.trim().lines().count() == 1, "{err}");
+    assert!(
+        err.contains("--fit-on 3") && err.trim().lines().count() == 1,
+        "{err}"
+    );
     // A series without calibration audits is refused on one line.
     std::fs::write(
         &file,

@@ -246,7 +246,11 @@ fn fit_share(
         } else {
             average(&short).max(0.0)
         };
-        fits.push(runs.into_iter().map(|p| with_delay(p, delay)).collect::<Vec<_>>());
+        fits.push(
+            runs.into_iter()
+                .map(|p| with_delay(p, delay))
+                .collect::<Vec<_>>(),
+        );
     }
     // A latency and CPU before the send move the mean and the median alike at low load, so
     // shares whose means come within 5 % of the measured ones (or of the closest) are told
@@ -403,15 +407,9 @@ pub fn read_loop(
         [one] if longs.len() == 1 => {
             LoopCosts::split(sample(one), sample(long)).map(|c| (c, false))
         }
-        [first, ..] => LoopCosts::fit(
-            &shorter
-                .iter()
-                .chain(longs)
-                .map(sample)
-                .collect::<Vec<_>>(),
-        )
-        .map(|c| (c, false))
-        .or_else(|_| LoopCosts::split(sample(first), sample(long)).map(|c| (c, true))),
+        [first, ..] => LoopCosts::fit(&shorter.iter().chain(longs).map(sample).collect::<Vec<_>>())
+            .map(|c| (c, false))
+            .or_else(|_| LoopCosts::split(sample(first), sample(long)).map(|c| (c, true))),
     };
     let (costs, one_rate) = fit(AuditedLoad::sample)?;
     // The busiest process is one of the loops, which share the requests at random: it takes
@@ -717,10 +715,20 @@ mod tests {
         let l = load(120.0, 50);
         let made = simulate(&costs, 0.2, Some(5e-4), ClockStart::Intended, &l).unwrap();
         let [mean, p50, p90, p99] = made.reported_s.map(Some);
-        let fit = fit_loop(&costs, ClockStart::Intended, &[target(l, [mean, p50, p90, p99])]).unwrap();
+        let fit = fit_loop(
+            &costs,
+            ClockStart::Intended,
+            &[target(l, [mean, p50, p90, p99])],
+        )
+        .unwrap();
         assert_eq!(fit.slice_s, Some(5e-4), "{fit:?}");
         // Without a p99, jobs run whole.
-        let fit = fit_loop(&costs, ClockStart::Intended, &[target(l, [mean, p50, p90, None])]).unwrap();
+        let fit = fit_loop(
+            &costs,
+            ClockStart::Intended,
+            &[target(l, [mean, p50, p90, None])],
+        )
+        .unwrap();
         assert_eq!(fit.slice_s, None);
     }
 
@@ -751,7 +759,12 @@ mod tests {
             simulate(&costs, 0.3, None, ClockStart::OwnSend, &l).unwrap(),
             5e-4,
         );
-        let both = [Some(delayed.reported_s[0]), Some(delayed.reported_s[1]), None, None];
+        let both = [
+            Some(delayed.reported_s[0]),
+            Some(delayed.reported_s[1]),
+            None,
+            None,
+        ];
         let fit = fit_before_send(&costs, None, ClockStart::OwnSend, &[target(l, both)]).unwrap();
         assert!(
             (fit.reported_s[0] / delayed.reported_s[0] - 1.0).abs() <= 0.05,
@@ -765,7 +778,9 @@ mod tests {
             fit.delay_s <= 5e-4 + 1e-12 && fit.before_send >= 0.3,
             "{fit:?}"
         );
-        assert!(fit_before_send(&costs, None, ClockStart::OwnSend, &[target(l, [None; 4])]).is_err());
+        assert!(
+            fit_before_send(&costs, None, ClockStart::OwnSend, &[target(l, [None; 4])]).is_err()
+        );
         assert!(simulate(&costs, 1.5, None, ClockStart::OwnSend, &l).is_err());
     }
 
@@ -792,12 +807,15 @@ mod tests {
         assert_eq!(both.len(), 2);
         assert_eq!(both[1].rate_per_s, 200.0);
         for (p, t) in both.iter().zip([light, heavy]) {
-            assert!(near(p.reported_s[0], t.excess_s[0], 0.05), "{p:?} against {t:?}");
+            assert!(
+                near(p.reported_s[0], t.excess_s[0], 0.05),
+                "{p:?} against {t:?}"
+            );
         }
         let fit = fit_loop(&costs, ClockStart::Intended, &[light, heavy]).unwrap();
         assert_eq!(fit, {
-            let mut again = fit_share(&costs, fit.slice_s, ClockStart::Intended, &[light, heavy])
-                .unwrap();
+            let mut again =
+                fit_share(&costs, fit.slice_s, ClockStart::Intended, &[light, heavy]).unwrap();
             again.swap_remove(0)
         });
         let p = with_delay(
@@ -811,8 +829,14 @@ mod tests {
             .unwrap(),
             fit.delay_s,
         );
-        assert!(near(p.reported_s[0], held.excess_s[0], 0.05), "{p:?} against {held:?}");
-        assert!(near(p.reported_s[3], held.excess_s[3], 0.15), "{p:?} against {held:?}");
+        assert!(
+            near(p.reported_s[0], held.excess_s[0], 0.05),
+            "{p:?} against {held:?}"
+        );
+        assert!(
+            near(p.reported_s[3], held.excess_s[3], 0.15),
+            "{p:?} against {held:?}"
+        );
     }
 
     /// Two audits made by a known loop give its costs and share back, and the shorter

@@ -218,14 +218,16 @@ fn read_client_loop(
     let loads = |reports: &mut dyn Iterator<Item = &AuditReport>, what: &str| {
         reports
             .map(|r| {
-                r.audited_load().ok_or(format!(
-                    "{what} has no CPU figures or no completed request"
-                ))
+                r.audited_load()
+                    .ok_or(format!("{what} has no CPU figures or no completed request"))
             })
             .collect::<Result<Vec<AuditedLoad>, String>>()
     };
     let s = loads(&mut shorts.iter(), "a shorter audit")?;
-    let longs = loads(&mut fit_on.iter().copied(), "an audit the loop is fitted on")?;
+    let longs = loads(
+        &mut fit_on.iter().copied(),
+        "an audit the loop is fitted on",
+    )?;
     let clock = clock
         .or(fit_on[0].observed.reported.as_ref().map(|r| r.clock()))
         .unwrap_or(ClockStart::OwnSend);

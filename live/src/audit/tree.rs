@@ -96,7 +96,10 @@ pub fn parse_proc_stat(text: &str) -> Option<MachineTicks> {
     if fields.next()? != "cpu" {
         return None;
     }
-    let f: Vec<u64> = fields.take(8).map(|v| v.parse().ok()).collect::<Option<_>>()?;
+    let f: Vec<u64> = fields
+        .take(8)
+        .map(|v| v.parse().ok())
+        .collect::<Option<_>>()?;
     let [user, nice, system, idle, iowait, irq, softirq, steal] = f[..] else {
         return None;
     };
@@ -586,7 +589,10 @@ mod tests {
         let to = crate::time::mono_ns();
         let (cores, busy) = s.machine_busy(from, to).expect("two samples");
         let tick = 1.0 / ticks_per_second() as f64;
-        assert!(busy >= spun - 4.0 * tick / 0.5 - 0.05, "{busy} busy, the spinner {spun}");
+        assert!(
+            busy >= spun - 4.0 * tick / 0.5 - 0.05,
+            "{busy} busy, the spinner {spun}"
+        );
         assert!(busy <= f64::from(cores) + 0.05, "{busy} of {cores}");
     }
 
