@@ -193,6 +193,15 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     let sim = &r["simulated"];
     for point in series["points"].as_array().expect("points") {
         assert_eq!(point["simulated"]["fitted_here"], true, "{point}");
+        // The machine's busy cores in the window: some (the client and the mock), and no
+        // more than it has.
+        let m = &point["observed"]["client"]["machine"];
+        let (cores, busy) = (m["cores"].as_f64(), m["busy_cores"].as_f64());
+        let (Some(cores), Some(busy)) = (cores, busy) else {
+            panic!("no machine reading: {m}");
+        };
+        assert!(busy > 0.0 && busy <= cores + 0.05, "{m}");
+        assert_eq!(point["simulated"]["machine"], *m);
     }
     let on = sim["prediction"]["before_send_from"].as_str().unwrap_or("");
     assert!(on.contains("audits at"), "{on}");
