@@ -201,7 +201,6 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
             panic!("no machine reading: {m}");
         };
         assert!(busy > 0.0 && busy <= cores + 0.05, "{m}");
-        assert_eq!(point["simulated"]["machine"], *m);
     }
     let on = sim["prediction"]["before_send_from"].as_str().unwrap_or("");
     assert!(on.contains("audits at"), "{on}");

@@ -153,13 +153,14 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
             report.write_summary(out)?;
             for &j in &fitted_before {
                 let (o, sim) = (&reports[j].observed.offered, &reports[j].simulated);
+                let machine = reports[j].observed.client.machine;
                 writeln!(
                     out,
                     "== the loop at offered {} req/s x {} tokens, fitted on it with this one",
                     o.rate_per_s, o.output_tokens
                 )?;
                 if let Some(sim) = sim {
-                    sim.write(out)?;
+                    sim.write(out, machine)?;
                 }
             }
         }
@@ -270,7 +271,6 @@ fn simulate_at(
         prediction,
         measured_excess_s: measured.excess_s,
         fitted_here,
-        machine: this.observed.client.machine,
     })
 }
 
@@ -331,7 +331,7 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
         p.simulated = match simulated {
             Ok(sim) => {
                 if !a.json {
-                    sim.write(out)?;
+                    sim.write(out, p.observed.client.machine)?;
                 }
                 Some(sim)
             }

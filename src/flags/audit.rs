@@ -231,30 +231,27 @@ mod tests {
         assert!(parse(&["--rate", "0", "--", "c"]).is_err());
         let f = parse(&["--rate", "7", "--cost-split", "150", "--", "c"]).unwrap();
         assert!(f.budget().unwrap_err().to_string().contains("cost-split"));
-        let f = parse(&[
-            "--rates",
-            "7,9",
-            "--cost-split",
-            "2",
-            "--fit-on",
-            "3",
-            "--",
-            "c",
-        ])
-        .unwrap();
-        assert!(f.budget().unwrap_err().to_string().contains("fit-on"));
-        let f = parse(&[
-            "--rates",
-            "7,9",
-            "--cost-split",
-            "2",
-            "--fit-on",
-            "2",
-            "--",
-            "c",
-        ])
-        .unwrap();
-        assert!(f.budget().is_ok());
+        let fit_on = |n: &str| {
+            parse(&[
+                "--rates",
+                "7,9",
+                "--cost-split",
+                "2",
+                "--fit-on",
+                n,
+                "--",
+                "c",
+            ])
+            .unwrap()
+        };
+        assert!(
+            fit_on("3")
+                .budget()
+                .unwrap_err()
+                .to_string()
+                .contains("fit-on")
+        );
+        assert!(fit_on("2").budget().is_ok());
         assert!(parse(&["--rates", "7,9", "--fit-on", "2", "--", "c"]).is_err());
         let f = parse(&["--rate", "7", "--cost-split", "20", "--", "c"]).unwrap();
         assert!(f.budget().is_ok());

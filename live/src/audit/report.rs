@@ -50,10 +50,6 @@ pub struct Simulated {
     /// Whether the loop was fitted on this audit (false: a prediction held out).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fitted_here: bool,
-    /// The machine in this audit's load window: where its cores were nearly all busy, the
-    /// client's runnable loops waited for one, which the simulated loop does not hold.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub machine: Option<super::MachineLoad>,
 }
 
 /// Where a cost split came from.
@@ -102,8 +98,13 @@ impl Simulated {
         (m > 0.0).then(|| (self.prediction.reported_s[0] - m) / m)
     }
 
-    /// Prints the simulation against what was measured, for a terminal.
-    pub fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+    /// Prints the simulation against what was measured, for a terminal; `machine`: the
+    /// audit's machine, whose cores nearly all busy put the audit outside the model's range.
+    pub fn write(
+        &self,
+        out: &mut dyn Write,
+        machine: Option<super::MachineLoad>,
+    ) -> io::Result<()> {
         let f = format_seconds;
         let p = &self.prediction;
         let s = &self.split_from;
@@ -202,7 +203,7 @@ impl Simulated {
                 "  requests reach the loop at the gaps the server saw: gamma, SCV {scv:.2} (Poisson: 1)"
             )?;
         }
-        if let Some(m) = self.machine.filter(super::MachineLoad::crowded) {
+        if let Some(m) = machine.filter(super::MachineLoad::crowded) {
             writeln!(
                 out,
                 "  the machine's cores were {:.0}% busy in this audit: the client's runnable work waited for cores, \
@@ -615,7 +616,7 @@ impl AuditReport {
             None => writeln!(out, "plan: {}", p.plan_reason)?,
         }
         if let Some(sim) = &self.simulated {
-            sim.write(out)?;
+            sim.write(out, c.machine)?;
             // Both as (predicted - measured) / measured.
             let closed = p
                 .rows
