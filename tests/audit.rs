@@ -107,6 +107,7 @@ fn audit_finds_a_clients_cost_and_predicts_its_bias() {
         "40",
         "--timeout",
         "120s",
+        "--wire",
     ];
     let client = [&CLIENT[..], &["--cost-us", "500", "--seed", "3"]].concat();
     let (code, report, err) = audit(&flags, &client);
@@ -138,6 +139,14 @@ fn audit_finds_a_clients_cost_and_predicts_its_bias() {
     );
     assert!(excess > 0.0, "the loop's queue adds to TTFT: {excess}");
     assert!(predicted > 0.0 && predicted.is_finite(), "{predicted}");
+    // The wire was measured after the client, at the rate its requests reached the server.
+    let wire = &o["wire"];
+    let achieved = o["truth"]["achieved_rate_per_s"]
+        .as_f64()
+        .expect("achieved rate");
+    assert_eq!(wire["rate_per_s"].as_f64(), Some(achieved), "{wire}");
+    assert!(wire["one_way"]["count"].as_u64() > Some(0), "{wire}");
+    assert!(wire["one_way"]["mean_s"].as_f64() > Some(0.0), "{wire}");
     // The audit's own sampling stays well under 5 % of a core.
     let sampler = o["client"]["sampler_cpu_s"].as_f64().expect("sampler cpu");
     let wall = o["client"]["wall_s"].as_f64().expect("wall");

@@ -82,6 +82,11 @@ pub struct AuditFlags {
     /// every other known tool's its own).
     #[arg(long, requires = "loop_reading")]
     pub clock: Option<ClockStart>,
+    /// After each audit, measure the wire: this machine's loopback floor, idle and at the
+    /// chunk rate the audit streamed (4 s), and take the mean TTFT excess apart into the
+    /// wire, the client's own lateness (where its TTFT holds it) and the rest.
+    #[arg(long, conflicts_with = "from")]
+    pub wire: bool,
     /// Write the audit (with every request the server answered) to this JSON file.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -183,6 +188,7 @@ impl AuditFlags {
                 timeout,
                 sample_every: Duration::from_millis(100),
                 mock: self.mock.clone().into(),
+                wire: self.wire,
                 stop: stop.clone(),
             })
             .collect()
@@ -257,5 +263,9 @@ mod tests {
         assert!(f.budget().is_ok());
         assert!(parse(&["--rate", "7", "--clock", "intended", "--", "c"]).is_err());
         assert!(parse(&["--rate", "7"]).is_err());
+        // The wire is measured live, so a reading from a file cannot ask for it.
+        assert!(parse(&["--from", "a.json", "--wire"]).is_err());
+        let f = parse(&["--rate", "7", "--wire", "--", "c"]).unwrap();
+        assert!(f.configs(Path::new("/w"), &Default::default())[0].wire);
     }
 }

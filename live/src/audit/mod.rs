@@ -61,6 +61,8 @@ pub struct AuditConfig {
     pub sample_every: Duration,
     /// The server.
     pub mock: MockConfig,
+    /// Measure the wire after the client ends ([`Wire`], [`WIRE_S`] seconds).
+    pub wire: bool,
     /// Stops the audit (a signal): the client's whole process tree is killed at once,
     /// whether or not it heeds signals itself.
     pub stop: crate::generator::stop::StopSignal,
@@ -389,6 +391,36 @@ impl Truth {
     }
 }
 
+/// How long the wire is measured after an audit, seconds.
+pub const WIRE_S: f64 = 3.0;
+
+/// The wire between a client and the server on this machine: one way over loopback for
+/// a lone message, at the rate the audit's requests reached the server, by the loopback
+/// floor's method ([`crate::measure::floor::one_way`]: a 16-byte write on one thread, the
+/// kernel's arrival stamp on another). It is what a request costs to reach the server, and
+/// a response's first chunk to reach the client, where neither waits for anything but the
+/// kernel; larger writes (a request's body, a whole response) take a little longer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Wire {
+    /// Messages a second it was measured at.
+    pub rate_per_s: f64,
+    /// The write to the arrival stamp.
+    pub one_way: Dist,
+}
+
+impl Wire {
+    /// Measures it for [`WIRE_S`] at `rate_per_s` (None where the kernel does not stamp
+    /// arrivals or the measurement failed).
+    pub fn measure(rate_per_s: f64) -> Option<Self> {
+        let rate = rate_per_s.max(1.0);
+        let one_way = crate::measure::floor::one_way(rate, WIRE_S).ok()?;
+        (one_way.count > 0).then_some(Self {
+            rate_per_s: rate,
+            one_way,
+        })
+    }
+}
+
 /// One audit: the load offered, how the client ran, the server's truth and the client's
 /// own report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -401,6 +433,10 @@ pub struct Observed {
     pub truth: Truth,
     /// The client's own numbers, when a result file was recognised.
     pub reported: Option<Reported>,
+    /// The wire between the client and the server, measured once the client had ended
+    /// (None where it was not asked for, or the kernel does not stamp arrivals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire: Option<Wire>,
     /// Every request the server answered (for `--out`; empty in summaries).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub served: Vec<Served>,
@@ -561,6 +597,11 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
             .map(|(cores, busy_cores)| MachineLoad { cores, busy_cores }),
         logs,
     };
+    let truth = Truth::of(&served);
+    let wire = cfg
+        .wire
+        .then(|| Wire::measure(truth.achieved_rate_per_s))
+        .flatten();
     Ok(Observed {
         offered: Offered {
             rate_per_s: cfg.rate_per_s,
@@ -569,8 +610,9 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
             output_tokens: cfg.output_tokens,
         },
         client,
-        truth: Truth::of(&served),
+        truth,
         reported: adapters::find(&out_dir),
+        wire,
         served,
     })
 }

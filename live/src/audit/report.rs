@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use heisenbench_model::client_loop::{AuditedLoad, ClockStart, CostSample, LoopPrediction};
 
-use super::Observed;
+use super::adapters::Reported;
 use super::predict::Prediction;
+use super::{Observed, Truth, Wire};
 
 /// One audit.
 #[derive(Debug, Serialize, Deserialize, Clone)]
@@ -33,6 +34,57 @@ pub struct AuditReport {
     /// audit with `--cost-split`; the simulation is made by the caller).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulated: Option<Simulated>,
+}
+
+/// The mean TTFT excess taken apart: the wire a request and its first chunk cross
+/// ([`super::Wire`], measured after the client), the client's own lateness where its TTFT
+/// counts it, and what is left.
+///
+/// A client that starts its clock at the intended send and stamps chunks at their arrival
+/// adds to the server's true TTFT its own lateness, the request's way to the server and the
+/// first chunk's way back. Each way is the wire's one-way delay (stamped as the audit's
+/// truth is: at the write, and at the kernel's arrival stamp). The mean of a sum is the
+/// sum of the means, so the account holds at the mean, with no assumption on how the
+/// parts are distributed, and at the mean only.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WireAccount {
+    /// The client's mean TTFT excess (its reported minus the true mean), seconds.
+    pub excess_s: f64,
+    /// One way over the wire, its mean, seconds.
+    pub one_way_s: f64,
+    /// The rate the wire was measured at, messages per second.
+    pub rate_per_s: f64,
+    /// The client's own mean lateness, where its TTFT holds it (None otherwise).
+    pub lateness_s: Option<f64>,
+}
+
+impl WireAccount {
+    /// What a client reported against the server's truth and the wire (None where it
+    /// reports no mean TTFT). Its lateness counts only where its TTFT starts at the
+    /// intended send; a tool that starts at its own send leaves it out of its TTFT.
+    pub fn of(reported: &Reported, truth: &Truth, wire: &Wire) -> Option<Self> {
+        let excess_s = reported.ttft?.mean_s? - truth.ttft.mean_s;
+        let lateness_s = match reported.clock() {
+            ClockStart::Intended => reported.send_lag.and_then(|l| l.mean_s),
+            ClockStart::OwnSend => None,
+        };
+        Some(Self {
+            excess_s,
+            one_way_s: wire.one_way.mean_s,
+            rate_per_s: wire.rate_per_s,
+            lateness_s,
+        })
+    }
+
+    /// The request's way and the first chunk's, seconds.
+    pub fn wire_s(&self) -> f64 {
+        2.0 * self.one_way_s
+    }
+
+    /// What the client adds beyond the wire and the lateness it reports, seconds.
+    pub fn beyond_s(&self) -> f64 {
+        self.excess_s - self.wire_s() - self.lateness_s.unwrap_or(0.0)
+    }
 }
 
 /// The client's loop simulated as it runs ([`LoopPrediction`]), held against what this
@@ -354,6 +406,13 @@ impl AuditReport {
         })
     }
 
+    /// The mean TTFT excess taken apart by the wire (None where the wire was not
+    /// measured or the client reports no mean TTFT).
+    pub fn wire_account(&self) -> Option<WireAccount> {
+        let o = &self.observed;
+        WireAccount::of(o.reported.as_ref()?, &o.truth, o.wire.as_ref()?)
+    }
+
     /// The same report without its per-request records.
     pub fn summary(&self) -> Self {
         Self {
@@ -567,6 +626,23 @@ impl AuditReport {
                 super::adapters::FORMATS.join(", ")
             )?,
         }
+        if let Some(w) = self.wire_account() {
+            let own = w.lateness_s.map_or(String::new(), |l| {
+                format!(" and its own lateness ({}, inside its TTFT)", f(l))
+            });
+            writeln!(
+                out,
+                "  the wire (this machine's loopback, measured after the client): one way {} at the mean, lone \
+                 messages at {:.0} a second; the request and its first chunk cross it once each, {} of the {} \
+                 mean TTFT excess; beyond the wire{own} the client adds {} ({:+.0}% of its excess)",
+                f(w.one_way_s),
+                w.rate_per_s,
+                f(w.wire_s()),
+                f(w.excess_s),
+                f(w.beyond_s()),
+                100.0 * w.beyond_s() / w.excess_s
+            )?;
+        }
         let Some(p) = p else {
             writeln!(
                 out,
@@ -671,7 +747,65 @@ impl AuditSeries {
 
 #[cfg(test)]
 mod tests {
-    use super::name_of;
+    use super::{WireAccount, name_of};
+    use crate::audit::adapters::{Reported, Summary};
+    use crate::audit::{Truth, Wire};
+    use crate::mock::Served;
+    use heisenbench_model::stats::Dist;
+
+    /// The excess is taken apart at the mean: a request served in 100 us and reported at
+    /// 180 us (mean) by a client 30 us late against its schedule, over a wire of 20 us one
+    /// way, leaves 10 us; a tool whose clock starts at its own send keeps its lateness out
+    /// of its TTFT, so none is taken off its excess.
+    #[test]
+    fn the_excess_is_the_wire_the_lateness_and_the_rest() {
+        let served: Vec<Served> = (0..4)
+            .map(|i| Served {
+                arrival_ns: 1_000_000 * i,
+                status: 200,
+                first_token_ns: Some(1_000_000 * i + 100_000),
+                last_token_ns: Some(1_000_000 * i + 100_000),
+                tokens: 1,
+                prompt_tokens: 1,
+                bytes: 10,
+                complete: true,
+            })
+            .collect();
+        let truth = Truth::of(&served);
+        let wire = Wire {
+            rate_per_s: 1000.0,
+            one_way: Dist {
+                mean_s: 20e-6,
+                ..Dist::default()
+            },
+        };
+        let reported = |tool: &str| Reported {
+            tool: tool.into(),
+            ttft: Some(Summary {
+                mean_s: Some(180e-6),
+                ..Summary::default()
+            }),
+            send_lag: Some(Summary {
+                mean_s: Some(30e-6),
+                ..Summary::default()
+            }),
+            ..Reported::default()
+        };
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        let own = WireAccount::of(&reported("heisenbench run"), &truth, &wire).unwrap();
+        assert!(close(own.excess_s, 80e-6), "{own:?}");
+        assert!(close(own.wire_s(), 40e-6));
+        assert_eq!(own.lateness_s, Some(30e-6));
+        assert!(close(own.beyond_s(), 10e-6), "{own:?}");
+        let other = WireAccount::of(&reported("inference-perf"), &truth, &wire).unwrap();
+        assert_eq!(other.lateness_s, None);
+        assert!(close(other.beyond_s(), 40e-6), "{other:?}");
+        let silent = Reported {
+            ttft: None,
+            ..reported("heisenbench run")
+        };
+        assert_eq!(WireAccount::of(&silent, &truth, &wire), None);
+    }
 
     #[test]
     fn a_client_is_named_by_its_label_then_its_tool_then_its_program() {
