@@ -187,6 +187,14 @@ pub struct ClientRun {
     /// seconds: mostly the wait of a loop woken by work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busiest_wait_per_turn_s: Option<f64>,
+    /// That thread's CPU in the load window, in cores (where the process's CPU holds
+    /// other threads, it is less than the process's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busiest_main_cores: Option<f64>,
+    /// The share of that thread's turns on a core that followed a preemption (it lost its
+    /// core while it could still run) rather than a sleep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busiest_preempted_share: Option<f64>,
     /// The whole machine's cores and how many were busy on average in the load window
     /// (`/proc/stat`): the client, the mock, the audit and anything else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -592,6 +600,8 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
         busiest_spread: WorkSpread::of(&sampler.busiest_intervals(from, to)),
         busiest_core_wait: sampler.busiest_core_wait(from, to),
         busiest_wait_per_turn_s: sampler.busiest_wait_per_turn(from, to),
+        busiest_preempted_share: sampler.busiest_preempted_share(from, to),
+        busiest_main_cores: sampler.busiest_main_cores(from, to),
         machine: sampler
             .machine_busy(from, to)
             .map(|(cores, busy_cores)| MachineLoad { cores, busy_cores }),

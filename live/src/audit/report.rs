@@ -506,10 +506,20 @@ impl AuditReport {
             let per_turn = c.busiest_wait_per_turn_s.map_or(String::new(), |t| {
                 format!(", {} each time it was put on one", format_seconds(t))
             });
+            let main = c.busiest_main_cores.map_or(String::new(), |m| {
+                format!(
+                    " ran {m:.2} cores of the process's {:.2} and",
+                    c.window_cpu_per_process_s.first().copied().unwrap_or(0.0)
+                        / c.window_s.max(1e-9)
+                )
+            });
+            let preempted = c.busiest_preempted_share.map_or(String::new(), |p| {
+                format!(" ({:.0}% of those times after it lost its core while it could run, the rest after a sleep)", p * 100.0)
+            });
             writeln!(
                 out,
-                "  its busiest process's main thread waited {:.0} ms for a core per second of its CPU in the load \
-                 window{per_turn}, runnable but not running (its wake-ups, and cores shared with the mock and the audit)",
+                "  its busiest process's main thread{main} waited {:.0} ms for a core per second of its CPU in the load \
+                 window{per_turn}{preempted}, runnable but not running (its wake-ups, and cores shared with the mock and the audit)",
                 w * 1e3
             )?;
         }

@@ -76,6 +76,18 @@ pub fn parse_schedstat_turns(text: &str) -> Option<u64> {
     text.split_whitespace().nth(2)?.parse().ok()
 }
 
+/// The times a process's main thread lost its core while it could still run (preempted,
+/// where a voluntary switch is a sleep): `nonvoluntary_ctxt_switches` in
+/// `/proc/PID/status`.
+pub fn parse_preemptions(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("nonvoluntary_ctxt_switches:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// The whole machine's CPU as the first lines of `/proc/stat` count it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MachineTicks {
@@ -124,6 +136,8 @@ struct SchedStat {
     wait_ns: u64,
     /// Times put on a core.
     turns: u64,
+    /// Times it lost its core while runnable (None where `/proc/PID/status` does not say).
+    preempted: Option<u64>,
 }
 
 fn read_schedstat(pid: i32) -> Option<SchedStat> {
@@ -132,6 +146,10 @@ fn read_schedstat(pid: i32) -> Option<SchedStat> {
         run_ns: parse_schedstat(&text)?,
         wait_ns: parse_schedstat_wait(&text)?,
         turns: parse_schedstat_turns(&text)?,
+        preempted: fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .as_deref()
+            .and_then(parse_preemptions),
     })
 }
 
@@ -215,6 +233,8 @@ pub struct TreeSampler {
     wait_history: Vec<Sample>,
     /// The same samples' times on a core.
     turn_history: Vec<Sample>,
+    /// The same samples' preemptions.
+    preempt_history: Vec<Sample>,
     /// Every sample: when, and the whole machine's ticks.
     machine_history: Vec<(u64, MachineTicks)>,
 }
@@ -237,6 +257,7 @@ impl TreeSampler {
             run_history: Vec::new(),
             wait_history: Vec::new(),
             turn_history: Vec::new(),
+            preempt_history: Vec::new(),
             machine_history: Vec::new(),
         }
     }
@@ -289,6 +310,13 @@ impl TreeSampler {
         self.run_history.push((now, field(|s| s.run_ns)));
         self.wait_history.push((now, field(|s| s.wait_ns)));
         self.turn_history.push((now, field(|s| s.turns)));
+        self.preempt_history.push((
+            now,
+            stats
+                .iter()
+                .filter_map(|(k, s)| Some((*k, s.preempted?)))
+                .collect(),
+        ));
         if let Some(m) = fs::read_to_string("/proc/stat")
             .ok()
             .as_deref()
@@ -417,6 +445,29 @@ impl TreeSampler {
         (turns > 0).then(|| spent(&self.wait_history).map(|w| w as f64 * 1e-9 / turns as f64))?
     }
 
+    /// The busiest process's main thread's CPU between `from_ns` and `to_ns`, in cores
+    /// (its CPU time over the time between its first and last readings there): the part
+    /// of the process's CPU its event loop (a Python client's main thread) can have spent.
+    /// None with fewer than two readings.
+    pub fn busiest_main_cores(&self, from_ns: u64, to_ns: u64) -> Option<f64> {
+        let key = self.busiest(from_ns, to_ns)?;
+        let inside = readings_of(&self.run_history, key, from_ns, to_ns);
+        let (first, last) = (inside.first()?, inside.last()?);
+        (last.0 > first.0)
+            .then(|| last.1.saturating_sub(first.1) as f64 / (last.0 - first.0) as f64)
+    }
+
+    /// The share of the busiest process's main thread's turns on a core between `from_ns`
+    /// and `to_ns` that followed a preemption (it lost its core while it could still run)
+    /// rather than a sleep: None without the counts or without turns.
+    pub fn busiest_preempted_share(&self, from_ns: u64, to_ns: u64) -> Option<f64> {
+        let key = self.busiest(from_ns, to_ns)?;
+        let spent = |history: &[Sample]| growth_of(history, key, from_ns, to_ns);
+        let turns = spent(&self.turn_history)?;
+        let preempted = spent(&self.preempt_history)?;
+        (turns > 0).then(|| (preempted as f64 / turns as f64).min(1.0))
+    }
+
     /// The whole machine's cores and how many of them were busy on average between the
     /// first and the last sample from `from_ns` to `to_ns` (the client, the server, the
     /// audit and anything else running): None with fewer than two such samples.
@@ -526,6 +577,10 @@ mod tests {
         assert_eq!(core_wait_ratio(0, 500), None);
         assert_eq!(parse_schedstat_turns("1200 340 17\n"), Some(17));
         assert_eq!(parse_schedstat_turns("1200 340"), None);
+        let status = "Name:\tpython3\nvoluntary_ctxt_switches:\t1234\n\
+                      nonvoluntary_ctxt_switches:\t56\n";
+        assert_eq!(parse_preemptions(status), Some(56));
+        assert_eq!(parse_preemptions("voluntary_ctxt_switches:\t1234\n"), None);
     }
 
     #[test]
