@@ -151,11 +151,20 @@ fn audit_finds_a_clients_cost_and_predicts_its_bias() {
     // clock ticks, the thread's in nanoseconds; 10 % holds ticks of 10 ms over 12 s at
     // half a core), and a share of its turns is a share.
     let c = &o["client"];
-    let main = c["busiest_main_cores"].as_f64().expect("the main thread's CPU");
-    let process = c["window_cpu_per_process_s"][0].as_f64().expect("process CPU")
+    let main = c["busiest_main_cores"]
+        .as_f64()
+        .expect("the main thread's CPU");
+    let process = c["window_cpu_per_process_s"][0]
+        .as_f64()
+        .expect("process CPU")
         / c["window_s"].as_f64().expect("window");
-    assert!((main / process - 1.0).abs() <= 0.1, "{main} against {process}");
-    let preempted = c["busiest_preempted_share"].as_f64().expect("preempted share");
+    assert!(
+        (main / process - 1.0).abs() <= 0.1,
+        "{main} against {process}"
+    );
+    let preempted = c["busiest_preempted_share"]
+        .as_f64()
+        .expect("preempted share");
     assert!((0.0..=1.0).contains(&preempted), "{preempted}");
     // The audit's own sampling stays well under 5 % of a core.
     let sampler = o["client"]["sampler_cpu_s"].as_f64().expect("sampler cpu");
