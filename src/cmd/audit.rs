@@ -323,6 +323,9 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
                 "== offered {} req/s x {} tokens",
                 o.rate_per_s, o.output_tokens
             )?;
+            if let Some(w) = p.wire_account() {
+                w.write(out)?;
+            }
         }
         let simulated = reading
             .as_ref()

@@ -85,6 +85,26 @@ impl WireAccount {
     pub fn beyond_s(&self) -> f64 {
         self.excess_s - self.wire_s() - self.lateness_s.unwrap_or(0.0)
     }
+
+    /// The account in one line for a terminal.
+    pub fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        let f = format_seconds;
+        let own = self.lateness_s.map_or(String::new(), |l| {
+            format!(" and its own lateness ({}, inside its TTFT)", f(l))
+        });
+        writeln!(
+            out,
+            "  the wire (this machine's loopback, measured after the client): one way {} at the mean, lone \
+             messages at {:.0} a second; the request and its first chunk cross it once each, {} of the {} \
+             mean TTFT excess; beyond the wire{own} the client adds {} ({:+.0}% of its excess)",
+            f(self.one_way_s),
+            self.rate_per_s,
+            f(self.wire_s()),
+            f(self.excess_s),
+            f(self.beyond_s()),
+            100.0 * self.beyond_s() / self.excess_s
+        )
+    }
 }
 
 /// The client's loop simulated as it runs ([`LoopPrediction`]), held against what this
@@ -637,21 +657,7 @@ impl AuditReport {
             )?,
         }
         if let Some(w) = self.wire_account() {
-            let own = w.lateness_s.map_or(String::new(), |l| {
-                format!(" and its own lateness ({}, inside its TTFT)", f(l))
-            });
-            writeln!(
-                out,
-                "  the wire (this machine's loopback, measured after the client): one way {} at the mean, lone \
-                 messages at {:.0} a second; the request and its first chunk cross it once each, {} of the {} \
-                 mean TTFT excess; beyond the wire{own} the client adds {} ({:+.0}% of its excess)",
-                f(w.one_way_s),
-                w.rate_per_s,
-                f(w.wire_s()),
-                f(w.excess_s),
-                f(w.beyond_s()),
-                100.0 * w.beyond_s() / w.excess_s
-            )?;
+            w.write(out)?;
         }
         let Some(p) = p else {
             writeln!(
