@@ -82,9 +82,10 @@ pub struct AuditFlags {
     /// every other known tool's its own).
     #[arg(long, requires = "loop_reading")]
     pub clock: Option<ClockStart>,
-    /// After each audit, measure the wire: this machine's loopback floor, idle and at the
-    /// chunk rate the audit streamed (4 s), and take the mean TTFT excess apart into the
-    /// wire, the client's own lateness (where its TTFT holds it) and the rest.
+    /// After each audit, measure the wire: one way over loopback for lone messages at the
+    /// rate the audit's requests reached the server (3 s), and take the mean TTFT excess
+    /// apart into the wire both ways, the client's own lateness (where its TTFT holds it)
+    /// and the rest.
     #[arg(long, conflicts_with = "from")]
     pub wire: bool,
     /// Write the audit (with every request the server answered) to this JSON file.

@@ -63,7 +63,7 @@ impl WireAccount {
     /// reports no mean TTFT). Its lateness counts only where its TTFT starts at the
     /// intended send; a tool that starts at its own send leaves it out of its TTFT.
     pub fn of(reported: &Reported, truth: &Truth, wire: &Wire) -> Option<Self> {
-        let excess_s = reported.ttft?.mean_s? - truth.ttft.mean_s;
+        let excess_s = ttft_excess_s(Some(reported), truth)[0]?;
         let lateness_s = match reported.clock() {
             ClockStart::Intended => reported.send_lag.and_then(|l| l.mean_s),
             ClockStart::OwnSend => None,
@@ -104,6 +104,20 @@ impl WireAccount {
             f(self.beyond_s()),
             100.0 * self.beyond_s() / self.excess_s
         )
+    }
+}
+
+/// The TTFT a client added: its reported minus the server's true mean, p50, p90 and p99,
+/// seconds (None where it reports no such figure).
+fn ttft_excess_s(reported: Option<&Reported>, truth: &Truth) -> [Option<f64>; 4] {
+    let t = &truth.ttft;
+    let truth = [t.mean_s, t.p50_s, t.p90_s, t.p99_s];
+    match reported.and_then(|r| r.ttft) {
+        Some(r) => {
+            let rep = [r.mean_s, r.p50_s, r.p90_s, r.p99_s];
+            std::array::from_fn(|i| rep[i].map(|x| x - truth[i]))
+        }
+        None => [None; 4],
     }
 }
 
@@ -397,15 +411,7 @@ impl AuditReport {
     pub fn audited_load(&self) -> Option<AuditedLoad> {
         let p = self.prediction.as_ref()?;
         let t = &self.observed.truth;
-        let reported = self.observed.reported.as_ref().and_then(|r| r.ttft);
-        let truth = [t.ttft.mean_s, t.ttft.p50_s, t.ttft.p90_s, t.ttft.p99_s];
-        let excess_s = match reported {
-            Some(r) => {
-                let rep = [r.mean_s, r.p50_s, r.p90_s, r.p99_s];
-                std::array::from_fn(|i| rep[i].map(|x| x - truth[i]))
-            }
-            None => [None; 4],
-        };
+        let excess_s = ttft_excess_s(self.observed.reported.as_ref(), t);
         let busiest = self.observed.client.window_cpu_per_process_s.first()?;
         let busiest_per_request = busiest / t.completed.max(1) as f64;
         Some(AuditedLoad {
