@@ -195,12 +195,61 @@ pub struct ClientRun {
     /// core while it could still run) rather than a sleep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busiest_preempted_share: Option<f64>,
+    /// The processes that held the client's connections to the server in the load window:
+    /// the ones that read its answers and stamp them (None where not read, or in files
+    /// written before they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connected: Option<Connected>,
     /// The whole machine's cores and how many were busy on average in the load window
     /// (`/proc/stat`): the client, the mock, the audit and anything else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<MachineLoad>,
     /// Where the client's standard output and error went.
     pub logs: [PathBuf; 2],
+}
+
+/// The processes that held a client's connections to the server in an audit's load
+/// window, read from `/proc/net/tcp` and each process's descriptors every third tree
+/// reading. A client whose coordinator hands requests to worker processes has its chunks
+/// read, and stamped, in the workers: their loops are the ones a chunk waits for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Connected {
+    /// How many processes held connections.
+    pub processes: u32,
+    /// The connections they held (each process at its reading with the most).
+    pub connections: u32,
+    /// Each one's CPU in the load window, seconds, largest first.
+    pub window_cpu_per_process_s: Vec<f64>,
+    /// Whether the tree's busiest process is one of them.
+    pub holds_busiest: bool,
+    /// Their main threads' CPU, cores, summed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub main_cores: Option<f64>,
+    /// Their main threads' wait for a core each time one was put on a core, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_per_turn_s: Option<f64>,
+    /// The share of those turns that followed a preemption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempted_share: Option<f64>,
+}
+
+impl Connected {
+    fn of(h: &tree::Holders, ticks_per_s: f64) -> Self {
+        Self {
+            processes: h.processes,
+            connections: h.connections,
+            window_cpu_per_process_s: h.window_ticks.iter().map(|t| t / ticks_per_s).collect(),
+            holds_busiest: h.holds_busiest,
+            main_cores: h.main_cores,
+            wait_per_turn_s: h.wait_per_turn_s,
+            preempted_share: h.preempted_share,
+        }
+    }
+
+    /// Their CPU in the load window, seconds.
+    pub fn window_cpu_s(&self) -> f64 {
+        self.window_cpu_per_process_s.iter().sum()
+    }
 }
 
 /// The whole machine's CPU in an audit's load window.
@@ -316,19 +365,27 @@ pub struct Truth {
     pub prompt_tokens_per_request: f64,
     /// Tokens handed over in all.
     pub tokens: u64,
-    /// Arrival to the first token handed to the connection.
+    /// The whole request's arrival (its body's end) to the first token handed to the
+    /// connection: the server's own latency.
     pub ttft: Dist,
     /// Per request: first to last token over the gaps between them.
     pub itl: Dist,
-    /// Arrival to the last token handed to the connection.
+    /// The whole request's arrival to the last token handed to the connection.
     pub e2e: Dist,
+    /// Per completed request: how long its body trailed its head at the server. The
+    /// client's own time (it wrote the body apart and later), inside the TTFT it reports
+    /// and outside the server's; near zero for a client that writes a request at once.
+    /// Audits written before it was recorded read it as empty.
+    #[serde(default)]
+    pub upload: Dist,
 }
 
 impl Truth {
     /// Reads the journal.
     pub fn of(served: &[Served]) -> Self {
         let mut errors: Vec<(u16, u64)> = Vec::new();
-        let (mut ttft, mut itl, mut e2e) = (
+        let (mut ttft, mut itl, mut e2e, mut upload) = (
+            Recorder::default(),
             Recorder::default(),
             Recorder::default(),
             Recorder::default(),
@@ -350,8 +407,9 @@ impl Truth {
             };
             completed += 1;
             prompt += u64::from(s.prompt_tokens);
-            ttft.record(first.saturating_sub(s.arrival_ns));
-            e2e.record(last.saturating_sub(s.arrival_ns));
+            ttft.record(first.saturating_sub(s.received()));
+            e2e.record(last.saturating_sub(s.received()));
+            upload.record(s.upload_ns());
             if s.tokens > 1 {
                 itl.record(last.saturating_sub(first) / u64::from(s.tokens - 1));
             }
@@ -395,6 +453,7 @@ impl Truth {
             ttft: ttft.summary(),
             itl: itl.summary(),
             e2e: e2e.summary(),
+            upload: upload.summary(),
         }
     }
 }
@@ -506,6 +565,7 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
     let stdout = File::create(&logs[0]).map_err(work(logs[0].clone()))?;
     let stderr = File::create(&logs[1]).map_err(work(logs[1].clone()))?;
     let mut sampler = tree::TreeSampler::new();
+    sampler.follow_connections_to(addr.port());
     let start = Instant::now();
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
@@ -602,6 +662,9 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
         busiest_wait_per_turn_s: sampler.busiest_wait_per_turn(from, to),
         busiest_preempted_share: sampler.busiest_preempted_share(from, to),
         busiest_main_cores: sampler.busiest_main_cores(from, to),
+        connected: sampler
+            .connection_holders(from, to)
+            .map(|h| Connected::of(&h, tps)),
         machine: sampler
             .machine_busy(from, to)
             .map(|(cores, busy_cores)| MachineLoad { cores, busy_cores }),
@@ -698,6 +761,7 @@ mod tests {
     fn served(arrival_ms: u64, ttft_ms: u64, tokens: u32, status: u16) -> Served {
         Served {
             arrival_ns: arrival_ms * 1_000_000,
+            received_ns: arrival_ms * 1_000_000,
             status,
             first_token_ns: (status == 200).then_some((arrival_ms + ttft_ms) * 1_000_000),
             last_token_ns: (status == 200).then_some((arrival_ms + ttft_ms + 10) * 1_000_000),
@@ -725,6 +789,25 @@ mod tests {
         assert!((t.itl.mean_s - 0.001).abs() < 1e-6);
         assert!((t.e2e.mean_s - 0.015).abs() < 2e-5);
         assert_eq!(t.tokens_per_request, 11.0);
+        assert_eq!(t.upload.max_s, 0.0);
+    }
+
+    /// A body that trails its head is the client's time: the server's latency starts when
+    /// the whole request is in, and the wait is counted apart. Files written before the
+    /// body's arrival was recorded (0) read as a request that came whole.
+    #[test]
+    fn truth_starts_when_the_whole_request_is_in() {
+        let mut v: Vec<Served> = (0..11).map(|i| served(i * 100, 5, 11, 200)).collect();
+        // The first request's body came 3 ms after its head, 2 ms before its first token.
+        v[0].received_ns = 3_000_000;
+        // The second one's stamp was never recorded.
+        v[1].received_ns = 0;
+        let t = Truth::of(&v);
+        let mean_ttft = (2.0 + 10.0 * 5.0) / 11.0 * 1e-3;
+        assert!((t.ttft.mean_s - mean_ttft).abs() < 1e-6, "{}", t.ttft.mean_s);
+        assert!((t.upload.mean_s - 3e-3 / 11.0).abs() < 1e-6);
+        assert!((t.upload.max_s - 3e-3).abs() < 1e-5);
+        assert!((t.achieved_rate_per_s - 10.0).abs() < 1e-9);
     }
 
     #[test]

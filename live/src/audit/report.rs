@@ -549,6 +549,33 @@ impl AuditReport {
                 w * 1e3
             )?;
         }
+        if let Some(h) = &c.connected {
+            let cores = h.window_cpu_s() / c.window_s.max(1e-9);
+            let busiest = if h.holds_busiest {
+                "the busiest among them"
+            } else {
+                "not the busiest: that one held none"
+            };
+            let main = h.wait_per_turn_s.map_or(String::new(), |w| {
+                format!(
+                    "; their main threads ran {} cores and waited {} for a core each time they were put on one",
+                    h.main_cores.map_or("-".into(), |m| format!("{m:.2}")),
+                    format_seconds(w)
+                )
+            });
+            writeln!(
+                out,
+                "  {} process(es) held its {} connection(s) to the server and read its answers ({busiest}):                  {cores:.2} cores, by process {}{main}",
+                h.processes,
+                h.connections,
+                h.window_cpu_per_process_s
+                    .iter()
+                    .take(4)
+                    .map(|s| format!("{s:.2}s"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )?;
+        }
         if let Some(m) = c.machine {
             writeln!(
                 out,
@@ -603,6 +630,17 @@ impl AuditReport {
             f(t.e2e.p50_s),
             f(t.e2e.p99_s)
         )?;
+        // Bodies that trailed their heads by more than a packet's way: the client wrote
+        // them apart and late, time in its TTFT that the truth leaves out.
+        if t.upload.count > 0 && t.upload.p99_s >= 1e-4 {
+            writeln!(
+                out,
+                "  the client's bodies trailed their heads (its own time, in its TTFT, not in the truth): mean {}  p99 {}  max {}",
+                f(t.upload.mean_s),
+                f(t.upload.p99_s),
+                f(t.upload.max_s)
+            )?;
+        }
         match &o.reported {
             Some(r) => {
                 writeln!(
@@ -784,6 +822,7 @@ mod tests {
         let served: Vec<Served> = (0..4)
             .map(|i| Served {
                 arrival_ns: 1_000_000 * i,
+                received_ns: 1_000_000 * i,
                 status: 200,
                 first_token_ns: Some(1_000_000 * i + 100_000),
                 last_token_ns: Some(1_000_000 * i + 100_000),

@@ -174,6 +174,48 @@ fn core_wait_ratio(run_ns: u64, wait_ns: u64) -> Option<f64> {
     (run_ns > 0).then(|| wait_ns as f64 / run_ns as f64)
 }
 
+/// The inodes of the TCP sockets in a `/proc/net/tcp` or `/proc/net/tcp6` table whose
+/// remote end is `port`: on loopback, the client's ends of its connections to a server
+/// listening there (the server's own ends have it as their local port).
+pub fn parse_tcp_peers(table: &str, port: u16) -> Vec<u64> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let remote = fields.get(2)?;
+            let (_, hex_port) = remote.rsplit_once(':')?;
+            (u16::from_str_radix(hex_port, 16).ok()? == port).then_some(())?;
+            fields.get(9)?.parse::<u64>().ok().filter(|&inode| inode > 0)
+        })
+        .collect()
+}
+
+/// The socket inode a `/proc/PID/fd` link names (`socket:[12345]`), if it names one.
+pub fn parse_socket_link(link: &str) -> Option<u64> {
+    link.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// The inodes of every TCP socket on this machine connected to `port`.
+fn sockets_to(port: u16) -> HashSet<u64> {
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|path| fs::read_to_string(path).ok())
+        .flat_map(|table| parse_tcp_peers(&table, port))
+        .collect()
+}
+
+/// How many of `pid`'s open descriptors are among `sockets`.
+fn holds(pid: i32, sockets: &HashSet<u64>) -> u32 {
+    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    dir.filter_map(|e| fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|link| parse_socket_link(link.to_str()?))
+        .filter(|inode| sockets.contains(inode))
+        .count() as u32
+}
+
 /// Whether `pid` has ended and waits to be reaped.
 pub fn is_zombie(pid: i32) -> bool {
     read_stat(pid).is_some_and(|s| s.state == b'Z')
@@ -197,6 +239,26 @@ pub fn available() -> bool {
 /// The kernel's clock ticks per second.
 pub fn ticks_per_second() -> u64 {
     rustix::param::clock_ticks_per_second()
+}
+
+/// The processes that held a client's connections to the server in a window
+/// ([`TreeSampler::connection_holders`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Holders {
+    /// How many.
+    pub processes: u32,
+    /// The connections they held, each process counted at its reading with the most.
+    pub connections: u32,
+    /// Each one's own CPU in the window, clock ticks, largest first.
+    pub window_ticks: Vec<f64>,
+    /// Whether the busiest process of the tree is one of them.
+    pub holds_busiest: bool,
+    /// Their main threads' CPU, cores, summed.
+    pub main_cores: Option<f64>,
+    /// Their main threads' wait for a core per turn on one, over all their turns, seconds.
+    pub wait_per_turn_s: Option<f64>,
+    /// The share of their main threads' turns that followed a preemption.
+    pub preempted_share: Option<f64>,
 }
 
 /// A process's identity: pid and start time (pids are reused).
@@ -237,6 +299,11 @@ pub struct TreeSampler {
     preempt_history: Vec<Sample>,
     /// Every sample: when, and the whole machine's ticks.
     machine_history: Vec<(u64, MachineTicks)>,
+    /// The server's port, whose connections are followed (None: not followed).
+    server_port: Option<u16>,
+    /// Every third sample while a port is followed: when, and each process holding
+    /// connections to it with their number.
+    connection_history: Vec<(u64, Vec<(Key, u32)>)>,
 }
 
 impl TreeSampler {
@@ -259,7 +326,15 @@ impl TreeSampler {
             turn_history: Vec::new(),
             preempt_history: Vec::new(),
             machine_history: Vec::new(),
+            server_port: None,
+            connection_history: Vec::new(),
         }
+    }
+
+    /// Follows which processes hold connections to a server on `port` (every third
+    /// sample: a client's connections live for many requests).
+    pub fn follow_connections_to(&mut self, port: u16) {
+        self.server_port = Some(port);
     }
 
     /// Reads the tree once: every live descendant of this process.
@@ -323,6 +398,18 @@ impl TreeSampler {
             .and_then(parse_proc_stat)
         {
             self.machine_history.push((now, m));
+        }
+        if let Some(port) = self.server_port.filter(|_| self.samples % 3 == 0) {
+            let sockets = sockets_to(port);
+            let held: Vec<(Key, u32)> = if sockets.is_empty() {
+                Vec::new()
+            } else {
+                live.iter()
+                    .map(|k| (*k, holds(k.0, &sockets)))
+                    .filter(|(_, n)| *n > 0)
+                    .collect()
+            };
+            self.connection_history.push((now, held));
         }
         self.samples += 1;
         self.max_processes = self.max_processes.max(processes);
@@ -487,6 +574,60 @@ impl TreeSampler {
         ))
     }
 
+    /// The processes that held connections to the followed server at some reading between
+    /// `from_ns` and `to_ns`, and what they spent: the ones that read the server's answers,
+    /// and so stamp them. None where no port was followed or no reading there found one.
+    pub fn connection_holders(&self, from_ns: u64, to_ns: u64) -> Option<Holders> {
+        let mut most: HashMap<Key, u32> = HashMap::new();
+        for (_, held) in self
+            .connection_history
+            .iter()
+            .filter(|(t, _)| (from_ns..=to_ns).contains(t))
+        {
+            for (k, n) in held {
+                let m = most.entry(*k).or_default();
+                *m = (*m).max(*n);
+            }
+        }
+        if most.is_empty() {
+            return None;
+        }
+        let keys: Vec<Key> = most.keys().copied().collect();
+        let (start, end) = (self.own_at(from_ns), self.own_at(to_ns));
+        let spent = |k: &Key| {
+            (end.get(k).copied().unwrap_or(0.0) - start.get(k).copied().unwrap_or(0.0)).max(0.0)
+        };
+        let mut window_ticks: Vec<f64> = keys.iter().map(spent).collect();
+        window_ticks.sort_unstable_by(|a, b| b.total_cmp(a));
+        let sum = |history: &[Sample]| -> Option<u64> {
+            keys.iter()
+                .filter_map(|k| growth_of(history, *k, from_ns, to_ns))
+                .reduce(|a, b| a + b)
+        };
+        let turns = sum(&self.turn_history).filter(|&t| t > 0);
+        let main_cores = keys
+            .iter()
+            .filter_map(|k| {
+                let inside = readings_of(&self.run_history, *k, from_ns, to_ns);
+                let (first, last) = (inside.first()?, inside.last()?);
+                (last.0 > first.0)
+                    .then(|| last.1.saturating_sub(first.1) as f64 / (last.0 - first.0) as f64)
+            })
+            .reduce(|a, b| a + b);
+        Some(Holders {
+            processes: keys.len() as u32,
+            connections: most.values().sum(),
+            window_ticks,
+            holds_busiest: self.busiest(from_ns, to_ns).is_some_and(|b| most.contains_key(&b)),
+            main_cores,
+            wait_per_turn_s: turns
+                .and_then(|t| Some(sum(&self.wait_history)? as f64 * 1e-9 / t as f64)),
+            preempted_share: turns.and_then(|t| {
+                Some((sum(&self.preempt_history)? as f64 / t as f64).min(1.0))
+            }),
+        })
+    }
+
     /// The process with the most ticks of its own between `from_ns` and `to_ns`.
     fn busiest(&self, from_ns: u64, to_ns: u64) -> Option<(i32, u64)> {
         let (start, end) = (self.own_at(from_ns), self.own_at(to_ns));
@@ -649,6 +790,57 @@ mod tests {
             "{busy} busy, the spinner {spun}"
         );
         assert!(busy <= f64::from(cores) + 0.05, "{busy} of {cores}");
+    }
+
+    #[test]
+    fn tcp_tables_and_socket_links_parse() {
+        // The header, a listener on 0x1F90 (8080), a client's end connected to it from
+        // port 0x9C40, the server's end of that connection, and an IPv6 client's end.
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1001 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:9C40 0100007F:1F90 01 00000000:00000000 00:00000000 00000000     0        0 1002 1 0000000000000000 20 4 30 10 -1
+   2: 0100007F:1F90 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 1003 1 0000000000000000 20 4 30 10 -1
+   3: 00000000000000000000000001000000:9C41 00000000000000000000000001000000:1F90 01 00000000:00000000 00:00000000 00000000     0        0 1004 1 0000000000000000 20 4 30 10 -1
+";
+        assert_eq!(parse_tcp_peers(table, 8080), vec![1002, 1004]);
+        assert!(parse_tcp_peers(table, 8081).is_empty());
+        assert_eq!(parse_socket_link("socket:[1002]"), Some(1002));
+        assert_eq!(parse_socket_link("pipe:[1002]"), None);
+        assert_eq!(parse_socket_link("/dev/null"), None);
+    }
+
+    /// Two children, one holding a connection to a listener here and one not: the
+    /// sampler finds the one that holds it, and only while it holds it.
+    #[test]
+    fn the_processes_holding_connections_are_found() {
+        if !available() || !std::path::Path::new("/proc/net/tcp").exists() {
+            return;
+        }
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let holder = std::process::Command::new("bash")
+            .args(["-c", &format!("exec 3<>/dev/tcp/127.0.0.1/{port}; sleep 2")])
+            .spawn()
+            .unwrap();
+        let idle = std::process::Command::new("sleep").arg("2").spawn().unwrap();
+        let _accepted = listener.accept().unwrap();
+        let mut sampler = TreeSampler::new();
+        sampler.follow_connections_to(port);
+        let from = crate::time::mono_ns();
+        for _ in 0..6 {
+            sampler.sample();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let to = crate::time::mono_ns();
+        let h = sampler.connection_holders(from, to).expect("a holder");
+        assert_eq!((h.processes, h.connections), (1, 1), "{h:?}");
+        assert_eq!(h.window_ticks.len(), 1);
+        // Nothing was read before the window.
+        assert!(sampler.connection_holders(0, from.saturating_sub(1)).is_none());
+        for mut c in [holder, idle] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 
     #[test]

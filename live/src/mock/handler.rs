@@ -18,7 +18,7 @@ use super::job::Job;
 use super::journal::Served;
 use super::state::ServerState;
 use super::{MAX_BODY_BYTES, VOCABULARY};
-use crate::net::server::Arrived;
+use crate::net::server::{Arrived, LatestRead};
 use crate::time::clock::Clock;
 
 /// Serves on `listener` until `shutdown` turns true, then lets open responses finish.
@@ -85,16 +85,24 @@ pub(super) async fn handle(
     };
     let generation = req.method() == Method::POST
         && matches!(req.uri().path(), "/v1/completions" | "/v1/chat/completions");
+    let latest_read = req.extensions().get::<LatestRead>().cloned();
     let mut r = route(req, &state).await;
     if let Some(journal) = &state.journal
         && generation
     {
+        // The body has been collected: the connection's latest read brought its end (a
+        // client sends nothing more before the answer), else it came with the head.
+        let now_ns = state.clock.stamp_ns();
+        let received_ns = latest_read
+            .map_or(arrival_ns, |l| l.ns())
+            .clamp(arrival_ns, now_ns.max(arrival_ns));
         let status = r.status().as_u16();
         r.body_mut().track = Some(Track {
             journal: journal.clone(),
             clock: state.clock.clone(),
             served: Served {
                 arrival_ns,
+                received_ns,
                 status,
                 first_token_ns: None,
                 last_token_ns: None,
@@ -359,5 +367,51 @@ pub(super) fn text(g: &GenRequest, state: &ServerState) -> (Words, &'static str)
             }
             (tokens, finish)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+
+    use crate::mock::MockServer;
+    use crate::mock::config::MockConfig;
+
+    /// A client that writes its request's head, then its body 80 ms later: the server's
+    /// truth starts when the body is in (the stamp of the read that brought it), and the
+    /// 80 ms are counted apart as the client's. Without the body's stamp the truth would
+    /// count the 80 ms as the server's, and the upload would read zero.
+    #[test]
+    fn a_body_written_late_is_the_clients_time() {
+        let (m, journal) = MockServer::start_recorded(MockConfig {
+            port: 0,
+            ..MockConfig::default()
+        })
+        .unwrap();
+        let body = r#"{"model":"heisenbench-mock","prompt":"a b c","max_tokens":4,"stream":true}"#;
+        let head = format!(
+            "POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        );
+        let mut s = TcpStream::connect(m.addr()).unwrap();
+        s.set_nodelay(true).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(head.as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(80));
+        s.write_all(body.as_bytes()).unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        let served = journal.snapshot();
+        assert_eq!(served.len(), 1);
+        let s = served[0];
+        let upload_ms = s.upload_ns() as f64 * 1e-6;
+        // The sleep is at least 80 ms; a loaded machine may add to it, never take from it.
+        assert!((79.0..2_000.0).contains(&upload_ms), "upload {upload_ms} ms");
+        let ttft_ms = (s.first_token_ns.unwrap() - s.received()) as f64 * 1e-6;
+        assert!(ttft_ms < 79.0, "the server's time to first token {ttft_ms} ms");
     }
 }

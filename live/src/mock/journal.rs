@@ -11,6 +11,13 @@ use std::sync::Mutex;
 pub struct Served {
     /// When the request's head had been read.
     pub arrival_ns: u64,
+    /// When the whole request (head and body) had reached the server: the kernel's stamp of
+    /// the read that completed its body where the server stamps arrivals, else when the
+    /// body had been collected. Later than `arrival_ns` by the time the client took to
+    /// write its body after its head; the server can start no earlier. Files written
+    /// before it was recorded read it as `arrival_ns`.
+    #[serde(default)]
+    pub received_ns: u64,
     /// The response status.
     pub status: u16,
     /// When the frame holding the first token was handed to the connection.
@@ -25,6 +32,19 @@ pub struct Served {
     pub bytes: u64,
     /// Whether the whole body was handed over (false: the client left early).
     pub complete: bool,
+}
+
+impl Served {
+    /// When the server had the whole request: where its latency starts.
+    pub fn received(&self) -> u64 {
+        self.received_ns.max(self.arrival_ns)
+    }
+
+    /// How long the request's body trailed its head at the server (the client's own
+    /// writing), ns.
+    pub fn upload_ns(&self) -> u64 {
+        self.received() - self.arrival_ns
+    }
 }
 
 /// Every generation request the server answered, in the order their bodies ended.

@@ -60,6 +60,20 @@ pub(crate) const DRAIN: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Arrived(pub(crate) u64);
 
+/// The kernel's stamp of the connection's latest read, as it changes (CLOCK_MONOTONIC ns):
+/// in each request's extensions beside [`Arrived`]. Read once the request's body has been
+/// collected, it is when the whole request had reached the server, which is later than its
+/// head where the client wrote the body apart and late.
+#[derive(Debug, Clone)]
+pub(crate) struct LatestRead(pub(crate) Arc<AtomicU64>);
+
+impl LatestRead {
+    /// The latest read's stamp (0: none yet).
+    pub(crate) fn ns(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
 /// Serves `handler` on `listener` until `shutdown` turns true, then lets open connections
 /// finish for up to `drain`. With `hand_off`, each connection yields the thread after its
 /// writes ([`HandOff`]); with `stamp_arrivals`, each request carries its [`Arrived`].
@@ -118,8 +132,12 @@ pub(crate) async fn serve<H, F, B>(
                     let svc = hyper::service::service_fn(move |mut req: Request<Incoming>| {
                         // The head is parsed once the read that completed it returned: that
                         // read's stamp is the request's arrival.
-                        if let Some(ns) = last_read.as_ref().map(|a| a.load(Relaxed)).filter(|ns| *ns > 0) {
-                            req.extensions_mut().insert(Arrived(ns));
+                        if let Some(cell) = &last_read {
+                            let ns = cell.load(Relaxed);
+                            if ns > 0 {
+                                req.extensions_mut().insert(Arrived(ns));
+                            }
+                            req.extensions_mut().insert(LatestRead(cell.clone()));
                         }
                         handler(req)
                     });
