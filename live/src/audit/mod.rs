@@ -231,6 +231,9 @@ pub struct Connected {
     /// The share of those turns that followed a preemption.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preempted_share: Option<f64>,
+    /// How the busiest one's main thread's CPU varied from one tree reading to the next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<WorkSpread>,
 }
 
 impl Connected {
@@ -243,12 +246,25 @@ impl Connected {
             main_cores: h.main_cores,
             wait_per_turn_s: h.wait_per_turn_s,
             preempted_share: h.preempted_share,
+            spread: WorkSpread::of(&h.busiest_intervals),
         }
     }
 
     /// Their CPU in the load window, seconds.
     pub fn window_cpu_s(&self) -> f64 {
         self.window_cpu_per_process_s.iter().sum()
+    }
+
+    /// The loops they make for a model that deals requests out evenly: as many as would
+    /// each carry the busiest one's CPU (their total over the busiest one's, rounded; 1 to
+    /// their number). A worker that held a connection and did little (AIPerf's second) is
+    /// not a loop taking half the requests; ten workers sharing the load evenly are ten.
+    pub fn loops(&self) -> u32 {
+        let busiest = self.window_cpu_per_process_s.first().copied().unwrap_or(0.0);
+        if busiest <= 0.0 {
+            return self.processes.max(1);
+        }
+        ((self.window_cpu_s() / busiest).round() as u32).clamp(1, self.processes.max(1))
     }
 }
 

@@ -44,8 +44,12 @@ pub struct BiasRow {
 /// The model's reading of an audit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Prediction {
-    /// Loops (busy processes) the model assumed.
+    /// Loops (processes) the model assumed.
     pub loops: u32,
+    /// Whether they are the processes that held the client's connections (else the busy
+    /// ones, or as many as the user said). Read as false from files written before.
+    #[serde(default)]
+    pub loops_hold_connections: bool,
     /// Chunks per request.
     pub chunks_per_request: f64,
     /// Whether a response reaches the client as one burst.
@@ -103,9 +107,11 @@ fn stats(m: &Mg1) -> [f64; 4] {
 /// Holds `o` against the model; `bursts`: whether the server streamed every token at
 /// once; `tolerance`: the relative error within which the bias counts as explained.
 ///
-/// `loops`: the processes that run the client's loops (default: the busy ones); the loops'
-/// CPU is that of the `loops` busiest processes, so a coordinator process left out of the
-/// count does not inflate the cost per chunk.
+/// `loops`: the processes that run the client's loops; the loops' CPU is that of the
+/// `loops` busiest processes, so a coordinator process left out of the count does not
+/// inflate the cost per chunk. By default the loops are the processes that held the
+/// client's connections to the server (they read the answers, and stamp them), with their
+/// CPU; where none was seen holding one, the busy processes.
 pub fn predict(
     o: &Observed,
     bursts: bool,
@@ -118,13 +124,28 @@ pub fn predict(
     if t.completed == 0 || t.tokens == 0 {
         return None;
     }
-    let k = loops.unwrap_or(o.client.busy_processes).max(1);
-    let cpu: f64 = o
-        .client
-        .window_cpu_per_process_s
-        .iter()
-        .take(k as usize)
-        .sum();
+    let holders = o.client.connected.as_ref().filter(|_| loops.is_none());
+    let (k, cpu) = match holders {
+        Some(h) => (h.loops(), h.window_cpu_s()),
+        None => {
+            let k = loops.unwrap_or(o.client.busy_processes).max(1);
+            let cpu = o
+                .client
+                .window_cpu_per_process_s
+                .iter()
+                .take(k as usize)
+                .sum();
+            (k, cpu)
+        }
+    };
+    let whose = match holders {
+        Some(h) if h.processes != k => format!(
+            " (the {} processes holding its connections, as loops as busy as the busiest)",
+            h.processes
+        ),
+        Some(_) => " (the processes holding its connections)".into(),
+        None => String::new(),
+    };
     let n = t.tokens_per_request.max(1.0);
     let c = cpu / t.tokens as f64;
     let rate = t.achieved_rate_per_s / f64::from(k);
@@ -132,13 +153,13 @@ pub fn predict(
     let rho_offered = o.offered.rate_per_s / f64::from(k) * n * c;
     let model = if bursts {
         format!(
-            "{k} loop(s), requests split at random; each response a burst of {n:.0} chunks costing {} each: \
+            "{k} loop(s){whose}, requests split at random; each response a burst of {n:.0} chunks costing {} each: \
              M/D/1 of bursts, the first chunk waits for the work before it",
             heisenbench_model::units::format_seconds(c)
         )
     } else {
         format!(
-            "{k} loop(s), requests split at random; chunks spread out, each costing {}: M/D/1 of chunks",
+            "{k} loop(s){whose}, requests split at random; chunks spread out, each costing {}: M/D/1 of chunks",
             heisenbench_model::units::format_seconds(c)
         )
     };
@@ -170,6 +191,7 @@ pub fn predict(
     let (loops_needed, plan_reason) = plan(o.offered.rate_per_s, n, c, bursts, budget);
     Some(Prediction {
         loops: k,
+        loops_hold_connections: holders.is_some(),
         chunks_per_request: n,
         bursts,
         cpu_per_chunk_s: c,

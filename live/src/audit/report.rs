@@ -412,14 +412,25 @@ impl AuditReport {
         let p = self.prediction.as_ref()?;
         let t = &self.observed.truth;
         let excess_s = ttft_excess_s(self.observed.reported.as_ref(), t);
-        let busiest = self.observed.client.window_cpu_per_process_s.first()?;
+        let c = &self.observed.client;
+        // The loops are the processes holding the connections where the prediction took
+        // them: their busiest one, their spread and their wait to wake.
+        let holders = c.connected.as_ref().filter(|_| p.loops_hold_connections);
+        let busiest = match holders {
+            Some(h) => h.window_cpu_per_process_s.first()?,
+            None => c.window_cpu_per_process_s.first()?,
+        };
         let busiest_per_request = busiest / t.completed.max(1) as f64;
         Some(AuditedLoad {
             rate_per_s: t.achieved_rate_per_s,
             chunks_per_request: p.chunks_per_request,
             cpu_per_request_s: p.cpu_per_request_s,
             busiest_cpu_per_request_s: busiest_per_request,
-            cpu_spread: self.observed.client.busiest_spread.map(|s| s.cpu_spread()),
+            cpu_spread: match holders {
+                Some(h) => h.spread,
+                None => c.busiest_spread,
+            }
+            .map(|s| s.cpu_spread()),
             loops: p.loops,
             stamp: self
                 .observed
@@ -427,7 +438,9 @@ impl AuditReport {
                 .as_ref()
                 .map_or(Stamp::AfterProcessing, |r| r.stamp()),
             excess_s,
-            wake_wait_s: self.observed.client.busiest_wait_per_turn_s,
+            wake_wait_s: holders
+                .and_then(|h| h.wait_per_turn_s)
+                .or(c.busiest_wait_per_turn_s),
             arrival_scv: t.arrival_gap_scv,
         })
     }

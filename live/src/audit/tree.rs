@@ -259,6 +259,9 @@ pub struct Holders {
     pub wait_per_turn_s: Option<f64>,
     /// The share of their main threads' turns that followed a preemption.
     pub preempted_share: Option<f64>,
+    /// The main thread's CPU of the busiest of them, from one sample to the next:
+    /// (the interval, the CPU in it), nanoseconds.
+    pub busiest_intervals: Vec<(u64, u64)>,
 }
 
 /// A process's identity: pid and start time (pids are reused).
@@ -501,9 +504,14 @@ impl TreeSampler {
     /// successive samples inside `from_ns..=to_ns` that both read it. Empty where the
     /// kernel keeps no scheduler statistics.
     pub fn busiest_intervals(&self, from_ns: u64, to_ns: u64) -> Vec<(u64, u64)> {
-        let Some(key) = self.busiest(from_ns, to_ns) else {
-            return Vec::new();
-        };
+        match self.busiest(from_ns, to_ns) {
+            Some(key) => self.intervals_of(key, from_ns, to_ns),
+            None => Vec::new(),
+        }
+    }
+
+    /// One process's main thread's CPU from one sample to the next inside the window.
+    fn intervals_of(&self, key: Key, from_ns: u64, to_ns: u64) -> Vec<(u64, u64)> {
         let inside = readings_of(&self.run_history, key, from_ns, to_ns);
         inside
             .windows(2)
@@ -597,6 +605,10 @@ impl TreeSampler {
         let spent = |k: &Key| {
             (end.get(k).copied().unwrap_or(0.0) - start.get(k).copied().unwrap_or(0.0)).max(0.0)
         };
+        let busiest = keys
+            .iter()
+            .max_by(|a, b| spent(a).total_cmp(&spent(b)))
+            .copied();
         let mut window_ticks: Vec<f64> = keys.iter().map(spent).collect();
         window_ticks.sort_unstable_by(|a, b| b.total_cmp(a));
         let sum = |history: &[Sample]| -> Option<u64> {
@@ -625,6 +637,7 @@ impl TreeSampler {
             preempted_share: turns.and_then(|t| {
                 Some((sum(&self.preempt_history)? as f64 / t as f64).min(1.0))
             }),
+            busiest_intervals: busiest.map_or_else(Vec::new, |k| self.intervals_of(k, from_ns, to_ns)),
         })
     }
 
