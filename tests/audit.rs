@@ -166,6 +166,20 @@ fn audit_finds_a_clients_cost_and_predicts_its_bias() {
         .as_f64()
         .expect("preempted share");
     assert!((0.0..=1.0).contains(&preempted), "{preempted}");
+    // Its one process held its connection(s) to the server, and is the model's one loop.
+    let held = &c["connected"];
+    assert_eq!(held["processes"].as_u64(), Some(1), "{held}");
+    assert!(held["connections"].as_u64() >= Some(1), "{held}");
+    assert_eq!(held["holds_busiest"].as_bool(), Some(true), "{held}");
+    assert_eq!(p["loops"].as_u64(), Some(1), "{p}");
+    assert_eq!(p["loops_hold_connections"].as_bool(), Some(true), "{p}");
+    // Every completed request's body was timed against its head.
+    assert_eq!(
+        o["truth"]["upload"]["count"].as_u64(),
+        Some(scheduled),
+        "{}",
+        o["truth"]
+    );
     // The audit's own sampling stays well under 5 % of a core.
     let sampler = o["client"]["sampler_cpu_s"].as_f64().expect("sampler cpu");
     let wall = o["client"]["wall_s"].as_f64().expect("wall");

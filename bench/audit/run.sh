@@ -90,7 +90,7 @@ for tool in $TOOLS; do
     inference-perf)
       venv "$CACHE/ip" "inference-perf==$IP_VERSION"
       CMD=("$IP_WRAP" {url} {rate} {duration} {prompt_tokens} {output_tokens} {model} {out})
-      EXTRA=(--loops 1 --label inference-perf --timeout 300s) ;;
+      EXTRA=(--label inference-perf --timeout 300s) ;;
     vllm)
       venv "$CACHE/vllm" "vllm==$VLLM_VERSION"
       CMD=(env HF_HUB_OFFLINE=1 "$CACHE/vllm/bin/vllm" bench serve --backend openai
@@ -112,7 +112,7 @@ for tool in $TOOLS; do
         --prompt-input-tokens-stddev 0 --prompt-output-tokens-mean {output_tokens}
         --prompt-output-tokens-stddev 0 --extra-inputs ignore_eos:true --random-seed 1
         --ui-type none --artifact-dir {out})
-      EXTRA=(--loops 1 --label AIPerf --timeout 300s) ;;
+      EXTRA=(--label AIPerf --timeout 300s) ;;
     guidellm)
       venv "$CACHE/guidellm" "guidellm==$GUIDELLM_VERSION"
       CMD=(env HF_HUB_OFFLINE=1 "$CACHE/guidellm/bin/guidellm" run

@@ -297,6 +297,10 @@ pub struct AuditedLoad {
     /// saw (1: Poisson; None where too few were seen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_scv: Option<f64>,
+    /// The CPU per request the audit put on the machine (the client's tree, the server
+    /// and the audit's own sampling) and the machine's cores, where they were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<(f64, u32)>,
 }
 
 impl AuditedLoad {
@@ -320,6 +324,14 @@ impl AuditedLoad {
             cpu_per_request_s: self.busiest_cpu_per_request_s,
             ..self.sample()
         }
+    }
+
+    /// The CPU per request the audit put on the machine (None where it was not read).
+    pub fn machine_sample(&self) -> Option<CostSample> {
+        self.machine.map(|(cpu, _)| CostSample {
+            cpu_per_request_s: cpu,
+            ..self.sample()
+        })
     }
 }
 
@@ -449,9 +461,14 @@ pub struct LoopPrediction {
     pub reported_s: [f64; 4],
     /// The rate the simulated loops achieved.
     pub achieved_per_s: f64,
-    /// The most requests per second the loops carry at these costs: the fewer of what the
-    /// loops' cores carry and what the busiest process's one core carries.
+    /// The most requests per second the loops carry at these costs: the fewest of what the
+    /// loops' cores carry, what the busiest process's one core carries and what the
+    /// machine's cores carry of the whole machine's work.
     pub saturation_per_s: f64,
+    /// The whole machine's costs (the client's tree, the server and the audit) and its
+    /// cores, where they were fitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<(LoopCosts, u32)>,
     /// The busiest process's own costs, where they were fitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busiest: Option<LoopCosts>,
@@ -481,6 +498,24 @@ impl LoopPrediction {
             self.saturation_per_s = self
                 .saturation_per_s
                 .min(b.saturation_per_s(self.chunks_per_request, 1));
+        }
+        self
+    }
+
+    /// The rate at which the machine's `cores` would all be busy with work costing
+    /// `machine` (the client's processes, the server and the audit together).
+    pub fn machine_saturation_per_s(&self) -> Option<f64> {
+        self.machine
+            .map(|(m, cores)| m.saturation_per_s(self.chunks_per_request, cores))
+    }
+
+    /// The same prediction with the whole machine's costs, and the saturation its cores
+    /// bound: a client whose work is spread over many processes runs out of cores before
+    /// any one process runs out of its own.
+    pub fn with_machine(mut self, machine: Option<(LoopCosts, u32)>) -> Self {
+        self.machine = machine;
+        if let Some(m) = self.machine_saturation_per_s() {
+            self.saturation_per_s = self.saturation_per_s.min(m);
         }
         self
     }

@@ -172,6 +172,7 @@ pub fn simulate(
         achieved_per_s: r.achieved_qps,
         saturation_per_s: costs.saturation_per_s(chunks, load.loops.max(1)),
         busiest: None,
+        machine: None,
         wake_wait_s: (load.wake_wait_s > 0.0).then_some(load.wake_wait_s),
         wake_wait_from: String::new(),
         wake_wait_law: None,
@@ -435,7 +436,19 @@ pub fn read_loop(
             excess_s: a.excess_s,
         })
         .collect();
-    let mut fitted = fit_loop(&costs, clock, &targets)?.with_busiest(busiest);
+    // The whole machine's work the same way, where every audit read it (checked first, so
+    // the fallback below is never taken).
+    let machine = shorter
+        .iter()
+        .chain(longs)
+        .all(|a| a.machine.is_some())
+        .then(|| fit(|a| a.machine_sample().unwrap_or_else(|| a.sample())).ok())
+        .flatten()
+        .zip(long.machine.map(|(_, cores)| cores))
+        .map(|((c, _), cores)| (c, cores));
+    let mut fitted = fit_loop(&costs, clock, &targets)?
+        .with_busiest(busiest)
+        .with_machine(machine);
     // The wait to wake each audit read, as a line in the loops' CPU a second: the fitted
     // audits run with their own, every other is predicted with the line at its load.
     let readings: Vec<(f64, f64)> = shorter
@@ -488,7 +501,8 @@ pub fn predict_audit(
         fitted.clock,
         &load,
     )?
-    .with_busiest(fitted.busiest);
+    .with_busiest(fitted.busiest)
+    .with_machine(fitted.machine);
     p.before_send_from.clone_from(&fitted.before_send_from);
     p.wake_wait_law = fitted.wake_wait_law;
     if let Some(law) = fitted.wake_wait_law {
@@ -858,6 +872,7 @@ mod tests {
                 excess_s: p.reported_s.map(Some),
                 wake_wait_s: None,
                 arrival_scv: None,
+                machine: None,
             }
         };
         let (short, long) = (audit(20), audit(200));
@@ -898,6 +913,7 @@ mod tests {
                 excess_s: p.reported_s.map(Some),
                 wake_wait_s: Some(wake(rate * cpu)),
                 arrival_scv: None,
+                machine: None,
             }
         };
         let (short, long) = (audit(50.0, 20), audit(50.0, 200));
@@ -945,6 +961,7 @@ mod tests {
                 excess_s: p.reported_s.map(Some),
                 wake_wait_s: None,
                 arrival_scv: None,
+                machine: None,
             }
         };
         let (short, short_fast, long) = (audit(50.0, 20), audit(100.0, 20), audit(50.0, 200));
@@ -965,5 +982,42 @@ mod tests {
             (r.fitted.saturation_per_s - 0.95 / (0.75 * 3.5e-3)).abs() < 1e-6,
             "{r:?}"
         );
+        assert!(r.fitted.machine.is_none());
+
+        // The same client on a machine of 2 cores whose work (the client's other
+        // processes, the server) is 0.4 cores a second and three times the loops' a
+        // request: the cores are full at 1.6 / 10.5 ms = 152 req/s, before any process is.
+        let on_machine = |a: AuditedLoad| AuditedLoad {
+            machine: Some((
+                0.4 / a.rate_per_s + 3.0 * costs.request_s(a.chunks_per_request),
+                2,
+            )),
+            ..a
+        };
+        let r = read_loop(
+            &[on_machine(short), on_machine(short_fast)],
+            &[on_machine(long)],
+            ClockStart::OwnSend,
+            3,
+        )
+        .unwrap();
+        let (m, cores) = r.fitted.machine.expect("the machine fitted");
+        assert_eq!(cores, 2);
+        assert!((m.per_second - 0.4).abs() < 1e-9, "{m:?}");
+        let expected = 1.6 / (3.0 * 3.5e-3);
+        assert!(
+            (r.fitted.machine_saturation_per_s().unwrap() - expected).abs() < 1e-6,
+            "{r:?}"
+        );
+        assert!((r.fitted.saturation_per_s - expected).abs() < 1e-6, "{r:?}");
+        // One audit without the machine's reading: no machine bound.
+        let r = read_loop(
+            &[on_machine(short), short_fast],
+            &[on_machine(long)],
+            ClockStart::OwnSend,
+            3,
+        )
+        .unwrap();
+        assert!(r.fitted.machine.is_none());
     }
 }

@@ -284,9 +284,15 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
         super::check_out_dir(d)?;
     }
     let mut series = AuditSeries::read(from).map_err(Failure::Usage)?;
-    if a.loops.is_some() {
+    let holders_read = series
+        .calibration
+        .iter()
+        .chain(&series.points)
+        .any(|r| r.observed.client.connected.is_some());
+    if a.loops.is_some() || holders_read {
         // Another reading of the client's layout: every audit's closed-form reading made
-        // again with that many loops, which the simulated loop then takes.
+        // again with that many loops, or with the processes that held its connections
+        // where the file has them, which the simulated loop then takes.
         let budget = a.budget()?;
         for r in series
             .calibration

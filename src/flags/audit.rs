@@ -57,8 +57,10 @@ pub struct AuditFlags {
     /// Relative error within which the TTFT excess counts as explained by the model.
     #[arg(long, default_value_t = 0.25)]
     pub tolerance: f64,
-    /// The client's loops: its N busiest processes (default: every process that spent a
-    /// tenth of the tree's CPU). Give 1 for a client with one worker beside a coordinator.
+    /// The client's loops: its N busiest processes. Default: the processes that held its
+    /// connections to the server (they read and stamp the answers), as many loops as carry
+    /// the busiest one's load; where none was seen holding one, every process that spent a
+    /// tenth of the tree's CPU.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub loops: Option<u32>,
     /// Where the client's results and logs go ({out} is a folder inside); default: a

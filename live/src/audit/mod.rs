@@ -204,12 +204,16 @@ pub struct ClientRun {
     /// (`/proc/stat`): the client, the mock, the audit and anything else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<MachineLoad>,
+    /// The audit's own process's CPU in the load window, in cores: the mock's threads and
+    /// the sampler (with the tree's CPU, all the work this audit put on the machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_cores: Option<f64>,
     /// Where the client's standard output and error went.
     pub logs: [PathBuf; 2],
 }
 
 /// The processes that held a client's connections to the server in an audit's load
-/// window, read from `/proc/net/tcp` and each process's descriptors every third tree
+/// window, read from `/proc/net/tcp` and each process's descriptors every tenth tree
 /// reading. A client whose coordinator hands requests to worker processes has its chunks
 /// read, and stamped, in the workers: their loops are the ones a chunk waits for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -260,7 +264,11 @@ impl Connected {
     /// their number). A worker that held a connection and did little (AIPerf's second) is
     /// not a loop taking half the requests; ten workers sharing the load evenly are ten.
     pub fn loops(&self) -> u32 {
-        let busiest = self.window_cpu_per_process_s.first().copied().unwrap_or(0.0);
+        let busiest = self
+            .window_cpu_per_process_s
+            .first()
+            .copied()
+            .unwrap_or(0.0);
         if busiest <= 0.0 {
             return self.processes.max(1);
         }
@@ -684,6 +692,7 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
         machine: sampler
             .machine_busy(from, to)
             .map(|(cores, busy_cores)| MachineLoad { cores, busy_cores }),
+        audit_cores: sampler.own_cores(from, to),
         logs,
     };
     let truth = Truth::of(&served);
@@ -820,7 +829,11 @@ mod tests {
         v[1].received_ns = 0;
         let t = Truth::of(&v);
         let mean_ttft = (2.0 + 10.0 * 5.0) / 11.0 * 1e-3;
-        assert!((t.ttft.mean_s - mean_ttft).abs() < 1e-6, "{}", t.ttft.mean_s);
+        assert!(
+            (t.ttft.mean_s - mean_ttft).abs() < 1e-6,
+            "{}",
+            t.ttft.mean_s
+        );
         assert!((t.upload.mean_s - 3e-3 / 11.0).abs() < 1e-6);
         assert!((t.upload.max_s - 3e-3).abs() < 1e-5);
         assert!((t.achieved_rate_per_s - 10.0).abs() < 1e-9);

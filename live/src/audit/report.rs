@@ -334,9 +334,17 @@ impl Simulated {
             ),
             None => String::new(),
         };
+        let machine = match (p.machine, p.machine_saturation_per_s()) {
+            (Some((m, cores)), Some(rate)) => format!(
+                "; the machine's {cores} cores full at {rate:.0} req/s (the client, the mock and the audit: {} a request, {:.2} core(s) a second besides)",
+                f(m.request_s(p.chunks_per_request)),
+                m.per_second
+            ),
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "  saturates at {:.0} req/s x {:.0} tokens ({} loop(s) at {} a request{busiest}); this audit: {:.0} req/s",
+            "  saturates at {:.0} req/s x {:.0} tokens ({} loop(s) at {} a request{busiest}{machine}); this audit: {:.0} req/s",
             p.saturation_per_s,
             p.chunks_per_request,
             p.loops,
@@ -442,6 +450,14 @@ impl AuditReport {
                 .and_then(|h| h.wait_per_turn_s)
                 .or(c.busiest_wait_per_turn_s),
             arrival_scv: t.arrival_gap_scv,
+            // The work this audit put on the machine: the client's tree, the mock and the
+            // sampler (not whatever else the machine ran meanwhile).
+            machine: match (c.machine, c.window_cpu_s, c.audit_cores) {
+                (Some(m), Some(tree), Some(audit)) if t.completed > 0 => {
+                    Some(((tree + audit * c.window_s) / t.completed as f64, m.cores))
+                }
+                _ => None,
+            },
         })
     }
 

@@ -186,14 +186,21 @@ pub fn parse_tcp_peers(table: &str, port: u16) -> Vec<u64> {
             let remote = fields.get(2)?;
             let (_, hex_port) = remote.rsplit_once(':')?;
             (u16::from_str_radix(hex_port, 16).ok()? == port).then_some(())?;
-            fields.get(9)?.parse::<u64>().ok().filter(|&inode| inode > 0)
+            fields
+                .get(9)?
+                .parse::<u64>()
+                .ok()
+                .filter(|&inode| inode > 0)
         })
         .collect()
 }
 
 /// The socket inode a `/proc/PID/fd` link names (`socket:[12345]`), if it names one.
 pub fn parse_socket_link(link: &str) -> Option<u64> {
-    link.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+    link.strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
 }
 
 /// The inodes of every TCP socket on this machine connected to `port`.
@@ -205,15 +212,14 @@ fn sockets_to(port: u16) -> HashSet<u64> {
         .collect()
 }
 
-/// How many of `pid`'s open descriptors are among `sockets`.
-fn holds(pid: i32, sockets: &HashSet<u64>) -> u32 {
+/// The socket inodes among `pid`'s open descriptors.
+fn sockets_of(pid: i32) -> Vec<u64> {
     let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return 0;
+        return Vec::new();
     };
     dir.filter_map(|e| fs::read_link(e.ok()?.path()).ok())
         .filter_map(|link| parse_socket_link(link.to_str()?))
-        .filter(|inode| sockets.contains(inode))
-        .count() as u32
+        .collect()
 }
 
 /// Whether `pid` has ended and waits to be reaped.
@@ -264,6 +270,11 @@ pub struct Holders {
     pub busiest_intervals: Vec<(u64, u64)>,
 }
 
+/// Connections are looked for at one tree reading in this many: reading every process's
+/// descriptors, and the TCP tables when a new socket appears, costs the audit more than the
+/// rest of a reading, and a client's connections live for many requests.
+const CONNECTIONS_EVERY: u64 = 10;
+
 /// A process's identity: pid and start time (pids are reused).
 type Key = (i32, u64);
 
@@ -304,9 +315,17 @@ pub struct TreeSampler {
     machine_history: Vec<(u64, MachineTicks)>,
     /// The server's port, whose connections are followed (None: not followed).
     server_port: Option<u16>,
-    /// Every third sample while a port is followed: when, and each process holding
+    /// Every tenth sample while a port is followed: when, and each process holding
     /// connections to it with their number.
     connection_history: Vec<(u64, Vec<(Key, u32)>)>,
+    /// Each socket inode met in a descriptor, and whether it is connected to the followed
+    /// port: the TCP tables, whose reading costs in proportion to every socket on the
+    /// machine, are read only when a socket not met before appears. A socket found in
+    /// neither table (a Unix socket, an event loop's self-pipe) is remembered as not one.
+    socket_class: HashMap<u64, bool>,
+    /// Every sample: when, and this process's own ticks (the mock's threads, the sampler
+    /// and the rest of the audit).
+    self_history: Vec<(u64, u64)>,
 }
 
 impl TreeSampler {
@@ -331,10 +350,12 @@ impl TreeSampler {
             machine_history: Vec::new(),
             server_port: None,
             connection_history: Vec::new(),
+            socket_class: HashMap::new(),
+            self_history: Vec::new(),
         }
     }
 
-    /// Follows which processes hold connections to a server on `port` (every third
+    /// Follows which processes hold connections to a server on `port` (every tenth
     /// sample: a client's connections live for many requests).
     pub fn follow_connections_to(&mut self, port: u16) {
         self.server_port = Some(port);
@@ -402,17 +423,33 @@ impl TreeSampler {
         {
             self.machine_history.push((now, m));
         }
-        if let Some(port) = self.server_port.filter(|_| self.samples % 3 == 0) {
-            let sockets = sockets_to(port);
-            let held: Vec<(Key, u32)> = if sockets.is_empty() {
-                Vec::new()
-            } else {
-                live.iter()
-                    .map(|k| (*k, holds(k.0, &sockets)))
-                    .filter(|(_, n)| *n > 0)
-                    .collect()
-            };
+        if let Some(port) = self
+            .server_port
+            .filter(|_| self.samples.is_multiple_of(CONNECTIONS_EVERY))
+        {
+            let per_process: Vec<(Key, Vec<u64>)> =
+                live.iter().map(|k| (*k, sockets_of(k.0))).collect();
+            let unknown: Vec<u64> = per_process
+                .iter()
+                .flat_map(|(_, v)| v)
+                .filter(|i| !self.socket_class.contains_key(i))
+                .copied()
+                .collect();
+            if !unknown.is_empty() {
+                let connected = sockets_to(port);
+                for inode in unknown {
+                    self.socket_class.insert(inode, connected.contains(&inode));
+                }
+            }
+            let held: Vec<(Key, u32)> = per_process
+                .iter()
+                .map(|(k, v)| (*k, v.iter().filter(|i| self.socket_class[i]).count() as u32))
+                .filter(|(_, n)| *n > 0)
+                .collect();
             self.connection_history.push((now, held));
+        }
+        if let Some(own) = read_stat(self.own_pid) {
+            self.self_history.push((now, own.own_ticks));
         }
         self.samples += 1;
         self.max_processes = self.max_processes.max(processes);
@@ -582,6 +619,22 @@ impl TreeSampler {
         ))
     }
 
+    /// This process's own CPU between `from_ns` and `to_ns`, in cores (its ticks from its
+    /// first to its last reading there over the time between them): the mock's threads,
+    /// the sampler and the rest of the audit. None with fewer than two readings.
+    pub fn own_cores(&self, from_ns: u64, to_ns: u64) -> Option<f64> {
+        let inside: Vec<&(u64, u64)> = self
+            .self_history
+            .iter()
+            .filter(|(t, _)| (from_ns..=to_ns).contains(t))
+            .collect();
+        let (first, last) = (inside.first()?, inside.last()?);
+        (last.0 > first.0).then(|| {
+            let ticks = last.1.saturating_sub(first.1) as f64;
+            ticks / ticks_per_second().max(1) as f64 / ((last.0 - first.0) as f64 * 1e-9)
+        })
+    }
+
     /// The processes that held connections to the followed server at some reading between
     /// `from_ns` and `to_ns`, and what they spent: the ones that read the server's answers,
     /// and so stamp them. None where no port was followed or no reading there found one.
@@ -630,14 +683,16 @@ impl TreeSampler {
             processes: keys.len() as u32,
             connections: most.values().sum(),
             window_ticks,
-            holds_busiest: self.busiest(from_ns, to_ns).is_some_and(|b| most.contains_key(&b)),
+            holds_busiest: self
+                .busiest(from_ns, to_ns)
+                .is_some_and(|b| most.contains_key(&b)),
             main_cores,
             wait_per_turn_s: turns
                 .and_then(|t| Some(sum(&self.wait_history)? as f64 * 1e-9 / t as f64)),
-            preempted_share: turns.and_then(|t| {
-                Some((sum(&self.preempt_history)? as f64 / t as f64).min(1.0))
-            }),
-            busiest_intervals: busiest.map_or_else(Vec::new, |k| self.intervals_of(k, from_ns, to_ns)),
+            preempted_share: turns
+                .and_then(|t| Some((sum(&self.preempt_history)? as f64 / t as f64).min(1.0))),
+            busiest_intervals: busiest
+                .map_or_else(Vec::new, |k| self.intervals_of(k, from_ns, to_ns)),
         })
     }
 
@@ -835,7 +890,10 @@ mod tests {
             .args(["-c", &format!("exec 3<>/dev/tcp/127.0.0.1/{port}; sleep 2")])
             .spawn()
             .unwrap();
-        let idle = std::process::Command::new("sleep").arg("2").spawn().unwrap();
+        let idle = std::process::Command::new("sleep")
+            .arg("2")
+            .spawn()
+            .unwrap();
         let _accepted = listener.accept().unwrap();
         let mut sampler = TreeSampler::new();
         sampler.follow_connections_to(port);
@@ -849,7 +907,11 @@ mod tests {
         assert_eq!((h.processes, h.connections), (1, 1), "{h:?}");
         assert_eq!(h.window_ticks.len(), 1);
         // Nothing was read before the window.
-        assert!(sampler.connection_holders(0, from.saturating_sub(1)).is_none());
+        assert!(
+            sampler
+                .connection_holders(0, from.saturating_sub(1))
+                .is_none()
+        );
         for mut c in [holder, idle] {
             let _ = c.kill();
             let _ = c.wait();

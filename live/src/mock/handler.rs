@@ -410,8 +410,14 @@ mod tests {
         let s = served[0];
         let upload_ms = s.upload_ns() as f64 * 1e-6;
         // The sleep is at least 80 ms; a loaded machine may add to it, never take from it.
-        assert!((79.0..2_000.0).contains(&upload_ms), "upload {upload_ms} ms");
+        assert!(
+            (79.0..2_000.0).contains(&upload_ms),
+            "upload {upload_ms} ms"
+        );
         let ttft_ms = (s.first_token_ns.unwrap() - s.received()) as f64 * 1e-6;
-        assert!(ttft_ms < 79.0, "the server's time to first token {ttft_ms} ms");
+        assert!(
+            ttft_ms < 79.0,
+            "the server's time to first token {ttft_ms} ms"
+        );
     }
 }
