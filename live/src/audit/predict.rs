@@ -140,7 +140,7 @@ pub fn predict(
     };
     let whose = match holders {
         Some(h) if h.processes != k => format!(
-            " (the {} processes holding its connections, as loops as busy as the busiest)",
+            " (the {} processes holding its connections, counted as loops as busy as their busiest)",
             h.processes
         ),
         Some(_) => " (the processes holding its connections)".into(),

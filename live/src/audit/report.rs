@@ -594,7 +594,7 @@ impl AuditReport {
             });
             writeln!(
                 out,
-                "  {} process(es) held its {} connection(s) to the server and read its answers ({busiest}):                  {cores:.2} cores, by process {}{main}",
+                "  {} process(es) held its {} connection(s) to the server and read its answers ({busiest}): {cores:.2} cores, by process {}{main}",
                 h.processes,
                 h.connections,
                 h.window_cpu_per_process_s
