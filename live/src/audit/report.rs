@@ -543,12 +543,7 @@ impl AuditReport {
                 c.window_cpu_s.unwrap_or(0.0),
                 c.window_s,
                 100.0 * c.window_cpu_s.unwrap_or(0.0) / c.window_s.max(1e-9),
-                c.window_cpu_per_process_s
-                    .iter()
-                    .take(4)
-                    .map(|s| format!("{s:.2}s"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                by_process(&c.window_cpu_per_process_s),
                 c.sampler_cpu_s,
                 100.0 * c.sampler_cpu_s / c.wall_s.max(1e-9)
             )?,
@@ -597,12 +592,7 @@ impl AuditReport {
                 "  {} process(es) held its {} connection(s) to the server and read its answers ({busiest}): {cores:.2} cores, by process {}{main}",
                 h.processes,
                 h.connections,
-                h.window_cpu_per_process_s
-                    .iter()
-                    .take(4)
-                    .map(|s| format!("{s:.2}s"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                by_process(&h.window_cpu_per_process_s),
             )?;
         }
         if let Some(m) = c.machine {
@@ -832,6 +822,16 @@ impl AuditSeries {
             _ => Err(at(&"not an `audit --out` file")),
         }
     }
+}
+
+/// The first four processes' CPU, seconds, as a list.
+fn by_process(cpu_s: &[f64]) -> String {
+    cpu_s
+        .iter()
+        .take(4)
+        .map(|s| format!("{s:.2}s"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
