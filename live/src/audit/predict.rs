@@ -50,6 +50,11 @@ pub struct Prediction {
     /// ones, or as many as the user said). Read as false from files written before.
     #[serde(default)]
     pub loops_hold_connections: bool,
+    /// The share of the loops' processes' CPU their main threads spent, where it was read
+    /// and is the greater part: the loop's own work, which the cost per chunk and per
+    /// request then hold (None: the processes' whole CPU, as in files written before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_thread_share: Option<f64>,
     /// Chunks per request.
     pub chunks_per_request: f64,
     /// Whether a response reaches the client as one burst.
@@ -146,6 +151,29 @@ pub fn predict(
         Some(_) => " (the processes holding its connections)".into(),
         None => String::new(),
     };
+    // An asyncio client runs its loop in its process's main thread; its other threads (a
+    // resolver's pool, a progress bar, a tokenizer) take a core of their own, so only the
+    // main thread's work is a queue for the chunks. Where the main thread spent less than
+    // half of the process's CPU, the loop is elsewhere and the whole process counts.
+    let main_s = match holders {
+        Some(h) => h.main_cores,
+        None => o.client.busiest_main_cores.map(|m| {
+            let busiest = o.client.window_cpu_per_process_s.first().copied();
+            m * busiest.map_or(0.0, |b| cpu / b.max(f64::MIN_POSITIVE))
+        }),
+    }
+    .map(|cores| cores * o.client.window_s);
+    let loop_thread_share = main_s
+        .map(|m| (m / cpu.max(f64::MIN_POSITIVE)).min(1.0))
+        .filter(|s| *s >= 0.5);
+    let cpu = cpu * loop_thread_share.unwrap_or(1.0);
+    let whose = match loop_thread_share {
+        Some(s) => format!(
+            "{whose}, their loops' threads {:.0}% of their CPU",
+            s * 100.0
+        ),
+        None => whose,
+    };
     let n = t.tokens_per_request.max(1.0);
     let c = cpu / t.tokens as f64;
     let rate = t.achieved_rate_per_s / f64::from(k);
@@ -192,6 +220,7 @@ pub fn predict(
     Some(Prediction {
         loops: k,
         loops_hold_connections: holders.is_some(),
+        loop_thread_share,
         chunks_per_request: n,
         bursts,
         cpu_per_chunk_s: c,
