@@ -173,6 +173,12 @@ fn audit_finds_a_clients_cost_and_predicts_its_bias() {
     assert_eq!(held["holds_busiest"].as_bool(), Some(true), "{held}");
     assert_eq!(p["loops"].as_u64(), Some(1), "{p}");
     assert_eq!(p["loops_hold_connections"].as_bool(), Some(true), "{p}");
+    // Its loop is its main thread: the model takes the thread's CPU, all but the ticks'
+    // rounding of the process's, and the thread's wait for a core per unit of it.
+    let share = p["loop_thread_share"].as_f64().expect("the loop's share");
+    assert!((0.9..=1.0).contains(&share), "{share}");
+    let wait = held["core_wait"].as_f64().expect("the holder's core wait");
+    assert!(wait.is_finite() && wait >= 0.0, "{held}");
     // Every completed request's body was timed against its head.
     assert_eq!(
         o["truth"]["upload"]["count"].as_u64(),

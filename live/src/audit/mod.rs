@@ -235,6 +235,9 @@ pub struct Connected {
     /// The share of those turns that followed a preemption.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preempted_share: Option<f64>,
+    /// Their main threads' wait for a core per unit of their CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_wait: Option<f64>,
     /// How the busiest one's main thread's CPU varied from one tree reading to the next.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread: Option<WorkSpread>,
@@ -250,6 +253,7 @@ impl Connected {
             main_cores: h.main_cores,
             wait_per_turn_s: h.wait_per_turn_s,
             preempted_share: h.preempted_share,
+            core_wait: h.core_wait,
             spread: WorkSpread::of(&h.busiest_intervals),
         }
     }

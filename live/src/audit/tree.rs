@@ -265,6 +265,8 @@ pub struct Holders {
     pub wait_per_turn_s: Option<f64>,
     /// The share of their main threads' turns that followed a preemption.
     pub preempted_share: Option<f64>,
+    /// Their main threads' wait for a core per unit of their CPU.
+    pub core_wait: Option<f64>,
     /// The main thread's CPU of the busiest of them, from one sample to the next:
     /// (the interval, the CPU in it), nanoseconds.
     pub busiest_intervals: Vec<(u64, u64)>,
@@ -691,6 +693,8 @@ impl TreeSampler {
                 .and_then(|t| Some(sum(&self.wait_history)? as f64 * 1e-9 / t as f64)),
             preempted_share: turns
                 .and_then(|t| Some((sum(&self.preempt_history)? as f64 / t as f64).min(1.0))),
+            core_wait: sum(&self.run_history)
+                .and_then(|run| core_wait_ratio(run, sum(&self.wait_history)?)),
             busiest_intervals: busiest
                 .map_or_else(Vec::new, |k| self.intervals_of(k, from_ns, to_ns)),
         })
