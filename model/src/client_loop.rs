@@ -293,12 +293,6 @@ pub struct AuditedLoad {
     /// on one, seconds (None where it was not read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_wait_s: Option<f64>,
-    /// How long the loops' main threads waited for a core after losing one while they
-    /// could still run (preempted), per second of their CPU (None where it was not read):
-    /// on a machine the client's other processes and the server keep busy, a loop's work
-    /// takes that much longer than its CPU.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preempt_wait: Option<f64>,
     /// The squared coefficient of variation of the gaps between the requests the server
     /// saw (1: Poisson; None where too few were seen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -343,8 +337,7 @@ impl AuditedLoad {
 
 /// How long a client's loop, woken by work, waits for a core before it runs, as a line in
 /// the CPU the client's loops spend per second: `base + per_core x cores` seconds, at
-/// least 0. The same line holds the wait after a preemption per second of the loop's CPU
-/// (a ratio, [`LoopPrediction::preempt_wait_law`]).
+/// least 0.
 ///
 /// On a machine the client shares with the server and its own other processes, a loop
 /// that wakes finds the cores taken more often, and for longer, as the client's own load
@@ -364,27 +357,6 @@ impl CoreWait {
     /// span less than a factor of 1.5, or a line that falls as the load rises (a wait the
     /// load does not drive), give their mean as a constant. None without readings.
     pub fn fit(readings: &[(f64, f64)]) -> Option<Self> {
-        let (line, mean) = Self::least_squares(readings)?;
-        Some(if line.per_core > 0.0 {
-            line
-        } else {
-            Self {
-                base: mean,
-                per_core: 0.0,
-            }
-        })
-    }
-
-    /// The line through `(cores, wait)` readings by least squares, rising or falling: a
-    /// wait that competition for the cores drives either way (a busier loop keeps its core
-    /// longer, a busier machine takes it more often). Readings whose loads span less than
-    /// a factor of 1.5 give their mean as a constant. None without readings.
-    pub fn fit_line(readings: &[(f64, f64)]) -> Option<Self> {
-        Self::least_squares(readings).map(|(line, _)| line)
-    }
-
-    /// The line (a constant where the loads span too little) and the mean wait.
-    fn least_squares(readings: &[(f64, f64)]) -> Option<(Self, f64)> {
         let kept: Vec<(f64, f64)> = readings
             .iter()
             .copied()
@@ -396,23 +368,26 @@ impl CoreWait {
         let n = kept.len() as f64;
         let mean_x = kept.iter().map(|p| p.0).sum::<f64>() / n;
         let mean_y = kept.iter().map(|p| p.1).sum::<f64>() / n;
+        let constant = Self {
+            base: mean_y,
+            per_core: 0.0,
+        };
         let lo = kept.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
         let hi = kept.iter().map(|p| p.0).fold(0.0, f64::max);
         if !(lo > 0.0 && hi >= 1.5 * lo) {
-            let constant = Self {
-                base: mean_y,
-                per_core: 0.0,
-            };
-            return Some((constant, mean_y));
+            return Some(constant);
         }
         let sxx: f64 = kept.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
         let sxy: f64 = kept.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
         let per_core = sxy / sxx;
-        let line = Self {
-            base: mean_y - per_core * mean_x,
-            per_core,
-        };
-        Some((line, mean_y))
+        Some(if per_core > 0.0 {
+            Self {
+                base: mean_y - per_core * mean_x,
+                per_core,
+            }
+        } else {
+            constant
+        })
     }
 
     /// The wait to wake at `cores` of the loops' CPU a second, seconds.
@@ -508,17 +483,6 @@ pub struct LoopPrediction {
     /// The law of the wait in the load, fitted on the audits that read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_wait_law: Option<CoreWait>,
-    /// The wait for a core after a preemption per second of the loop's work, simulated
-    /// (each job holds the loop `1 +` this times its CPU; None: none simulated).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preempt_wait: Option<f64>,
-    /// Where that ratio came from, as for the wait to wake.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub preempt_wait_from: String,
-    /// The law of that ratio in the loops' CPU a second, fitted on the audits that read
-    /// it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preempt_wait_law: Option<CoreWait>,
     /// The SCV of the gaps between the simulated requests (gamma renewal arrivals, as the
     /// server saw the audit's; None: Poisson).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -572,16 +536,6 @@ mod tests {
         let falling = CoreWait::fit(&[(0.2, 3e-4), (0.8, 1e-4)]).unwrap();
         assert_eq!(falling.per_core, 0.0);
         assert!((falling.base - 2e-4).abs() < 1e-12);
-        // Where a falling wait is a law (a preempted loop that keeps its core longer as it
-        // gets busier), the line is kept, and stays at zero beyond where it crosses it.
-        let kept = CoreWait::fit_line(&[(0.2, 3e-4), (0.8, 1e-4)]).unwrap();
-        assert!((kept.per_core + 1e-4 / 0.3).abs() < 1e-12, "{kept:?}");
-        assert!((kept.at(0.5) - 2e-4).abs() < 1e-12);
-        assert_eq!(kept.at(2.0), 0.0);
-        assert_eq!(
-            CoreWait::fit_line(&[(0.5, 1e-4), (0.6, 3e-4)]).map(|l| l.per_core),
-            Some(0.0)
-        );
         let close = CoreWait::fit(&[(0.5, 1e-4), (0.6, 3e-4)]).unwrap();
         assert_eq!(close.per_core, 0.0);
         assert!((close.at(5.0) - 2e-4).abs() < 1e-12);

@@ -44,9 +44,6 @@ pub struct LoopLoad {
     /// The mean wait for a core of the loop woken by work, seconds (exponential; 0: a core
     /// at once).
     pub wake_wait_s: f64,
-    /// The wait for a core after a preemption per second of the loop's CPU: each job holds
-    /// the loop `1 +` this times its cost (0: the loop keeps its core while it works).
-    pub preempt_wait: f64,
     /// The squared coefficient of variation of the gaps between requests: gamma renewal
     /// arrivals with it (None: Poisson). A tool's pacing is what it is, and the server's
     /// view of it is what the loop was given.
@@ -69,10 +66,7 @@ fn scenario(
     load: &LoopLoad,
 ) -> SimScenario {
     let chunks = load.chunks_per_request.max(1);
-    // A loop that loses its core while it works holds its queue for the wait too: the
-    // jobs last their CPU stretched by that wait (the costs stay CPU for the saturation).
-    let stretch = 1.0 + load.preempt_wait.max(0.0);
-    let a = costs.per_request_s * stretch;
+    let a = costs.per_request_s;
     let whole = costs.request_s(f64::from(chunks));
     let squares = before_send.powi(2) + (1.0 - before_send).powi(2);
     let fixed_scv = if a > 0.0 && costs.request_scv > 0.0 {
@@ -113,7 +107,7 @@ fn scenario(
             policy: Policy::Random,
             costs: EventCosts {
                 send: job(a * before_send, fixed_scv),
-                chunk: job(costs.per_chunk_s * stretch, 0.0),
+                chunk: job(costs.per_chunk_s, 0.0),
                 finish: job(a * (1.0 - before_send), fixed_scv),
                 slice_s,
                 wake: (load.wake_wait_s > 0.0).then_some(Service::Exponential {
@@ -182,9 +176,6 @@ pub fn simulate(
         wake_wait_s: (load.wake_wait_s > 0.0).then_some(load.wake_wait_s),
         wake_wait_from: String::new(),
         wake_wait_law: None,
-        preempt_wait: (load.preempt_wait > 0.0).then_some(load.preempt_wait),
-        preempt_wait_from: String::new(),
-        preempt_wait_law: None,
         arrival_scv: load.arrival_scv,
     })
 }
@@ -378,7 +369,6 @@ fn load_of(a: &AuditedLoad, seed: u64) -> LoopLoad {
         loops: a.loops.max(1),
         stamp: a.stamp,
         wake_wait_s: a.wake_wait_s.unwrap_or(0.0),
-        preempt_wait: a.preempt_wait.unwrap_or(0.0),
         arrival_scv: a.arrival_scv,
         seed,
     }
@@ -470,17 +460,6 @@ pub fn read_loop(
     if fitted.wake_wait_s.is_some() {
         fitted.wake_wait_from = "read in this audit".into();
     }
-    // The wait after a preemption the same way, but a line that falls is kept: a loop that
-    // gets busier keeps its core longer between its own sleeps.
-    let readings: Vec<(f64, f64)> = shorter
-        .iter()
-        .chain(longs)
-        .filter_map(|a| Some((a.cores(), a.preempt_wait?)))
-        .collect();
-    fitted.preempt_wait_law = CoreWait::fit_line(&readings);
-    if fitted.preempt_wait.is_some() {
-        fitted.preempt_wait_from = "read in this audit".into();
-    }
     let on = longs
         .iter()
         .map(|a| format!("{:.0} req/s", a.rate_per_s))
@@ -513,7 +492,6 @@ pub fn predict_audit(
     let cores = fitted.costs.per_second + a.rate_per_s * fitted.costs.request_s(chunks);
     let load = LoopLoad {
         wake_wait_s: fitted.wake_wait_law.map_or(0.0, |law| law.at(cores)),
-        preempt_wait: fitted.preempt_wait_law.map_or(0.0, |law| law.at(cores)),
         ..load_of(a, seed)
     };
     let mut p = simulate(
@@ -527,13 +505,6 @@ pub fn predict_audit(
     .with_machine(fitted.machine);
     p.before_send_from.clone_from(&fitted.before_send_from);
     p.wake_wait_law = fitted.wake_wait_law;
-    p.preempt_wait_law = fitted.preempt_wait_law;
-    if let Some(law) = fitted.preempt_wait_law {
-        p.preempt_wait_from = format!(
-            "the line through the audits' readings, {:.3} + {:.3} a core of the loops' CPU, at {cores:.2} cores",
-            law.base, law.per_core
-        );
-    }
     if let Some(law) = fitted.wake_wait_law {
         p.wake_wait_from = format!(
             "the line through the audits' readings, {} + {} a core of the loops' CPU, at {cores:.2} cores",
@@ -571,7 +542,6 @@ mod tests {
             loops: 1,
             stamp: Stamp::AfterProcessing,
             wake_wait_s: 0.0,
-            preempt_wait: 0.0,
             arrival_scv: None,
             seed: 3,
         }
@@ -598,31 +568,6 @@ mod tests {
         assert!((own.reported_s[1] - c).abs() < 1e-9, "{own:?}");
         assert!((p.achieved_per_s - 250.0).abs() < 0.05 * 250.0, "{p:?}");
         assert!((p.saturation_per_s - 500.0).abs() < 1e-6);
-    }
-
-    /// A loop that waits 0.6 s for a core per second of its CPU holds each send job 1.6
-    /// times its cost: at 250 req/s of 1.25 ms of CPU it is the M/D/1 queue of 2 ms jobs
-    /// above, and still carries 800 req/s on its core (the saturation is the CPU's).
-    #[test]
-    fn a_preempted_loop_holds_its_jobs_for_the_wait_too() {
-        let c = 1.25e-3;
-        let costs = costs(c, 0.0, 0.0);
-        let l = LoopLoad {
-            preempt_wait: 0.6,
-            ..load(250.0, 1)
-        };
-        let p = simulate(&costs, 1.0, None, ClockStart::Intended, &l).unwrap();
-        let q = Mg1::new(250.0, Service::Deterministic { mean_s: 2e-3 }).unwrap();
-        let expected = q.wait_mean_s() + 2e-3;
-        assert!(
-            (p.reported_s[0] - expected).abs() < 0.06 * expected,
-            "{p:?} against {expected}"
-        );
-        assert_eq!(p.preempt_wait, Some(0.6));
-        assert!((p.saturation_per_s - 800.0).abs() < 1e-6);
-        // Without the wait, the same CPU is an M/D/1 queue at rho 0.31.
-        let quiet = simulate(&costs, 1.0, None, ClockStart::Intended, &load(250.0, 1)).unwrap();
-        assert!(quiet.reported_s[0] < 0.6 * p.reported_s[0], "{quiet:?}");
     }
 
     /// A request's work that varies (SCV 1, all of it before the send) makes the loop an
@@ -701,7 +646,6 @@ mod tests {
         let costs = costs(c, 0.0, 0.0);
         let woken = LoopLoad {
             wake_wait_s: d,
-            preempt_wait: 0.0,
             ..load(rate, 1)
         };
         let exp = simulate(&costs, 1.0, None, ClockStart::Intended, &woken).unwrap();
@@ -927,7 +871,6 @@ mod tests {
                 cpu_spread: None,
                 excess_s: p.reported_s.map(Some),
                 wake_wait_s: None,
-                preempt_wait: None,
                 arrival_scv: None,
                 machine: None,
             }
@@ -969,7 +912,6 @@ mod tests {
                 cpu_spread: None,
                 excess_s: p.reported_s.map(Some),
                 wake_wait_s: Some(wake(rate * cpu)),
-                preempt_wait: None,
                 arrival_scv: None,
                 machine: None,
             }
@@ -1018,7 +960,6 @@ mod tests {
                 cpu_spread: None,
                 excess_s: p.reported_s.map(Some),
                 wake_wait_s: None,
-                preempt_wait: None,
                 arrival_scv: None,
                 machine: None,
             }

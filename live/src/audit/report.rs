@@ -293,7 +293,7 @@ impl Simulated {
             writeln!(
                 out,
                 "  the machine's cores were {:.0}% busy in this audit: the client's runnable work waited for cores, \
-                 which the simulated loop holds as lines through the calibration audits' waits; this audit is outside their range",
+                 which the simulated loop holds at wake-ups only; this audit is outside its range",
                 m.share() * 100.0
             )?;
         }
@@ -306,19 +306,6 @@ impl Simulated {
                     "given"
                 } else {
                     &p.wake_wait_from
-                }
-            )?;
-        }
-        if let Some(w) = p.preempt_wait {
-            writeln!(
-                out,
-                "  the loop, preempted while it works, waits {:.3} s for a core per second of its CPU: its jobs hold it {:.1}% longer than their CPU ({})",
-                w,
-                w * 100.0,
-                if p.preempt_wait_from.is_empty() {
-                    "given"
-                } else {
-                    &p.preempt_wait_from
                 }
             )?;
         }
@@ -462,19 +449,6 @@ impl AuditReport {
             wake_wait_s: holders
                 .and_then(|h| h.wait_per_turn_s)
                 .or(c.busiest_wait_per_turn_s),
-            // The wait after a preemption: the wait for a core per unit of CPU, in the
-            // share of turns that followed a preemption (a turn's wait taken as the same
-            // whether it followed a sleep or a preemption). Files written before the
-            // holders' own reading take the busiest process's where it is the one holder.
-            preempt_wait: match holders {
-                Some(h) => h.core_wait.zip(h.preempted_share).or_else(|| {
-                    (h.holds_busiest && h.processes == 1)
-                        .then_some(c.busiest_core_wait.zip(c.busiest_preempted_share))
-                        .flatten()
-                }),
-                None => c.busiest_core_wait.zip(c.busiest_preempted_share),
-            }
-            .map(|(wait, share)| wait * share),
             arrival_scv: t.arrival_gap_scv,
             // The work this audit put on the machine: the client's tree, the mock and the
             // sampler (not whatever else the machine ran meanwhile).
@@ -608,9 +582,17 @@ impl AuditReport {
             };
             let main = h.wait_per_turn_s.map_or(String::new(), |w| {
                 format!(
-                    "; their main threads ran {} cores and waited {} for a core each time they were put on one",
+                    "; their main threads ran {} cores and waited {} for a core each time they were put on one{}",
                     h.main_cores.map_or("-".into(), |m| format!("{m:.2}")),
-                    format_seconds(w)
+                    format_seconds(w),
+                    h.core_wait.map_or(String::new(), |r| format!(
+                        " ({} a second of their CPU{})",
+                        format_seconds(r),
+                        h.preempted_share.map_or(String::new(), |p| format!(
+                            ", {:.0}% of their turns after a preemption",
+                            p * 100.0
+                        ))
+                    ))
                 )
             });
             writeln!(
