@@ -94,6 +94,17 @@ pub struct Budget {
     pub limit: Seconds,
 }
 
+/// The share of a process's CPU (`process_s`) its loop ran, given its main thread's CPU
+/// (`main_s`): an asyncio client runs its loop in its main thread, and its other threads (a
+/// resolver's pool, a progress bar) take a core of their own, so only the main thread's
+/// work is a queue for the chunks. Where the main thread ran less than half of the
+/// process's CPU the loop is elsewhere: None, and the whole process counts.
+fn loop_share(main_s: f64, process_s: f64) -> Option<f64> {
+    (process_s > 0.0 && main_s.is_finite())
+        .then(|| (main_s / process_s).min(1.0))
+        .filter(|s| *s >= 0.5)
+}
+
 /// The first chunk's wait in one loop: bursts (or single chunks) at `rate` per second.
 fn first_wait(rate: f64, n: f64, c: f64, bursts: bool) -> Option<Mg1> {
     let (lambda, service) = if bursts {
@@ -151,21 +162,18 @@ pub fn predict(
         Some(_) => " (the processes holding its connections)".into(),
         None => String::new(),
     };
-    // An asyncio client runs its loop in its process's main thread; its other threads (a
-    // resolver's pool, a progress bar, a tokenizer) take a core of their own, so only the
-    // main thread's work is a queue for the chunks. Where the main thread spent less than
-    // half of the process's CPU, the loop is elsewhere and the whole process counts.
-    let main_s = match holders {
-        Some(h) => h.main_cores,
-        None => o.client.busiest_main_cores.map(|m| {
-            let busiest = o.client.window_cpu_per_process_s.first().copied();
-            m * busiest.map_or(0.0, |b| cpu / b.max(f64::MIN_POSITIVE))
+    // The holders' main threads, or the busiest process's as a share of that process.
+    let loop_thread_share = match holders {
+        Some(h) => h
+            .main_cores
+            .and_then(|m| loop_share(m * o.client.window_s, cpu)),
+        None => o.client.busiest_main_cores.and_then(|m| {
+            loop_share(
+                m * o.client.window_s,
+                *o.client.window_cpu_per_process_s.first()?,
+            )
         }),
-    }
-    .map(|cores| cores * o.client.window_s);
-    let loop_thread_share = main_s
-        .map(|m| (m / cpu.max(f64::MIN_POSITIVE)).min(1.0))
-        .filter(|s| *s >= 0.5);
+    };
     let cpu = cpu * loop_thread_share.unwrap_or(1.0);
     let whose = match loop_thread_share {
         Some(s) => format!(
@@ -356,6 +364,19 @@ mod tests {
         let want = 0.4 * 0.004 / (2.0 * 0.6);
         assert!((m.wait_mean_s() - want).abs() < 1e-9 * want.max(1.0));
         assert!(first_wait(300.0, 20.0, 200e-6, true).is_none());
+    }
+
+    /// The main thread's share of its process's CPU is the loop's where it is the greater
+    /// part, capped at the whole (ticks round the process's figure); below half, or with
+    /// nothing to divide by, the process counts whole.
+    #[test]
+    fn the_loop_is_the_main_thread_where_it_ran_most_of_the_process() {
+        assert_eq!(loop_share(0.8, 1.0), Some(0.8));
+        assert_eq!(loop_share(0.5, 1.0), Some(0.5));
+        assert_eq!(loop_share(1.02, 1.0), Some(1.0));
+        assert_eq!(loop_share(0.3, 1.0), None);
+        assert_eq!(loop_share(0.3, 0.0), None);
+        assert_eq!(loop_share(f64::NAN, 1.0), None);
     }
 
     #[test]
