@@ -201,7 +201,8 @@ fn audit_finds_a_clients_cost_and_predicts_its_bias() {
 /// machine: the client's own HTTP work adds a little to both), simulate its loop with the
 /// clock it is told, and put the loop's saturation at 1 / (a + 100 b), about 125 req/s.
 /// The loop is fitted on both rates of the series (`--fit-on 2`), the first simulated only
-/// once the second is in.
+/// once the second is in, and held against a third audit at 0.3 of the saturation it
+/// predicts (`--hold-at`).
 #[test]
 fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     let flags = [
@@ -217,6 +218,8 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
         "10",
         "--clock",
         "intended",
+        "--hold-at",
+        "0.3",
         "--timeout",
         "120s",
     ];
@@ -239,8 +242,12 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     assert_eq!(series["calibration"].as_array().map(Vec::len), Some(2));
     let r = &series["points"][0];
     let sim = &r["simulated"];
-    for point in series["points"].as_array().expect("points") {
-        assert_eq!(point["simulated"]["fitted_here"], true, "{point}");
+    let points = series["points"].as_array().expect("points");
+    assert_eq!(points.len(), 3, "two listed rates and one held out");
+    for (i, point) in points.iter().enumerate() {
+        assert!(point["simulated"]["prediction"].is_object(), "{point}");
+        let fitted = &point["simulated"]["fitted_here"];
+        assert_eq!(fitted.as_bool().unwrap_or(false), i < 2, "{point}");
         // The machine's busy cores in the window: some (the client and the mock), and no
         // more than it has.
         let m = &point["observed"]["client"]["machine"];
@@ -282,6 +289,15 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     assert!(
         (saturation / 125.0 - 1.0).abs() <= 0.2,
         "saturation {saturation} against 125 req/s"
+    );
+    // The held-out audit ran at 0.3 of that saturation, rounded to whole requests a second.
+    let held = points[2]["observed"]["offered"]["rate_per_s"]
+        .as_f64()
+        .expect("a rate");
+    assert_eq!(
+        held,
+        (0.3 * saturation).round(),
+        "{held} against {saturation}"
     );
     let predicted = sim["prediction"]["reported_s"][0].as_f64().expect("a mean");
     assert!(predicted > 0.0 && predicted.is_finite(), "{sim}");
@@ -328,14 +344,14 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     assert_eq!(p["before_send"], sim["prediction"]["before_send"]);
     // Fitted on more audits than the file holds: refused on one line.
     let refused = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
-        .args(["audit", "--fit-on", "3", "--from"])
+        .args(["audit", "--fit-on", "4", "--from"])
         .arg(&file)
         .output()
         .expect("the binary runs");
     assert_eq!(refused.status.code(), Some(2));
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(
-        err.contains("--fit-on 3") && err.trim().lines().count() == 1,
+        err.contains("--fit-on 4") && err.trim().lines().count() == 1,
         "{err}"
     );
     // A series without calibration audits is refused on one line.

@@ -11,13 +11,16 @@
 #   RATES="100 300" TOOLS=vllm bash bench/audit/run.sh
 #   SPLIT=20 RATES="50 100" TOOLS=sglang bash bench/audit/run.sh
 #   SPLIT=20 FIT_ON=2 RATES="50 100 150" bash bench/audit/run.sh
+#   SPLIT=20 FIT_ON=2 RATES="30 60" HOLD_AT="0.4 0.7" bash bench/audit/run.sh
 #
 # With SPLIT=N each tool is audited in one series (`audit --rates` over RATES, with
 # `--cost-split N`): a first audit at the first rate with N output tokens splits its CPU
 # into a part per request and a part per chunk, the share before the send is fitted on the
 # first rate's audit, and every other audit is predicted by simulating the tool's loop; the
 # table then holds those predictions against what the tool reported. FIT_ON=N fits the
-# loop on the first N rates at once (`--fit-on N`) and holds it against the rest.
+# loop on the first N rates at once (`--fit-on N`) and holds it against the rest;
+# HOLD_AT="0.4 0.7" then audits each tool again at those fractions of the saturation its
+# fitted loop predicts (`--hold-at`), held out like the rest.
 #
 # Environment: PYTHON (Python 3.12; default: pyenv's 3.12), HEISENBENCH (the binary;
 # default target/release/heisenbench, built if missing), CACHE (default
@@ -141,7 +144,9 @@ for tool in $TOOLS; do
   esac
   if [ -n "${SPLIT:-}" ]; then
     echo "[audit] $tool at ${RATES// /, } req/s, costs split at $SPLIT tokens"
-    "$HB" audit --rates "${RATES// /,}" --cost-split "$SPLIT" --fit-on "$FIT_ON" \
+    HOLD=()
+    if [ -n "${HOLD_AT:-}" ]; then HOLD=(--hold-at "${HOLD_AT// /,}"); fi
+    "$HB" audit --rates "${RATES// /,}" --cost-split "$SPLIT" --fit-on "$FIT_ON" "${HOLD[@]}" \
       --duration "$DURATION" --output-tokens "$TOKENS" --work-dir "$OUT/$tool-split" --out "$OUT/$tool-split.json" \
       "${EXTRA[@]}" -- "${CMD[@]}" > "$OUT/$tool-split.txt" 2>&1 || echo "[audit] $tool: exit $?"
     continue

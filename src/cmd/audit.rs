@@ -1,5 +1,6 @@
 //! `heisenbench audit`: another client against the mock, its report against the truth.
 
+use std::collections::VecDeque;
 use std::io::Write;
 
 use crate::flags::audit::AuditFlags;
@@ -76,7 +77,12 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
     // them are simulated then.
     let fit_on = a.fit_on_count();
     let mut reading: Option<Result<(LoopReading, SplitFrom), String>> = None;
-    for (i, cfg) in split_at.into_iter().chain(configs.drain(..)).enumerate() {
+    // The held-out audits --hold-at asks for join the queue once the listed ones are done.
+    let template = configs.last().cloned();
+    let mut held_queued = a.hold_at.is_empty();
+    let mut queue: VecDeque<AuditConfig> = split_at.into_iter().chain(configs.drain(..)).collect();
+    for i in 0.. {
+        let Some(cfg) = queue.pop_front() else { break };
         let rate = cfg.rate_per_s;
         let observed = audit::run(&cfg).map_err(|e| {
             discard(&work_dir);
@@ -168,6 +174,40 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
             failure = report.failure();
         }
         reports.push(report);
+        if queue.is_empty() && !held_queued {
+            held_queued = true;
+            let held = match &reading {
+                Some(Ok((r, _))) => a.held_rates(r.fitted.saturation_per_s),
+                Some(Err(why)) => Err(format!("--hold-at: the loop was not read: {why}")),
+                None => Err("--hold-at: the loop was not read".into()),
+            };
+            match (held, &template) {
+                (Ok(rates), Some(t)) => {
+                    if !a.json {
+                        let saturation = reading.as_ref().and_then(|r| r.as_ref().ok());
+                        writeln!(
+                            out,
+                            "== held out at {} of the fitted loop's saturation ({:.0} req/s): {} req/s",
+                            join(&a.hold_at),
+                            saturation.map_or(0.0, |(r, _)| r.fitted.saturation_per_s),
+                            join(&rates)
+                        )?;
+                    }
+                    queue.extend(rates.into_iter().map(|r| AuditConfig {
+                        rate_per_s: r,
+                        work_dir: work_dir.join(format!("held-{r}")),
+                        ..t.clone()
+                    }));
+                }
+                (Err(why), _) => {
+                    if !a.json {
+                        writeln!(out, "held-out audits: not made: {why}")?;
+                    }
+                    failure.get_or_insert(why);
+                }
+                (Ok(_), None) => {}
+            }
+        }
     }
     let summaries: Vec<AuditReport> = reports.iter().map(AuditReport::summary).collect();
     let with_calibration = |points: Vec<AuditReport>| AuditSeries {
@@ -428,4 +468,9 @@ pub fn figure_from_files(
         heisenbench_figures::draw_audit(&clients, dir).map_err(|e| Failure::Runtime(e.into()))?;
     writeln!(out, "drew {}", drawn[0].display())?;
     Ok(())
+}
+
+/// Numbers as a comma-separated list, each in its shortest form.
+fn join(xs: &[f64]) -> String {
+    xs.iter().map(f64::to_string).collect::<Vec<_>>().join(", ")
 }

@@ -79,6 +79,13 @@ pub struct AuditFlags {
     /// costs must then hold at several loads, not one. Default 1.
     #[arg(long, requires = "loop_reading", value_parser = clap::value_parser!(u32).range(1..))]
     pub fit_on: Option<u32>,
+    /// With --cost-split: after the audits at --rates, audit the client again at these
+    /// fractions of the saturation its fitted loop predicts (comma-separated, each above 0
+    /// and at most 1; the rate rounded to a whole request a second) and hold the loop
+    /// against them: held-out audits at the utilisations asked for, whatever the client's
+    /// capacity.
+    #[arg(long, value_delimiter = ',', num_args = 1.., requires = "cost_split", value_parser = parse_fraction)]
+    pub hold_at: Vec<f64>,
     /// With --cost-split or --from: where the client starts its TTFT clock, intended or own-send
     /// (default: by the tool whose results were read; heisenbench's is the intended send,
     /// every other known tool's its own).
@@ -148,6 +155,21 @@ impl AuditFlags {
         }
     }
 
+    /// The offered rates of the held-out audits `--hold-at` asks for, given the saturation
+    /// the fitted loop predicts: whole requests a second, at least one.
+    pub fn held_rates(&self, saturation_per_s: f64) -> Result<Vec<f64>, String> {
+        if !(saturation_per_s.is_finite() && saturation_per_s > 0.0) {
+            return Err(format!(
+                "--hold-at: the fitted loop predicts no saturation to hold it at ({saturation_per_s} req/s)"
+            ));
+        }
+        Ok(self
+            .hold_at
+            .iter()
+            .map(|f| (f * saturation_per_s).round().max(1.0))
+            .collect())
+    }
+
     /// The audits the client's loop is fitted on (`--fit-on`, default 1).
     pub fn fit_on_count(&self) -> usize {
         self.fit_on.unwrap_or(1) as usize
@@ -198,6 +220,14 @@ impl AuditFlags {
     }
 }
 
+/// A share of the saturation: above 0 and at most 1.
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(f) if f > 0.0 && f <= 1.0 => Ok(f),
+        _ => Err(format!("{s}: must be a fraction above 0 and at most 1")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,6 +259,34 @@ mod tests {
         assert_eq!(c[0].work_dir, Path::new("/w"));
         assert_eq!(c[0].timeout, Duration::from_secs(9));
         assert_eq!(f.budget().unwrap().limit.get(), 1e-3);
+    }
+
+    #[test]
+    fn held_out_fractions_are_shares_of_the_saturation_and_need_a_cost_split() {
+        let args = |f: &str| {
+            parse(&[
+                "--rates",
+                "10,20",
+                "--cost-split",
+                "20",
+                "--hold-at",
+                f,
+                "--",
+                "c",
+            ])
+        };
+        let f = args("0.4,0.7").unwrap();
+        assert_eq!(f.hold_at, [0.4, 0.7]);
+        assert_eq!(f.held_rates(312.0).unwrap(), [125.0, 218.0]);
+        // A tiny saturation still gets one request a second; none gets a reason.
+        assert_eq!(f.held_rates(0.5).unwrap(), [1.0, 1.0]);
+        assert!(f.held_rates(0.0).unwrap_err().contains("--hold-at"));
+        assert!(f.held_rates(f64::INFINITY).is_err());
+        for bad in ["0", "1.5", "-0.2", "half", "NaN"] {
+            assert!(args(bad).is_err(), "{bad} was taken");
+        }
+        assert!(args("1").is_ok());
+        assert!(parse(&["--rates", "10", "--hold-at", "0.5", "--", "c"]).is_err());
     }
 
     #[test]
