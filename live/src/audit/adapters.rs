@@ -60,6 +60,10 @@ pub struct Reported {
     /// (inference-perf's schedule delay, heisenbench's send lag).
     #[serde(default)]
     pub send_lag: Option<Summary>,
+    /// Each request's TTFT (seconds) by the id of the server's response (`cmpl-ID`), where
+    /// the tool keeps its requests: for pairing with the server's records; not written out.
+    #[serde(skip)]
+    pub ttft_by_id: Vec<(u64, f64)>,
 }
 
 impl Reported {
@@ -246,8 +250,36 @@ fn guidellm(v: &Value) -> Option<Reported> {
         tpot: s("time_per_output_token_ms", 1e-3),
         e2e: s("request_latency", 1.0),
         send_lag: s("request_dispatch_delay", 1.0),
+        ttft_by_id: guidellm_requests(v),
         ..Reported::default()
     })
+}
+
+/// GuideLLM's successful requests, each with the id of the response it read
+/// (`response_id`) and its TTFT (`time_to_first_token_ms`).
+fn guidellm_requests(v: &Value) -> Vec<(u64, f64)> {
+    let requests = v
+        .get("benchmarks")
+        .and_then(|b| b.get(0))
+        .and_then(|b| b.get("requests"))
+        .and_then(|r| r.get("successful"))
+        .and_then(Value::as_array);
+    requests
+        .into_iter()
+        .flatten()
+        .filter_map(|r| {
+            let id = response_id(r.get("response_id")?.as_str()?)?;
+            Some((id, f(r, "time_to_first_token_ms")? * 1e-3))
+        })
+        .collect()
+}
+
+/// The number in a response id the mock wrote (`cmpl-7`, `chatcmpl-7`).
+fn response_id(id: &str) -> Option<u64> {
+    id.strip_prefix("cmpl-")
+        .or_else(|| id.strip_prefix("chatcmpl-"))?
+        .parse()
+        .ok()
 }
 
 /// SGLang's `bench_serving --output-file`: one JSON object per line (an audit writes one),
@@ -410,6 +442,16 @@ mod tests {
         let lag = r.send_lag.and_then(|s| s.mean_s).expect("dispatch delay");
         assert!((lag - 0.012270075934273856).abs() < 1e-12);
         assert_eq!(r.requests_per_s, Some(15.0));
+        // Its requests, each with the mock's response id: 22 in the file, cmpl-0 first.
+        assert_eq!(r.ttft_by_id.len(), 22);
+        assert_eq!(r.ttft_by_id[0], (0, 1.9373893737792969e-3));
+        let mut ids: Vec<u64> = r.ttft_by_id.iter().map(|x| x.0).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 22);
+        assert_eq!(response_id("chatcmpl-7"), Some(7));
+        assert_eq!(response_id("cmpl-"), None);
+        assert_eq!(response_id("resp-7"), None);
     }
 
     /// Written by SGLang 0.5.6's `bench_serving --output-file` at 100 req/s with 200-token

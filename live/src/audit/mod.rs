@@ -535,6 +535,92 @@ pub struct Observed {
     /// Every request the server answered (for `--out`; empty in summaries).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub served: Vec<Served>,
+    /// The TTFT the client added request by request, where its results name each
+    /// request's response (None otherwise, and in audits written before it was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_excess: Option<PairedExcess>,
+}
+
+impl Observed {
+    /// The audit with the client's records paired with the server's, where they can be.
+    fn paired(mut self) -> Self {
+        self.paired_excess = self
+            .reported
+            .as_ref()
+            .and_then(|r| PairedExcess::of(&r.ttft_by_id, &self.served));
+        self
+    }
+
+    /// The TTFT the client added: mean, p50, p90 and p99, seconds. Request by request where
+    /// its records were paired with the server's ([`PairedExcess`]); else its reported
+    /// statistics minus the server's true ones (None where it reports no such figure).
+    pub fn ttft_excess_s(&self) -> [Option<f64>; 4] {
+        if let Some(p) = &self.paired_excess {
+            return [p.mean_s, p.p50_s, p.p90_s, p.p99_s].map(Some);
+        }
+        let t = &self.truth.ttft;
+        let truth = [t.mean_s, t.p50_s, t.p90_s, t.p99_s];
+        match self.reported.as_ref().and_then(|r| r.ttft) {
+            Some(r) => {
+                let rep = [r.mean_s, r.p50_s, r.p90_s, r.p99_s];
+                std::array::from_fn(|i| rep[i].map(|x| x - truth[i]))
+            }
+            None => [None; 4],
+        }
+    }
+}
+
+/// The TTFT a client added to each request, its record paired with the server's record of
+/// the same request by the response's id: the statistics of the differences. The
+/// difference of two quantiles is not the quantile of the differences: where the server's
+/// own TTFT has a tail (a mock starved of a core by the client's processes), the client's
+/// p99 minus the server's mixes two sets of requests, and can even come out below the
+/// median of what the client added.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PairedExcess {
+    /// Requests paired: in the client's records and answered whole by the server.
+    pub paired: u64,
+    /// Requests in the client's records.
+    pub recorded: u64,
+    /// Mean of the differences, seconds.
+    pub mean_s: f64,
+    /// Median.
+    pub p50_s: f64,
+    /// 90th percentile.
+    pub p90_s: f64,
+    /// 99th percentile.
+    pub p99_s: f64,
+}
+
+impl PairedExcess {
+    /// Pairs `recorded` (response id, the client's TTFT in seconds) with the server's
+    /// records. None where fewer than nine in ten of them pair: the ids are not the
+    /// server's, and the differences would describe a chosen few.
+    pub fn of(recorded: &[(u64, f64)], served: &[Served]) -> Option<Self> {
+        let truth: std::collections::HashMap<u64, u64> = served
+            .iter()
+            .filter(|s| s.status == 200 && s.complete)
+            .filter_map(|s| Some((s.id?, s.first_token_ns?.saturating_sub(s.received()))))
+            .collect();
+        let mut d: Vec<f64> = recorded
+            .iter()
+            .filter_map(|(id, ttft_s)| Some(ttft_s - *truth.get(id)? as f64 * 1e-9))
+            .collect();
+        if d.is_empty() || d.len() * 10 < recorded.len() * 9 {
+            return None;
+        }
+        d.sort_by(f64::total_cmp);
+        // Nearest rank: the smallest difference with at least q of them at or below it.
+        let q = |q: f64| d[((q * d.len() as f64).ceil() as usize).clamp(1, d.len()) - 1];
+        Some(Self {
+            paired: d.len() as u64,
+            recorded: recorded.len() as u64,
+            mean_s: d.iter().sum::<f64>() / d.len() as f64,
+            p50_s: q(0.5),
+            p90_s: q(0.9),
+            p99_s: q(0.99),
+        })
+    }
 }
 
 /// Fills the placeholders of one argument.
@@ -713,10 +799,12 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
         },
         client,
         truth,
+        paired_excess: None,
         reported: adapters::find(&out_dir),
         wire,
         served,
-    })
+    }
+    .paired())
 }
 
 /// From the first arrival to the last token handed over (CLOCK_MONOTONIC ns).
@@ -748,6 +836,52 @@ fn kill(pid: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A hundred requests whose client added 0, 10, ..., 990 us, ten of them (50-59) also
+    /// slow at the server (30 ms): paired by id, the differences come back exactly (mean
+    /// 495 us, p99 the 99th smallest, 980 us), where the client's p99 minus the server's
+    /// gives about 580 us. Ids that are not the server's pair nothing; a request the
+    /// server did not finish does not pair.
+    #[test]
+    fn the_excess_paired_by_id_is_the_clients_own_request_by_request() {
+        let truth_ns = |i: u64| if (50..60).contains(&i) { 30_000_000 } else { 100_000 };
+        let served: Vec<Served> = (0..100u64)
+            .map(|i| Served {
+                id: Some(i),
+                first_token_ns: Some(i * 1_000_000 + truth_ns(i)),
+                last_token_ns: Some(i * 1_000_000 + truth_ns(i)),
+                ..served(i, 0, 1, 200)
+            })
+            .collect();
+        let recorded: Vec<(u64, f64)> = (0..100u64)
+            .map(|i| (i, (truth_ns(i) as f64 + i as f64 * 10_000.0) * 1e-9))
+            .collect();
+        let p = PairedExcess::of(&recorded, &served).expect("paired");
+        assert_eq!((p.paired, p.recorded), (100, 100));
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(p.mean_s, 495e-6), "{p:?}");
+        assert!(close(p.p50_s, 490e-6), "{p:?}");
+        assert!(close(p.p90_s, 890e-6), "{p:?}");
+        assert!(close(p.p99_s, 980e-6), "{p:?}");
+        // The difference of the two p99s is another number.
+        let mut rep: Vec<f64> = recorded.iter().map(|r| r.1).collect();
+        rep.sort_by(f64::total_cmp);
+        let t = Truth::of(&served);
+        assert!((rep[98] - t.ttft.p99_s - p.p99_s).abs() > 300e-6);
+        // Ids of another server's pair nothing.
+        let foreign: Vec<(u64, f64)> = recorded.iter().map(|&(i, x)| (i + 1000, x)).collect();
+        assert_eq!(PairedExcess::of(&foreign, &served), None);
+        // Unfinished requests do not pair; with eight in a hundred the rest still do.
+        let mut cut = served.clone();
+        for s in cut.iter_mut().take(8) {
+            s.complete = false;
+        }
+        assert_eq!(PairedExcess::of(&recorded, &cut).map(|p| p.paired), Some(92));
+        for s in cut.iter_mut().take(11) {
+            s.complete = false;
+        }
+        assert_eq!(PairedExcess::of(&recorded, &cut), None);
+    }
 
     /// A compound Poisson stream of work, read per 100 ms interval, gives back the
     /// variability of the work it was made with: exponential work (SCV 1) and constant work
@@ -798,6 +932,7 @@ mod tests {
             prompt_tokens: 8,
             bytes: 100,
             complete: status == 200,
+            id: None,
         }
     }
 

@@ -204,9 +204,11 @@ pub fn predict(
     if let (Some(r), true) = (o.reported.as_ref().and_then(|r| r.ttft), t.completed > 0) {
         let truth = [t.ttft.mean_s, t.ttft.p50_s, t.ttft.p90_s, t.ttft.p99_s];
         let rep = [r.mean_s, r.p50_s, r.p90_s, r.p99_s];
+        let excess_s = o.ttft_excess_s();
         for (i, name) in ["mean", "p50", "p90", "p99"].iter().enumerate() {
-            let Some(reported) = rep[i] else { continue };
-            let excess = reported - truth[i];
+            let (Some(reported), Some(excess)) = (rep[i], excess_s[i]) else {
+                continue;
+            };
             let predicted = wait.map(|w| w[i]);
             rows.push(BiasRow {
                 statistic: (*name).into(),

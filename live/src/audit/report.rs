@@ -12,7 +12,7 @@ use heisenbench_model::client_loop::{AuditedLoad, ClockStart, CostSample, LoopPr
 
 use super::adapters::Reported;
 use super::predict::Prediction;
-use super::{Observed, Truth, Wire};
+use super::{Observed, Wire};
 
 /// One audit.
 #[derive(Debug, Serialize, Deserialize, Clone)]
@@ -59,21 +59,20 @@ pub struct WireAccount {
 }
 
 impl WireAccount {
-    /// What a client reported against the server's truth and the wire (None where it
-    /// reports no mean TTFT). Its lateness counts only where its TTFT starts at the
-    /// intended send; a tool that starts at its own send leaves it out of its TTFT.
-    pub fn of(reported: &Reported, truth: &Truth, wire: &Wire) -> Option<Self> {
-        let excess_s = ttft_excess_s(Some(reported), truth)[0]?;
+    /// The mean TTFT a client added (`excess_s`) against the wire. Its lateness counts only
+    /// where its TTFT starts at the intended send; a tool that starts at its own send
+    /// leaves it out of its TTFT.
+    pub fn of(reported: &Reported, excess_s: f64, wire: &Wire) -> Self {
         let lateness_s = match reported.clock() {
             ClockStart::Intended => reported.send_lag.and_then(|l| l.mean_s),
             ClockStart::OwnSend => None,
         };
-        Some(Self {
+        Self {
             excess_s,
             one_way_s: wire.one_way.mean_s,
             rate_per_s: wire.rate_per_s,
             lateness_s,
-        })
+        }
     }
 
     /// The request's way and the first chunk's, seconds.
@@ -104,20 +103,6 @@ impl WireAccount {
             f(self.beyond_s()),
             100.0 * self.beyond_s() / self.excess_s
         )
-    }
-}
-
-/// The TTFT a client added: its reported minus the server's true mean, p50, p90 and p99,
-/// seconds (None where it reports no such figure).
-fn ttft_excess_s(reported: Option<&Reported>, truth: &Truth) -> [Option<f64>; 4] {
-    let t = &truth.ttft;
-    let truth = [t.mean_s, t.p50_s, t.p90_s, t.p99_s];
-    match reported.and_then(|r| r.ttft) {
-        Some(r) => {
-            let rep = [r.mean_s, r.p50_s, r.p90_s, r.p99_s];
-            std::array::from_fn(|i| rep[i].map(|x| x - truth[i]))
-        }
-        None => [None; 4],
     }
 }
 
@@ -419,7 +404,7 @@ impl AuditReport {
     pub fn audited_load(&self) -> Option<AuditedLoad> {
         let p = self.prediction.as_ref()?;
         let t = &self.observed.truth;
-        let excess_s = ttft_excess_s(self.observed.reported.as_ref(), t);
+        let excess_s = self.observed.ttft_excess_s();
         let c = &self.observed.client;
         // The loops are the processes holding the connections where the prediction took
         // them: their busiest one, their spread and their wait to wake.
@@ -465,7 +450,8 @@ impl AuditReport {
     /// measured or the client reports no mean TTFT).
     pub fn wire_account(&self) -> Option<WireAccount> {
         let o = &self.observed;
-        WireAccount::of(o.reported.as_ref()?, &o.truth, o.wire.as_ref()?)
+        let excess_s = o.ttft_excess_s()[0]?;
+        Some(WireAccount::of(o.reported.as_ref()?, excess_s, o.wire.as_ref()?))
     }
 
     /// The same report without its per-request records.
@@ -756,10 +742,23 @@ impl AuditReport {
                 f(w[3])
             )?;
         }
+        if let Some(pe) = &o.paired_excess {
+            writeln!(
+                out,
+                "  the excess request by request: {} of the {} requests it recorded paired with the server's by their response ids",
+                pe.paired, pe.recorded
+            )?;
+        }
+        // With the requests paired, the excess is not the difference of the two figures.
+        let how = if o.paired_excess.is_some() {
+            "paired; reported"
+        } else {
+            "reported"
+        };
         for r in &p.rows {
             writeln!(
                 out,
-                "  TTFT {:<4} excess {} (reported {} - true {}), predicted {}{}",
+                "  TTFT {:<4} excess {} ({how} {} - true {}), predicted {}{}",
                 r.statistic,
                 f(r.excess_s),
                 f(r.reported_s),
@@ -867,6 +866,7 @@ mod tests {
                 prompt_tokens: 1,
                 bytes: 10,
                 complete: true,
+                id: None,
             })
             .collect();
         let truth = Truth::of(&served);
@@ -890,19 +890,16 @@ mod tests {
             ..Reported::default()
         };
         let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
-        let own = WireAccount::of(&reported("heisenbench run"), &truth, &wire).unwrap();
+        // 180 us reported against 100 us true.
+        let excess = reported("x").ttft.and_then(|t| t.mean_s).unwrap() - truth.ttft.mean_s;
+        let own = WireAccount::of(&reported("heisenbench run"), excess, &wire);
         assert!(close(own.excess_s, 80e-6), "{own:?}");
         assert!(close(own.wire_s(), 40e-6));
         assert_eq!(own.lateness_s, Some(30e-6));
         assert!(close(own.beyond_s(), 10e-6), "{own:?}");
-        let other = WireAccount::of(&reported("inference-perf"), &truth, &wire).unwrap();
+        let other = WireAccount::of(&reported("inference-perf"), excess, &wire);
         assert_eq!(other.lateness_s, None);
         assert!(close(other.beyond_s(), 40e-6), "{other:?}");
-        let silent = Reported {
-            ttft: None,
-            ..reported("heisenbench run")
-        };
-        assert_eq!(WireAccount::of(&silent, &truth, &wire), None);
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub struct MockBody {
     /// Stream frames before the first token's (the chat role chunk).
     pub(super) lead: u32,
     pub(super) prompt_tokens: u32,
+    /// The response's id (`cmpl-ID`, `chatcmpl-ID`), where it got one.
+    pub(super) id: Option<u64>,
     /// Set when the server records what it served.
     pub(super) track: Option<Track>,
 }
@@ -48,6 +50,7 @@ impl MockBody {
             tokens: 0,
             lead: 0,
             prompt_tokens: 0,
+            id: None,
             track: None,
         }
     }
@@ -105,6 +108,7 @@ impl Drop for MockBody {
                 t.served.complete = true;
             }
             t.served.prompt_tokens = self.prompt_tokens;
+            t.served.id = self.id;
             t.journal.push(t.served);
         }
     }

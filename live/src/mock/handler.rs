@@ -110,6 +110,7 @@ pub(super) async fn handle(
                 prompt_tokens: 0,
                 bytes: 0,
                 complete: false,
+                id: None,
             },
             frames: 0,
         });
@@ -302,12 +303,14 @@ pub(super) async fn generate(api: Api, body: &[u8], state: Arc<ServerState>) -> 
         let mut r = response(StatusCode::OK, "application/json", job.whole().await);
         r.body_mut().tokens = n;
         r.body_mut().prompt_tokens = prompt_tokens;
+        r.body_mut().id = Some(id);
         return r;
     }
     if cfg.is_instant() {
         let mut body = MockBody::of(Kind::Instant(Some(job)));
         body.tokens = n;
         body.prompt_tokens = prompt_tokens;
+        body.id = Some(id);
         return sse(body);
     }
     let (tx, rx) = mpsc::channel(64);
@@ -315,6 +318,7 @@ pub(super) async fn generate(api: Api, body: &[u8], state: Arc<ServerState>) -> 
     let mut body = MockBody::of(Kind::Stream(rx));
     body.lead = u32::from(api == Api::Chat);
     body.prompt_tokens = prompt_tokens;
+    body.id = Some(id);
     sse(body)
 }
 

@@ -32,6 +32,10 @@ pub struct Served {
     pub bytes: u64,
     /// Whether the whole body was handed over (false: the client left early).
     pub complete: bool,
+    /// The response's id, as its body carried it (`cmpl-ID`): what ties a client's record
+    /// of a request to this one. None for a response the server answered without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
 }
 
 impl Served {
