@@ -60,10 +60,22 @@ pub struct Reported {
     /// (inference-perf's schedule delay, heisenbench's send lag).
     #[serde(default)]
     pub send_lag: Option<Summary>,
-    /// Each request's TTFT (seconds) by the id of the server's response (`cmpl-ID`), where
-    /// the tool keeps its requests: for pairing with the server's records; not written out.
+    /// Each request's TTFT (seconds) by what names it to the server too, where the tool
+    /// keeps its requests: for pairing with the server's records; not written out.
     #[serde(skip)]
-    pub ttft_by_id: Vec<(u64, f64)>,
+    pub ttft_by_id: Vec<(RequestKey, f64)>,
+}
+
+/// What ties a tool's record of a request to the server's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RequestKey {
+    /// The id of the response the tool read (the mock's `cmpl-ID`): GuideLLM.
+    Response(u64),
+    /// The FNV-1a hash of the `x-request-id` the tool sent: AIPerf.
+    RequestId(u64),
+    /// The number its `x-request-id` ended with, the request's place in the tool's list:
+    /// vLLM's bench.
+    RequestIndex(u64),
 }
 
 impl Reported {
@@ -137,8 +149,34 @@ pub fn read(file: &Path) -> Option<Reported> {
         .or_else(|| sglang(&v))
         .or_else(|| vllm(&v))
         .or_else(|| heisenbench(&v))?;
+    if r.tool == "AIPerf" {
+        r.ttft_by_id = aiperf_records(&file.with_file_name("profile_export.jsonl"));
+    }
     r.file = file.to_path_buf();
     Some(r)
+}
+
+/// AIPerf's per-request records beside its summary (`profile_export.jsonl`, one JSON
+/// object a line): the profiling phase's requests, each by the hash of the `x-request-id`
+/// it sent, with its TTFT (milliseconds in the file). Empty where there is no such file.
+fn aiperf_records(file: &Path) -> Vec<(RequestKey, f64)> {
+    let Ok(text) = crate::files::read_bounded(file, crate::files::FileKind::Report) else {
+        return Vec::new();
+    };
+    text.split(|b| *b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
+        .filter_map(|r| {
+            let meta = r.get("metadata")?;
+            if meta.get("benchmark_phase").and_then(Value::as_str) != Some("profiling") {
+                return None;
+            }
+            let id = meta.get("x_request_id")?.as_str()?;
+            let ttft = r.get("metrics")?.get("time_to_first_token")?;
+            (ttft.get("unit").and_then(Value::as_str) == Some("ms")).then_some(())?;
+            let key = RequestKey::RequestId(crate::mock::RequestTag::of(id).hash);
+            Some((key, f(ttft, "value")? * 1e-3))
+        })
+        .collect()
 }
 
 fn f(v: &Value, key: &str) -> Option<f64> {
@@ -257,7 +295,7 @@ fn guidellm(v: &Value) -> Option<Reported> {
 
 /// GuideLLM's successful requests, each with the id of the response it read
 /// (`response_id`) and its TTFT (`time_to_first_token_ms`).
-fn guidellm_requests(v: &Value) -> Vec<(u64, f64)> {
+fn guidellm_requests(v: &Value) -> Vec<(RequestKey, f64)> {
     let requests = v
         .get("benchmarks")
         .and_then(|b| b.get(0))
@@ -269,7 +307,10 @@ fn guidellm_requests(v: &Value) -> Vec<(u64, f64)> {
         .flatten()
         .filter_map(|r| {
             let id = response_id(r.get("response_id")?.as_str()?)?;
-            Some((id, f(r, "time_to_first_token_ms")? * 1e-3))
+            Some((
+                RequestKey::Response(id),
+                f(r, "time_to_first_token_ms")? * 1e-3,
+            ))
         })
         .collect()
 }
@@ -296,7 +337,29 @@ fn vllm(v: &Value) -> Option<Reported> {
     if v.get("mean_ttft_ms").is_none() && v.get("median_ttft_ms").is_none() {
         return None;
     }
-    Some(millisecond_keys(v, "vllm bench serve", "e2el"))
+    Some(Reported {
+        ttft_by_id: vllm_requests(v),
+        ..millisecond_keys(v, "vllm bench serve", "e2el")
+    })
+}
+
+/// With `--save-detailed`, vLLM's bench keeps each request's TTFT (`ttfts`, seconds) and
+/// error (`errors`, empty when it succeeded) in the order of its list of requests, whose
+/// `x-request-id` is a prefix and that place: each successful one by its index.
+fn vllm_requests(v: &Value) -> Vec<(RequestKey, f64)> {
+    let (Some(ttfts), Some(errors)) = (
+        v.get("ttfts").and_then(Value::as_array),
+        v.get("errors").and_then(Value::as_array),
+    ) else {
+        return Vec::new();
+    };
+    ttfts
+        .iter()
+        .zip(errors)
+        .enumerate()
+        .filter(|(_, (_, e))| e.as_str().is_some_and(str::is_empty))
+        .filter_map(|(i, (t, _))| Some((RequestKey::RequestIndex(i as u64), t.as_f64()?)))
+        .collect()
 }
 
 /// The flat `{mean,median,p90,p99}_{metric}_ms` keys vLLM's bench writes and SGLang's
@@ -444,14 +507,75 @@ mod tests {
         assert_eq!(r.requests_per_s, Some(15.0));
         // Its requests, each with the mock's response id: 22 in the file, cmpl-0 first.
         assert_eq!(r.ttft_by_id.len(), 22);
-        assert_eq!(r.ttft_by_id[0], (0, 1.9373893737792969e-3));
-        let mut ids: Vec<u64> = r.ttft_by_id.iter().map(|x| x.0).collect();
+        assert_eq!(
+            r.ttft_by_id[0],
+            (RequestKey::Response(0), 1.9373893737792969e-3)
+        );
+        let mut ids: Vec<u64> = (r.ttft_by_id.iter())
+            .filter_map(|x| match x.0 {
+                RequestKey::Response(n) => Some(n),
+                _ => None,
+            })
+            .collect();
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), 22);
         assert_eq!(response_id("chatcmpl-7"), Some(7));
         assert_eq!(response_id("cmpl-"), None);
         assert_eq!(response_id("resp-7"), None);
+    }
+
+    /// vLLM's bench with `--save-detailed`: its requests in order, the failed one left out;
+    /// without the lists, none.
+    #[test]
+    fn vllm_detailed_requests_read_by_their_place() {
+        let v: Value = serde_json::json!({
+            "mean_ttft_ms": 2.0,
+            "ttfts": [0.001, 0.0, 0.003],
+            "errors": ["", "connection reset", ""],
+        });
+        let r = vllm(&v).expect("recognised");
+        assert_eq!(
+            r.ttft_by_id,
+            [
+                (RequestKey::RequestIndex(0), 0.001),
+                (RequestKey::RequestIndex(2), 0.003)
+            ]
+        );
+        let plain: Value = serde_json::from_str(VLLM).expect("fixture is JSON");
+        assert!(vllm(&plain).expect("recognised").ttft_by_id.is_empty());
+    }
+
+    /// AIPerf's records beside its summary: the profiling phase's, by the hash of the
+    /// request id each sent, TTFT in seconds; a warm-up record and a line that is not JSON
+    /// are left out.
+    #[test]
+    fn aiperf_records_pair_by_request_id() {
+        let dir = std::env::temp_dir().join(format!("hb-aiperf-records-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("profile_export_aiperf.json"), AIPERF).unwrap();
+        let record = |id: &str, phase: &str, ms: f64| {
+            serde_json::json!({
+                "metadata": {"x_request_id": id, "benchmark_phase": phase},
+                "metrics": {"time_to_first_token": {"value": ms, "unit": "ms"}},
+            })
+            .to_string()
+        };
+        let lines = [
+            record("3ff53315-15e9", "profiling", 10.5),
+            record("a1", "warmup", 1.0),
+            "{not json".into(),
+            record("b2", "profiling", 2.0),
+        ];
+        std::fs::write(dir.join("profile_export.jsonl"), lines.join("\n")).unwrap();
+        let r = find(&dir).expect("recognised");
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(r.tool, "AIPerf");
+        let tag = |id: &str| RequestKey::RequestId(crate::mock::RequestTag::of(id).hash);
+        assert_eq!(
+            r.ttft_by_id,
+            [(tag("3ff53315-15e9"), 10.5 * 1e-3), (tag("b2"), 2.0 * 1e-3)]
+        );
     }
 
     /// Written by SGLang 0.5.6's `bench_serving --output-file` at 100 req/s with 200-token

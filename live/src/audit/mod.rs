@@ -13,6 +13,7 @@ pub mod predict;
 pub mod report;
 pub mod tree;
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
@@ -24,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::mock::config::MockConfig;
 use crate::mock::{MockError, MockServer, Served};
 use crate::time::thread_cpu_ns;
-use adapters::Reported;
+use adapters::{Reported, RequestKey};
 
 /// The placeholders a client command may hold, and what each becomes.
 pub const PLACEHOLDERS: [(&str, &str); 10] = [
@@ -596,15 +597,32 @@ impl PairedExcess {
     /// Pairs `recorded` (response id, the client's TTFT in seconds) with the server's
     /// records. None where fewer than nine in ten of them pair: the ids are not the
     /// server's, and the differences would describe a chosen few.
-    pub fn of(recorded: &[(u64, f64)], served: &[Served]) -> Option<Self> {
-        let truth: std::collections::HashMap<u64, u64> = served
-            .iter()
-            .filter(|s| s.status == 200 && s.complete)
-            .filter_map(|s| Some((s.id?, s.first_token_ns?.saturating_sub(s.received()))))
-            .collect();
+    pub fn of(recorded: &[(RequestKey, f64)], served: &[Served]) -> Option<Self> {
+        // Each finished request by every key that names it; a key two requests share
+        // names neither.
+        let mut truth: HashMap<RequestKey, Option<u64>> = HashMap::new();
+        for s in served.iter().filter(|s| s.status == 200 && s.complete) {
+            let Some(first) = s.first_token_ns else {
+                continue;
+            };
+            let ttft = first.saturating_sub(s.received());
+            let keys = [
+                s.id.map(RequestKey::Response),
+                s.request_tag.map(|t| RequestKey::RequestId(t.hash)),
+                s.request_tag
+                    .and_then(|t| t.index)
+                    .map(RequestKey::RequestIndex),
+            ];
+            for k in keys.into_iter().flatten() {
+                truth
+                    .entry(k)
+                    .and_modify(|t| *t = None)
+                    .or_insert(Some(ttft));
+            }
+        }
         let mut d: Vec<f64> = recorded
             .iter()
-            .filter_map(|(id, ttft_s)| Some(ttft_s - *truth.get(id)? as f64 * 1e-9))
+            .filter_map(|(key, ttft_s)| Some(ttft_s - (*truth.get(key)?)? as f64 * 1e-9))
             .collect();
         if d.is_empty() || d.len() * 10 < recorded.len() * 9 {
             return None;
@@ -836,6 +854,7 @@ fn kill(pid: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mock::RequestTag;
 
     /// A hundred requests whose client added 0, 10, ..., 990 us, ten of them (50-59) also
     /// slow at the server (30 ms): paired by id, the differences come back exactly (mean
@@ -844,7 +863,13 @@ mod tests {
     /// server did not finish does not pair.
     #[test]
     fn the_excess_paired_by_id_is_the_clients_own_request_by_request() {
-        let truth_ns = |i: u64| if (50..60).contains(&i) { 30_000_000 } else { 100_000 };
+        let truth_ns = |i: u64| {
+            if (50..60).contains(&i) {
+                30_000_000
+            } else {
+                100_000
+            }
+        };
         let served: Vec<Served> = (0..100u64)
             .map(|i| Served {
                 id: Some(i),
@@ -853,8 +878,11 @@ mod tests {
                 ..served(i, 0, 1, 200)
             })
             .collect();
-        let recorded: Vec<(u64, f64)> = (0..100u64)
-            .map(|i| (i, (truth_ns(i) as f64 + i as f64 * 10_000.0) * 1e-9))
+        let recorded: Vec<(RequestKey, f64)> = (0..100u64)
+            .map(|i| {
+                let ttft_s = (truth_ns(i) as f64 + i as f64 * 10_000.0) * 1e-9;
+                (RequestKey::Response(i), ttft_s)
+            })
             .collect();
         let p = PairedExcess::of(&recorded, &served).expect("paired");
         assert_eq!((p.paired, p.recorded), (100, 100));
@@ -869,14 +897,46 @@ mod tests {
         let t = Truth::of(&served);
         assert!((rep[98] - t.ttft.p99_s - p.p99_s).abs() > 300e-6);
         // Ids of another server's pair nothing.
-        let foreign: Vec<(u64, f64)> = recorded.iter().map(|&(i, x)| (i + 1000, x)).collect();
+        let foreign: Vec<(RequestKey, f64)> = (0..100u64)
+            .map(|i| (RequestKey::Response(i + 1000), recorded[i as usize].1))
+            .collect();
         assert_eq!(PairedExcess::of(&foreign, &served), None);
+        // The same requests named by the x-request-id they sent (vLLM's bench: a prefix and
+        // their place), by its hash or by its number, pair the same way; two requests that
+        // end with one number name neither.
+        let tagged: Vec<Served> = served
+            .iter()
+            .map(|s| Served {
+                id: None,
+                request_tag: s.id.map(|i| RequestTag::of(&format!("bench-1a2b-{i}"))),
+                ..*s
+            })
+            .collect();
+        let by_index: Vec<(RequestKey, f64)> = (0..100u64)
+            .map(|i| (RequestKey::RequestIndex(i), recorded[i as usize].1))
+            .collect();
+        assert_eq!(PairedExcess::of(&by_index, &tagged), Some(p));
+        let by_hash: Vec<(RequestKey, f64)> = (0..100u64)
+            .map(|i| {
+                let hash = RequestTag::of(&format!("bench-1a2b-{i}")).hash;
+                (RequestKey::RequestId(hash), recorded[i as usize].1)
+            })
+            .collect();
+        assert_eq!(PairedExcess::of(&by_hash, &tagged), Some(p));
+        let mut twice = tagged.clone();
+        for s in twice.iter_mut().take(20) {
+            s.request_tag = Some(RequestTag::of("other-5"));
+        }
+        assert_eq!(PairedExcess::of(&by_index, &twice), None);
         // Unfinished requests do not pair; with eight in a hundred the rest still do.
         let mut cut = served.clone();
         for s in cut.iter_mut().take(8) {
             s.complete = false;
         }
-        assert_eq!(PairedExcess::of(&recorded, &cut).map(|p| p.paired), Some(92));
+        assert_eq!(
+            PairedExcess::of(&recorded, &cut).map(|p| p.paired),
+            Some(92)
+        );
         for s in cut.iter_mut().take(11) {
             s.complete = false;
         }
@@ -933,6 +993,7 @@ mod tests {
             bytes: 100,
             complete: status == 200,
             id: None,
+            request_tag: None,
         }
     }
 

@@ -451,7 +451,11 @@ impl AuditReport {
     pub fn wire_account(&self) -> Option<WireAccount> {
         let o = &self.observed;
         let excess_s = o.ttft_excess_s()[0]?;
-        Some(WireAccount::of(o.reported.as_ref()?, excess_s, o.wire.as_ref()?))
+        Some(WireAccount::of(
+            o.reported.as_ref()?,
+            excess_s,
+            o.wire.as_ref()?,
+        ))
     }
 
     /// The same report without its per-request records.
@@ -745,7 +749,7 @@ impl AuditReport {
         if let Some(pe) = &o.paired_excess {
             writeln!(
                 out,
-                "  the excess request by request: {} of the {} requests it recorded paired with the server's by their response ids",
+                "  the excess request by request: {} of the {} requests it recorded paired with the server's by the ids both kept",
                 pe.paired, pe.recorded
             )?;
         }
@@ -867,6 +871,7 @@ mod tests {
                 bytes: 10,
                 complete: true,
                 id: None,
+                request_tag: None,
             })
             .collect();
         let truth = Truth::of(&served);

@@ -15,7 +15,7 @@ use super::api::{self, Api, GenRequest, Words};
 use super::body::{Kind, MockBody, Track};
 use super::config::Mode;
 use super::job::Job;
-use super::journal::Served;
+use super::journal::{RequestTag, Served};
 use super::state::ServerState;
 use super::{MAX_BODY_BYTES, VOCABULARY};
 use crate::net::server::{Arrived, LatestRead};
@@ -86,6 +86,11 @@ pub(super) async fn handle(
     let generation = req.method() == Method::POST
         && matches!(req.uri().path(), "/v1/completions" | "/v1/chat/completions");
     let latest_read = req.extensions().get::<LatestRead>().cloned();
+    let request_tag = state
+        .journal
+        .as_ref()
+        .and_then(|_| req.headers().get("x-request-id")?.to_str().ok())
+        .map(RequestTag::of);
     let mut r = route(req, &state).await;
     if let Some(journal) = &state.journal
         && generation
@@ -111,6 +116,7 @@ pub(super) async fn handle(
                 bytes: 0,
                 complete: false,
                 id: None,
+                request_tag,
             },
             frames: 0,
         });

@@ -36,6 +36,40 @@ pub struct Served {
     /// of a request to this one. None for a response the server answered without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<u64>,
+    /// The client's own name for the request, its `x-request-id` header (vLLM's bench
+    /// and AIPerf send one), as [`RequestTag::of`] reads it: what ties the tool's record
+    /// of a request to this one where the response's id is not kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_tag: Option<RequestTag>,
+}
+
+/// A request's `x-request-id`, kept small: its FNV-1a hash, and the number it ends with
+/// where it ends with one (vLLM's bench names its requests `PREFIX` + their index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RequestTag {
+    /// FNV-1a (64 bits) of the header's bytes.
+    pub hash: u64,
+    /// The decimal number the header ends with, if it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<u64>,
+}
+
+impl RequestTag {
+    /// The tag of a request named `id`.
+    pub fn of(id: &str) -> Self {
+        let digits = id.len() - id.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        Self {
+            hash: fnv1a(id.as_bytes()),
+            index: id[id.len() - digits..].parse().ok(),
+        }
+    }
+}
+
+/// The 64-bit FNV-1a hash: stable across builds and platforms.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 impl Served {
@@ -67,5 +101,23 @@ impl Journal {
         let mut v = self.served.lock().expect("journal lock").clone();
         v.sort_by_key(|s| s.arrival_ns);
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// FNV-1a's published 64-bit values, and the number a request id ends with.
+    #[test]
+    fn a_request_tag_is_the_ids_hash_and_its_closing_number() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+        let t = RequestTag::of("bench-1a2b3c4d-17");
+        assert_eq!((t.hash, t.index), (fnv1a(b"bench-1a2b3c4d-17"), Some(17)));
+        assert_eq!(RequestTag::of("3ff53315-15e9-dfd4").index, Some(4));
+        assert_eq!(RequestTag::of("no-number-").index, None);
+        assert_eq!(RequestTag::of("99999999999999999999999").index, None);
     }
 }

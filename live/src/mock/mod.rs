@@ -30,7 +30,7 @@ use tokio::sync::watch;
 
 pub use body::MockBody;
 use config::MockConfig;
-pub use journal::{Journal, Served};
+pub use journal::{Journal, RequestTag, Served};
 use state::ServerState;
 
 use crate::net::server::{Running, ServeError, bind};
