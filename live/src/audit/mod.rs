@@ -536,8 +536,8 @@ pub struct Observed {
     /// Every request the server answered (for `--out`; empty in summaries).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub served: Vec<Served>,
-    /// The TTFT the client added request by request, where its results name each
-    /// request's response (None otherwise, and in audits written before it was read).
+    /// The TTFT the client added request by request, where its results name each request
+    /// as the server saw it (None otherwise, and in audits written before it was read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paired_excess: Option<PairedExcess>,
 }
@@ -572,7 +572,8 @@ impl Observed {
 }
 
 /// The TTFT a client added to each request, its record paired with the server's record of
-/// the same request by the response's id: the statistics of the differences. The
+/// the same request by a name both kept ([`RequestKey`]): the statistics of the
+/// differences. The
 /// difference of two quantiles is not the quantile of the differences: where the server's
 /// own TTFT has a tail (a mock starved of a core by the client's processes), the client's
 /// p99 minus the server's mixes two sets of requests, and can even come out below the
@@ -594,9 +595,9 @@ pub struct PairedExcess {
 }
 
 impl PairedExcess {
-    /// Pairs `recorded` (response id, the client's TTFT in seconds) with the server's
-    /// records. None where fewer than nine in ten of them pair: the ids are not the
-    /// server's, and the differences would describe a chosen few.
+    /// Pairs `recorded` (what names each request, the client's TTFT in seconds) with the
+    /// server's records. None where fewer than nine in ten of them pair: the names are not
+    /// the server's, and the differences would describe a chosen few.
     pub fn of(recorded: &[(RequestKey, f64)], served: &[Served]) -> Option<Self> {
         // Each finished request by every key that names it; a key two requests share
         // names neither.
