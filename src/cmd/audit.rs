@@ -177,19 +177,20 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
         if queue.is_empty() && !held_queued {
             held_queued = true;
             let held = match &reading {
-                Some(Ok((r, _))) => a.held_rates(r.fitted.saturation_per_s),
+                Some(Ok((r, _))) => {
+                    let saturation = r.fitted.saturation_per_s;
+                    a.held_rates(saturation).map(|rates| (saturation, rates))
+                }
                 Some(Err(why)) => Err(format!("--hold-at: the loop was not read: {why}")),
                 None => Err("--hold-at: the loop was not read".into()),
             };
             match (held, &template) {
-                (Ok(rates), Some(t)) => {
+                (Ok((saturation, rates)), Some(t)) => {
                     if !a.json {
-                        let saturation = reading.as_ref().and_then(|r| r.as_ref().ok());
                         writeln!(
                             out,
-                            "== held out at {} of the fitted loop's saturation ({:.0} req/s): {} req/s",
+                            "== held out at {} of the fitted loop's saturation ({saturation:.0} req/s): {} req/s",
                             join(&a.hold_at),
-                            saturation.map_or(0.0, |(r, _)| r.fitted.saturation_per_s),
                             join(&rates)
                         )?;
                     }
