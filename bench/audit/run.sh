@@ -142,7 +142,7 @@ for tool in $TOOLS; do
         --dataset-name random-ids --random-input-len {prompt_tokens}
         --random-output-len {output_tokens} --random-range-ratio 1 --num-prompts {requests}
         --request-rate {rate} --seed 1 --disable-tqdm --warmup-requests 0
-        --output-file {out}/sglang-result.json)
+        --output-file {out}/sglang-result.json --output-details)
       EXTRA=(--label "SGLang bench_serving" --timeout 300s) ;;
     *) echo "unknown tool $tool" >&2; exit 2 ;;
   esac

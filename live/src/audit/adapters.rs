@@ -64,6 +64,12 @@ pub struct Reported {
     /// keeps its requests: for pairing with the server's records; not written out.
     #[serde(skip)]
     pub ttft_by_id: Vec<(RequestKey, f64)>,
+    /// How many requests the tool sent, failed ones too, where its records give each
+    /// request's place in the order it sent them (vLLM's and SGLang's benches list them
+    /// so; inference-perf's records, by their start): what pairing by that order checks
+    /// against the server's arrivals. Not written out.
+    #[serde(skip)]
+    pub sent: Option<u64>,
 }
 
 /// What ties a tool's record of a request to the server's.
@@ -76,6 +82,10 @@ pub enum RequestKey {
     /// The number its `x-request-id` ended with, the request's place in the tool's list:
     /// vLLM's bench.
     RequestIndex(u64),
+    /// The request's place in the order the tool sent its requests, where nothing names
+    /// it to the server: SGLang's bench and inference-perf. It pairs with the server's
+    /// arrivals in order, where the counts agree.
+    Sent(u64),
 }
 
 impl Reported {
@@ -152,6 +162,13 @@ pub fn read(file: &Path) -> Option<Reported> {
     if r.tool == "AIPerf" {
         r.ttft_by_id = aiperf_records(&file.with_file_name("profile_export.jsonl"));
     }
+    if r.tool == "inference-perf" {
+        let per_request = file.with_file_name("per_request_lifecycle_metrics.json");
+        if let Some((records, sent)) = inference_perf_records(&per_request) {
+            r.ttft_by_id = records;
+            r.sent = Some(sent);
+        }
+    }
     r.file = file.to_path_buf();
     Some(r)
 }
@@ -177,6 +194,37 @@ fn aiperf_records(file: &Path) -> Vec<(RequestKey, f64)> {
             Some((key, f(ttft, "value")? * 1e-3))
         })
         .collect()
+}
+
+/// inference-perf's per-request records beside its summary
+/// (`per_request_lifecycle_metrics.json`, with `computed_metrics`): every request it sent,
+/// failed ones too, each with its start (`start_time`, seconds of the same monotonic clock
+/// as the server's) and, where it succeeded, its TTFT. The records by their start give the
+/// order it sent them; the successful ones are returned by that place, with how many it
+/// sent. None where there is no such file or a record has no start.
+fn inference_perf_records(file: &Path) -> Option<(Vec<(RequestKey, f64)>, u64)> {
+    let text = crate::files::read_bounded(file, crate::files::FileKind::Report).ok()?;
+    let v: Value = serde_json::from_slice(&text).ok()?;
+    let mut records: Vec<(f64, Option<f64>)> = v
+        .as_array()?
+        .iter()
+        .map(|r| {
+            let ttft = r
+                .get("error")
+                .is_none_or(Value::is_null)
+                .then(|| r.get("computed_metrics").and_then(|m| f(m, "time_to_first_token")))
+                .flatten();
+            Some((f(r, "start_time")?, ttft))
+        })
+        .collect::<Option<_>>()?;
+    records.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let sent = records.len() as u64;
+    let listed = records
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, (_, ttft))| Some((RequestKey::Sent(i as u64), ttft?)))
+        .collect();
+    Some((listed, sent))
 }
 
 fn f(v: &Value, key: &str) -> Option<f64> {
@@ -329,7 +377,12 @@ fn response_id(id: &str) -> Option<u64> {
 /// vLLM's bench it starts TTFT when its request coroutine starts and reports no lateness.
 fn sglang(v: &Value) -> Option<Reported> {
     v.get("total_output_tokens_retokenized")?;
-    Some(millisecond_keys(v, "SGLang bench_serving", "e2e_latency"))
+    let (ttft_by_id, sent) = listed_requests(v, RequestKey::Sent).unzip();
+    Some(Reported {
+        ttft_by_id: ttft_by_id.unwrap_or_default(),
+        sent,
+        ..millisecond_keys(v, "SGLang bench_serving", "e2e_latency")
+    })
 }
 
 /// `vllm bench serve --save-result`: milliseconds, `{mean,median,p90,p99}_{metric}_ms`.
@@ -337,29 +390,36 @@ fn vllm(v: &Value) -> Option<Reported> {
     if v.get("mean_ttft_ms").is_none() && v.get("median_ttft_ms").is_none() {
         return None;
     }
+    let (ttft_by_id, sent) = listed_requests(v, RequestKey::RequestIndex).unzip();
     Some(Reported {
-        ttft_by_id: vllm_requests(v),
+        ttft_by_id: ttft_by_id.unwrap_or_default(),
+        sent,
         ..millisecond_keys(v, "vllm bench serve", "e2el")
     })
 }
 
-/// With `--save-detailed`, vLLM's bench keeps each request's TTFT (`ttfts`, seconds) and
-/// error (`errors`, empty when it succeeded) in the order of its list of requests, whose
-/// `x-request-id` is a prefix and that place: each successful one by its index.
-fn vllm_requests(v: &Value) -> Vec<(RequestKey, f64)> {
-    let (Some(ttfts), Some(errors)) = (
-        v.get("ttfts").and_then(Value::as_array),
-        v.get("errors").and_then(Value::as_array),
-    ) else {
-        return Vec::new();
-    };
-    ttfts
+/// The per-request lists vLLM's bench keeps with `--save-detailed` and SGLang's with
+/// `--output-details`: each request's TTFT (`ttfts`, seconds) and error (`errors`, empty
+/// when it succeeded), in the order of the tool's list of requests, which is the order it
+/// sent them. The successful ones by their place, named by `key` (vLLM's bench also ends
+/// each `x-request-id` with it), and the list's length. None without the lists.
+fn listed_requests(
+    v: &Value,
+    key: fn(u64) -> RequestKey,
+) -> Option<(Vec<(RequestKey, f64)>, u64)> {
+    let ttfts = v.get("ttfts")?.as_array()?;
+    let errors = v.get("errors")?.as_array()?;
+    if ttfts.len() != errors.len() {
+        return None;
+    }
+    let listed = ttfts
         .iter()
         .zip(errors)
         .enumerate()
         .filter(|(_, (_, e))| e.as_str().is_some_and(str::is_empty))
-        .filter_map(|(i, (t, _))| Some((RequestKey::RequestIndex(i as u64), t.as_f64()?)))
-        .collect()
+        .filter_map(|(i, (t, _))| Some((key(i as u64), t.as_f64()?)))
+        .collect();
+    Some((listed, ttfts.len() as u64))
 }
 
 /// The flat `{mean,median,p90,p99}_{metric}_ms` keys vLLM's bench writes and SGLang's
@@ -608,6 +668,70 @@ mod tests {
         let found = find(&dir).map(|r| r.tool);
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(found.as_deref(), Some("SGLang bench_serving"));
+    }
+
+    /// Written by SGLang 0.5.6's `bench_serving --output-details` at 10 req/s for 1 s with
+    /// 4-token streams: see fixtures/README.md.
+    const SGLANG_DETAILS: &str = include_str!("fixtures/sglang-0.5.6-details.json");
+
+    /// SGLang's details list its requests in the order it sent them: each by that place,
+    /// with how many it sent; a failed one keeps its place and is left out.
+    #[test]
+    fn sglang_details_list_requests_in_the_order_sent() {
+        let mut v: Value = serde_json::from_str(SGLANG_DETAILS).expect("fixture is JSON");
+        let r = sglang(&v).expect("recognised");
+        assert_eq!((r.sent, r.ttft_by_id.len()), (Some(10), 10));
+        // The file's first and last TTFTs, seconds.
+        assert_eq!(r.ttft_by_id[0], (RequestKey::Sent(0), 0.0023983089995454066));
+        assert_eq!(r.ttft_by_id[9], (RequestKey::Sent(9), 0.0011492059984448133));
+        v["errors"][4] = "timed out".into();
+        let r = sglang(&v).expect("recognised");
+        assert_eq!(r.sent, Some(10));
+        let places: Vec<RequestKey> = r.ttft_by_id.iter().map(|(k, _)| *k).collect();
+        assert_eq!(places.len(), 9);
+        assert!(!places.contains(&RequestKey::Sent(4)) && places.contains(&RequestKey::Sent(5)));
+        // Lists that disagree in length are no order to pair by.
+        v["errors"].as_array_mut().unwrap().pop();
+        assert_eq!(sglang(&v).map(|r| r.sent), Some(None));
+        let plain: Value = serde_json::from_str(SGLANG).expect("fixture is JSON");
+        assert_eq!(sglang(&plain).map(|r| r.sent), Some(None));
+    }
+
+    /// Written by inference-perf 0.7.0 with `per_request` and `computed_metrics` (the
+    /// template in bench/audit) at 10 req/s for 1 s with 4-token streams: see
+    /// fixtures/README.md.
+    const INFERENCE_PERF_REQUESTS: &str =
+        include_str!("fixtures/inference-perf-0.7.0-per_request_lifecycle_metrics.json");
+
+    /// inference-perf's per-request records beside its summary, in whatever order the file
+    /// holds them, come back by the order of their starts; a failed one keeps its place.
+    #[test]
+    fn inference_perf_records_pair_by_the_order_of_their_starts() {
+        let mut records: Vec<Value> =
+            serde_json::from_str(INFERENCE_PERF_REQUESTS).expect("fixture is JSON");
+        assert_eq!(records.len(), 10);
+        let first_ttft = records[0]["computed_metrics"]["time_to_first_token"]
+            .as_f64()
+            .unwrap();
+        records.reverse();
+        records[2]["error"] = serde_json::json!({"error_type": "ClientError"});
+        let dir = std::env::temp_dir().join(format!("hb-ip-records-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("summary_lifecycle_metrics.json"), INFERENCE_PERF).unwrap();
+        let file = dir.join("per_request_lifecycle_metrics.json");
+        std::fs::write(&file, serde_json::to_vec(&records).unwrap()).unwrap();
+        let r = find(&dir).expect("recognised");
+        // A record without its start gives no order at all.
+        records[0].as_object_mut().unwrap().remove("start_time");
+        std::fs::write(&file, serde_json::to_vec(&records).unwrap()).unwrap();
+        let no_order = find(&dir).expect("recognised");
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!((r.tool.as_str(), r.sent), ("inference-perf", Some(10)));
+        assert_eq!(r.ttft_by_id.len(), 9);
+        assert_eq!(r.ttft_by_id[0], (RequestKey::Sent(0), first_ttft));
+        // The third from the end of the reversed file is the eighth sent.
+        assert!(!r.ttft_by_id.iter().any(|(k, _)| *k == RequestKey::Sent(7)));
+        assert_eq!((no_order.sent, no_order.ttft_by_id.len()), (None, 0));
     }
 
     #[test]

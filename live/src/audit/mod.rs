@@ -548,7 +548,7 @@ impl Observed {
         self.paired_excess = self
             .reported
             .as_ref()
-            .and_then(|r| PairedExcess::of(&r.ttft_by_id, &self.served));
+            .and_then(|r| PairedExcess::of(&r.ttft_by_id, r.sent, &self.served));
         self
     }
 
@@ -572,18 +572,21 @@ impl Observed {
 }
 
 /// The TTFT a client added to each request, its record paired with the server's record of
-/// the same request by a name both kept ([`RequestKey`]): the statistics of the
-/// differences. The
-/// difference of two quantiles is not the quantile of the differences: where the server's
-/// own TTFT has a tail (a mock starved of a core by the client's processes), the client's
-/// p99 minus the server's mixes two sets of requests, and can even come out below the
-/// median of what the client added.
+/// the same request by a name both kept ([`RequestKey`]), or by the order the client sent
+/// them: the statistics of the differences. The difference of two quantiles is not the
+/// quantile of the differences: where the server's own TTFT has a tail (a mock starved of a
+/// core by the client's processes), the client's p99 minus the server's mixes two sets of
+/// requests, and can even come out below the median of what the client added.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PairedExcess {
     /// Requests paired: in the client's records and answered whole by the server.
     pub paired: u64,
     /// Requests in the client's records.
     pub recorded: u64,
+    /// Whether they were paired by the order the client sent them (nothing named them to
+    /// the server), not by a name.
+    #[serde(default)]
+    pub by_order: bool,
     /// Mean of the differences, seconds.
     pub mean_s: f64,
     /// Median.
@@ -592,27 +595,54 @@ pub struct PairedExcess {
     pub p90_s: f64,
     /// 99th percentile.
     pub p99_s: f64,
+    /// Where the client's records are named and in the order it sent them (vLLM's bench),
+    /// what pairing by that order alone would have given: how far to trust it for the
+    /// tools that leave nothing else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_check: Option<OrderCheck>,
+}
+
+/// Pairing by send order held against pairing by name, on the same requests.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OrderCheck {
+    /// Requests whose place among the server's arrivals was not their place in the order
+    /// the client sent them (close sends that overtook each other on the way).
+    pub displaced: u64,
+    /// The mean of the differences paired by order, seconds.
+    pub mean_s: f64,
+    /// Their 99th percentile.
+    pub p99_s: f64,
 }
 
 impl PairedExcess {
     /// Pairs `recorded` (what names each request, the client's TTFT in seconds) with the
-    /// server's records. None where fewer than nine in ten of them pair: the names are not
-    /// the server's, and the differences would describe a chosen few.
-    pub fn of(recorded: &[(RequestKey, f64)], served: &[Served]) -> Option<Self> {
+    /// server's records; `sent` is how many requests the client sent where its records give
+    /// their order ([`RequestKey::Sent`]), which pair with the server's arrivals in order
+    /// only when the server saw exactly that many. None where fewer than nine in ten of the
+    /// records pair: the names are not the server's, and the differences would describe a
+    /// chosen few.
+    pub fn of(recorded: &[(RequestKey, f64)], sent: Option<u64>, served: &[Served]) -> Option<Self> {
+        // The server's requests in the order they arrived.
+        let mut arrivals: Vec<&Served> = served.iter().collect();
+        arrivals.sort_by_key(|s| (s.arrival_ns, s.received()));
+        let in_order = sent == Some(served.len() as u64);
         // Each finished request by every key that names it; a key two requests share
         // names neither.
         let mut truth: HashMap<RequestKey, Option<u64>> = HashMap::new();
-        for s in served.iter().filter(|s| s.status == 200 && s.complete) {
-            let Some(first) = s.first_token_ns else {
+        let mut displaced = 0;
+        for (place, s) in arrivals.iter().enumerate() {
+            let place = place as u64;
+            let index = s.request_tag.and_then(|t| t.index);
+            displaced += u64::from(index.is_some_and(|i| i != place));
+            let Some(first) = s.first_token_ns.filter(|_| s.status == 200 && s.complete) else {
                 continue;
             };
             let ttft = first.saturating_sub(s.received());
             let keys = [
                 s.id.map(RequestKey::Response),
                 s.request_tag.map(|t| RequestKey::RequestId(t.hash)),
-                s.request_tag
-                    .and_then(|t| t.index)
-                    .map(RequestKey::RequestIndex),
+                index.map(RequestKey::RequestIndex),
+                in_order.then_some(RequestKey::Sent(place)),
             ];
             for k in keys.into_iter().flatten() {
                 truth
@@ -621,25 +651,50 @@ impl PairedExcess {
                     .or_insert(Some(ttft));
             }
         }
-        let mut d: Vec<f64> = recorded
-            .iter()
-            .filter_map(|(key, ttft_s)| Some(ttft_s - (*truth.get(key)?)? as f64 * 1e-9))
-            .collect();
+        let differences = |records: &mut dyn Iterator<Item = (RequestKey, f64)>| {
+            let mut d: Vec<f64> = records
+                .filter_map(|(key, ttft_s)| Some(ttft_s - (*truth.get(&key)?)? as f64 * 1e-9))
+                .collect();
+            d.sort_by(f64::total_cmp);
+            d
+        };
+        let d = differences(&mut recorded.iter().copied());
         if d.is_empty() || d.len() * 10 < recorded.len() * 9 {
             return None;
         }
-        d.sort_by(f64::total_cmp);
-        // Nearest rank: the smallest difference with at least q of them at or below it.
-        let q = |q: f64| d[((q * d.len() as f64).ceil() as usize).clamp(1, d.len()) - 1];
+        let order_check = in_order
+            .then(|| {
+                let by_order = differences(&mut recorded.iter().filter_map(|(k, t)| match k {
+                    RequestKey::RequestIndex(i) => Some((RequestKey::Sent(*i), *t)),
+                    _ => None,
+                }));
+                (by_order.len() == d.len()).then(|| OrderCheck {
+                    displaced,
+                    mean_s: mean(&by_order),
+                    p99_s: nearest_rank(&by_order, 0.99),
+                })
+            })
+            .flatten();
         Some(Self {
             paired: d.len() as u64,
             recorded: recorded.len() as u64,
-            mean_s: d.iter().sum::<f64>() / d.len() as f64,
-            p50_s: q(0.5),
-            p90_s: q(0.9),
-            p99_s: q(0.99),
+            by_order: recorded.iter().any(|(k, _)| matches!(k, RequestKey::Sent(_))),
+            mean_s: mean(&d),
+            p50_s: nearest_rank(&d, 0.5),
+            p90_s: nearest_rank(&d, 0.9),
+            p99_s: nearest_rank(&d, 0.99),
+            order_check,
         })
     }
+}
+
+fn mean(x: &[f64]) -> f64 {
+    x.iter().sum::<f64>() / x.len() as f64
+}
+
+/// The smallest of `sorted` (not empty) with at least `q` of them at or below it.
+fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+    sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
 }
 
 /// Fills the placeholders of one argument.
@@ -885,7 +940,7 @@ mod tests {
                 (RequestKey::Response(i), ttft_s)
             })
             .collect();
-        let p = PairedExcess::of(&recorded, &served).expect("paired");
+        let p = PairedExcess::of(&recorded, None, &served).expect("paired");
         assert_eq!((p.paired, p.recorded), (100, 100));
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
         assert!(close(p.mean_s, 495e-6), "{p:?}");
@@ -901,7 +956,7 @@ mod tests {
         let foreign: Vec<(RequestKey, f64)> = (0..100u64)
             .map(|i| (RequestKey::Response(i + 1000), recorded[i as usize].1))
             .collect();
-        assert_eq!(PairedExcess::of(&foreign, &served), None);
+        assert_eq!(PairedExcess::of(&foreign, None, &served), None);
         // The same requests named by the x-request-id they sent (vLLM's bench: a prefix and
         // their place), by its hash or by its number, pair the same way; two requests that
         // end with one number name neither.
@@ -916,32 +971,95 @@ mod tests {
         let by_index: Vec<(RequestKey, f64)> = (0..100u64)
             .map(|i| (RequestKey::RequestIndex(i), recorded[i as usize].1))
             .collect();
-        assert_eq!(PairedExcess::of(&by_index, &tagged), Some(p));
+        assert_eq!(PairedExcess::of(&by_index, None, &tagged), Some(p));
         let by_hash: Vec<(RequestKey, f64)> = (0..100u64)
             .map(|i| {
                 let hash = RequestTag::of(&format!("bench-1a2b-{i}")).hash;
                 (RequestKey::RequestId(hash), recorded[i as usize].1)
             })
             .collect();
-        assert_eq!(PairedExcess::of(&by_hash, &tagged), Some(p));
+        assert_eq!(PairedExcess::of(&by_hash, None, &tagged), Some(p));
         let mut twice = tagged.clone();
         for s in twice.iter_mut().take(20) {
             s.request_tag = Some(RequestTag::of("other-5"));
         }
-        assert_eq!(PairedExcess::of(&by_index, &twice), None);
+        assert_eq!(PairedExcess::of(&by_index, None, &twice), None);
         // Unfinished requests do not pair; with eight in a hundred the rest still do.
         let mut cut = served.clone();
         for s in cut.iter_mut().take(8) {
             s.complete = false;
         }
         assert_eq!(
-            PairedExcess::of(&recorded, &cut).map(|p| p.paired),
+            PairedExcess::of(&recorded, None, &cut).map(|p| p.paired),
             Some(92)
         );
         for s in cut.iter_mut().take(11) {
             s.complete = false;
         }
-        assert_eq!(PairedExcess::of(&recorded, &cut), None);
+        assert_eq!(PairedExcess::of(&recorded, None, &cut), None);
+    }
+
+    /// Requests nothing names pair by the order the client sent them with the order the
+    /// server saw them: exactly where none overtook another, not at all where the counts
+    /// differ (a warm-up left out of the records would shift every pair by one). Where the
+    /// records are named too (vLLM's bench), the check says how many arrived out of place
+    /// and what the order alone gives: two requests that swapped on the way exchange their
+    /// truths, which leaves the mean and moves the tail.
+    #[test]
+    fn requests_nothing_names_pair_by_the_order_they_were_sent() {
+        // Request i arrives at i ms; the server takes 100 us, 20 ms for request 7; the
+        // client adds 1 ms + i us.
+        let truth_ns = |i: u64| if i == 7 { 20_000_000 } else { 100_000 };
+        let at = |i: u64, arrival_ns: u64| Served {
+            arrival_ns,
+            received_ns: arrival_ns,
+            first_token_ns: Some(arrival_ns + truth_ns(i)),
+            last_token_ns: Some(arrival_ns + truth_ns(i)),
+            request_tag: Some(RequestTag::of(&format!("bench-{i}"))),
+            ..served(i, 0, 1, 200)
+        };
+        let served: Vec<Served> = (0..100u64).map(|i| at(i, i * 1_000_000)).collect();
+        let client_s = |i: u64| truth_ns(i) as f64 * 1e-9 + 1e-3 + i as f64 * 1e-6;
+        let sent: Vec<(RequestKey, f64)> = (0..100u64)
+            .map(|i| (RequestKey::Sent(i), client_s(i)))
+            .collect();
+        let p = PairedExcess::of(&sent, Some(100), &served).expect("paired by order");
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(p.by_order && p.paired == 100 && p.order_check.is_none(), "{p:?}");
+        assert!(close(p.mean_s, 1.0495e-3), "{p:?}");
+        assert!(close(p.p99_s, 1.098e-3), "{p:?}");
+        // The server saw one request more (or the count is unknown): no pairing by order.
+        assert_eq!(PairedExcess::of(&sent, Some(99), &served), None);
+        assert_eq!(PairedExcess::of(&sent, None, &served), None);
+        // A request the server failed keeps its place: the others still pair in order.
+        let mut failed = served.clone();
+        failed[3] = Served {
+            first_token_ns: None,
+            complete: false,
+            status: 500,
+            ..failed[3]
+        };
+        let q = PairedExcess::of(&sent, Some(100), &failed).expect("paired by order");
+        // 99 differences, 1.000 to 1.099 ms without 1.003: the p99 is the largest.
+        assert!(q.paired == 99 && close(q.p99_s, 1.099e-3), "{q:?}");
+        // Named by their index too, with request 7 overtaken by 8 on the way: by name the
+        // pairs are exact; by order 7 and 8 exchange their truths.
+        let mut swapped = served.clone();
+        swapped[7] = at(7, 8_500_000);
+        let named: Vec<(RequestKey, f64)> = (0..100u64)
+            .map(|i| (RequestKey::RequestIndex(i), client_s(i)))
+            .collect();
+        let n = PairedExcess::of(&named, Some(100), &swapped).expect("paired by name");
+        assert!(!n.by_order && close(n.mean_s, 1.0495e-3) && close(n.p99_s, 1.098e-3));
+        let c = n.order_check.expect("checked against the order");
+        assert_eq!(c.displaced, 2);
+        assert!(close(c.mean_s, n.mean_s), "{c:?}");
+        // Sorted by order: -18.9 ms, 1.000 ... 1.099 ms without 1.007 and 1.008, 20.907 ms.
+        assert!(close(c.p99_s, 1.099e-3), "{c:?}");
+        assert_eq!(
+            PairedExcess::of(&named, None, &swapped).map(|p| p.order_check),
+            Some(None)
+        );
     }
 
     /// A compound Poisson stream of work, read per 100 ms interval, gives back the

@@ -749,9 +749,24 @@ impl AuditReport {
         if let Some(pe) = &o.paired_excess {
             writeln!(
                 out,
-                "  the excess request by request: {} of the {} requests it recorded paired with the server's by the ids both kept",
-                pe.paired, pe.recorded
+                "  the excess request by request: {} of the {} requests it recorded paired with the server's {}",
+                pe.paired,
+                pe.recorded,
+                if pe.by_order {
+                    "in the order it sent them and the server saw them (nothing else names them)"
+                } else {
+                    "by the ids both kept"
+                }
             )?;
+            if let Some(c) = &pe.order_check {
+                writeln!(
+                    out,
+                    "  paired by order alone instead: {} of them out of place at the server, the excess's mean {} and p99 {}",
+                    c.displaced,
+                    f(c.mean_s),
+                    f(c.p99_s)
+                )?;
+            }
         }
         // With the requests paired, the excess is not the difference of the two figures.
         let how = if o.paired_excess.is_some() {
