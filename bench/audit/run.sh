@@ -12,6 +12,7 @@
 #   SPLIT=20 RATES="50 100" TOOLS=sglang bash bench/audit/run.sh
 #   SPLIT=20 FIT_ON=2 RATES="50 100 150" bash bench/audit/run.sh
 #   SPLIT=20 FIT_ON=2 RATES="30 60" HOLD_AT="0.4 0.7" bash bench/audit/run.sh
+#   REPEAT=5 RATES=100 TOOLS=vllm bash bench/audit/run.sh
 #
 # Without SPLIT, the table ends with the highest rate each tool held (the server saw 95 % of
 # the offered rate or more): RATES="150 200 250 300 350 400 500 600" DURATION=10s reads the
@@ -25,6 +26,10 @@
 # loop on the first N rates at once (`--fit-on N`) and holds it against the rest;
 # HOLD_AT="0.4 0.7" then audits each tool again at those fractions of the saturation its
 # fitted loop predicts (`--hold-at`), held out like the rest.
+#
+# REPEAT=N (without SPLIT) audits each tool N times at each rate, one after the other, and
+# ends with each rate's median and range of the excess and of the CPU a request: the
+# run-to-run noise any prediction held against one audit carries.
 #
 # Environment: PYTHON (Python 3.12; default: pyenv's 3.12), HEISENBENCH (the binary;
 # default target/release/heisenbench, built if missing), CACHE (default
@@ -43,6 +48,7 @@ TOOLS=${TOOLS:-inference-perf vllm aiperf}
 DURATION=${DURATION:-10s}
 TOKENS=${TOKENS:-200}
 FIT_ON=${FIT_ON:-1}
+REPEAT=${REPEAT:-1}
 OUT=${OUT:-$(mktemp -d)}
 IP_VERSION=0.7.0
 VLLM_VERSION=0.33.0
@@ -156,10 +162,14 @@ for tool in $TOOLS; do
     continue
   fi
   for rate in $RATES; do
-    echo "[audit] $tool at $rate req/s"
-    "$HB" audit --rate "$rate" --duration "$DURATION" --output-tokens "$TOKENS" \
-      --work-dir "$OUT/$tool-$rate" --out "$OUT/$tool-$rate.json" "${EXTRA[@]}" \
-      -- "${CMD[@]}" > "$OUT/$tool-$rate.txt" 2>&1 || echo "[audit] $tool at $rate: exit $?"
+    for k in $(seq 1 "$REPEAT"); do
+      name=$tool-$rate
+      if [ "$REPEAT" -gt 1 ]; then name=$name-r$k; fi
+      echo "[audit] $tool at $rate req/s${name#$tool-$rate}"
+      "$HB" audit --rate "$rate" --duration "$DURATION" --output-tokens "$TOKENS" \
+        --work-dir "$OUT/$name" --out "$OUT/$name.json" "${EXTRA[@]}" \
+        -- "${CMD[@]}" > "$OUT/$name.txt" 2>&1 || echo "[audit] $name: exit $?"
+    done
   done
 done
 
@@ -205,31 +215,51 @@ EOF
   exit 0
 fi
 
-"$PYTHON" - "$OUT" $TOOLS -- $RATES <<'EOF'
+"$PYTHON" - "$OUT" "$REPEAT" $TOOLS -- $RATES <<'EOF'
 import json, os, sys
-out = sys.argv[1]
+out, repeat = sys.argv[1], int(sys.argv[2])
 i = sys.argv.index("--")
-tools, rates = sys.argv[2:i], sys.argv[i + 1:]
+tools, rates = sys.argv[3:i], sys.argv[i + 1:]
+names = lambda tool, rate: [f"{tool}-{rate}"] if repeat == 1 else [f"{tool}-{rate}-r{k}" for k in range(1, repeat + 1)]
 ms = lambda s: "-" if s is None else f"{s * 1e3:.2f}"
-print("| client | offered req/s | achieved (server) | CPU per chunk | utilisation | reported TTFT p50 / p99 ms | true TTFT p50 / p99 ms | TTFT excess mean ms | predicted wait mean ms | processes for p99 <= 1 ms |")
+print("| client | offered req/s | achieved (server) | CPU per chunk | utilisation | reported TTFT p50 / p99 ms | true TTFT p50 / p99 ms | TTFT excess mean / p99 ms | predicted wait mean ms | processes for p99 <= 1 ms |")
 print("|---|---|---|---|---|---|---|---|---|---|")
+spread = {}
 for tool in tools:
     for rate in rates:
-        p = os.path.join(out, f"{tool}-{rate}.json")
-        if not os.path.exists(p):
-            print(f"| {tool} | {rate} | no report | | | | | | | |")
-            continue
-        r = json.load(open(p))
-        o, pr = r["observed"], r.get("prediction") or {}
-        t, rep = o["truth"], (o.get("reported") or {}).get("ttft") or {}
-        rows = {x["statistic"]: x for x in pr.get("rows", [])}
-        wait = pr.get("wait_s")
-        print(f"| {tool} | {rate} | {t['achieved_rate_per_s']:.0f} | {pr.get('cpu_per_chunk_s', 0) * 1e6:.1f} us"
-              f" | {pr.get('rho', 0):.2f} | {ms(rep.get('p50_s'))} / {ms(rep.get('p99_s'))}"
-              f" | {ms(t['ttft']['p50_s'])} / {ms(t['ttft']['p99_s'])}"
-              f" | {ms(rows.get('mean', {}).get('excess_s'))}"
-              f" | {'saturated' if wait is None else ms(wait[0])}"
-              f" | {pr.get('loops_needed') or '-'} |")
+        for name in names(tool, rate):
+            label = name[len(tool) + 1:]
+            p = os.path.join(out, f"{name}.json")
+            if not os.path.exists(p):
+                print(f"| {tool} | {label} | no report | | | | | | | |")
+                continue
+            r = json.load(open(p))
+            o, pr = r["observed"], r.get("prediction") or {}
+            t, rep = o["truth"], (o.get("reported") or {}).get("ttft") or {}
+            rows = {x["statistic"]: x for x in pr.get("rows", [])}
+            wait = pr.get("wait_s")
+            c = o["client"]
+            ex = [rows.get(s, {}).get("excess_s") for s in ("mean", "p99")]
+            cpu = c["window_cpu_s"] / c["window_s"] / t["achieved_rate_per_s"] if t["achieved_rate_per_s"] else None
+            spread.setdefault((tool, rate), []).append((ex[0], ex[1], cpu))
+            print(f"| {tool} | {label} | {t['achieved_rate_per_s']:.0f} | {pr.get('cpu_per_chunk_s', 0) * 1e6:.1f} us"
+                  f" | {pr.get('rho', 0):.2f} | {ms(rep.get('p50_s'))} / {ms(rep.get('p99_s'))}"
+                  f" | {ms(t['ttft']['p50_s'])} / {ms(t['ttft']['p99_s'])}"
+                  f" | {ms(ex[0])} / {ms(ex[1])}{' (paired)' if o.get('paired_excess') else ''}"
+                  f" | {'saturated' if wait is None else ms(wait[0])}"
+                  f" | {pr.get('loops_needed') or '-'} |")
+# With REPEAT, the run-to-run spread of each rate's audits: what any prediction held
+# against one of them carries.
+if repeat > 1:
+    print()
+    for (tool, rate), xs in spread.items():
+        def med(k, scale):
+            v = sorted(x[k] * scale for x in xs if x[k] is not None)
+            if not v:
+                return "-"
+            m = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+            return f"{m:.2f} ({v[0]:.2f}-{v[-1]:.2f}, {(v[-1] - v[0]) / m * 100:.0f} % of the median)"
+        print(f"{tool} at {rate} req/s, {len(xs)} audits: excess mean {med(0, 1e3)} ms, p99 {med(1, 1e3)} ms, CPU a request {med(2, 1e3)} ms")
 # The highest rate each tool held: the server saw at least 95 % of what was offered. Past
 # it a client falls behind, and then reads whole responses from full socket buffers: what
 # it achieves far beyond (RATES=1000) is that regime's throughput, not its knee.
@@ -237,11 +267,12 @@ print()
 for tool in tools:
     held = []
     for rate in rates:
-        p = os.path.join(out, f"{tool}-{rate}.json")
-        if os.path.exists(p):
-            t = json.load(open(p))["observed"]["truth"]
-            if t["achieved_rate_per_s"] >= 0.95 * float(rate):
-                held.append(float(rate))
+        for name in names(tool, rate):
+            p = os.path.join(out, f"{name}.json")
+            if os.path.exists(p):
+                t = json.load(open(p))["observed"]["truth"]
+                if t["achieved_rate_per_s"] >= 0.95 * float(rate):
+                    held.append(float(rate))
     print(f"{tool}: highest rate held within 5 %: {max(held):g} req/s" if held else f"{tool}: no rate held within 5 %")
 EOF
 echo "[audit] reports in $OUT"
