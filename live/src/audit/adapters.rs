@@ -212,7 +212,10 @@ fn inference_perf_records(file: &Path) -> Option<(Vec<(RequestKey, f64)>, u64)> 
             let ttft = r
                 .get("error")
                 .is_none_or(Value::is_null)
-                .then(|| r.get("computed_metrics").and_then(|m| f(m, "time_to_first_token")))
+                .then(|| {
+                    r.get("computed_metrics")
+                        .and_then(|m| f(m, "time_to_first_token"))
+                })
                 .flatten();
             Some((f(r, "start_time")?, ttft))
         })
@@ -403,10 +406,7 @@ fn vllm(v: &Value) -> Option<Reported> {
 /// when it succeeded), in the order of the tool's list of requests, which is the order it
 /// sent them. The successful ones by their place, named by `key` (vLLM's bench also ends
 /// each `x-request-id` with it), and the list's length. None without the lists.
-fn listed_requests(
-    v: &Value,
-    key: fn(u64) -> RequestKey,
-) -> Option<(Vec<(RequestKey, f64)>, u64)> {
+fn listed_requests(v: &Value, key: fn(u64) -> RequestKey) -> Option<(Vec<(RequestKey, f64)>, u64)> {
     let ttfts = v.get("ttfts")?.as_array()?;
     let errors = v.get("errors")?.as_array()?;
     if ttfts.len() != errors.len() {
@@ -682,8 +682,14 @@ mod tests {
         let r = sglang(&v).expect("recognised");
         assert_eq!((r.sent, r.ttft_by_id.len()), (Some(10), 10));
         // The file's first and last TTFTs, seconds.
-        assert_eq!(r.ttft_by_id[0], (RequestKey::Sent(0), 0.0023983089995454066));
-        assert_eq!(r.ttft_by_id[9], (RequestKey::Sent(9), 0.0011492059984448133));
+        assert_eq!(
+            r.ttft_by_id[0],
+            (RequestKey::Sent(0), 0.0023983089995454066)
+        );
+        assert_eq!(
+            r.ttft_by_id[9],
+            (RequestKey::Sent(9), 0.0011492059984448133)
+        );
         v["errors"][4] = "timed out".into();
         let r = sglang(&v).expect("recognised");
         assert_eq!(r.sent, Some(10));

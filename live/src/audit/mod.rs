@@ -245,20 +245,6 @@ pub struct Connected {
 }
 
 impl Connected {
-    fn of(h: &tree::Holders, ticks_per_s: f64) -> Self {
-        Self {
-            processes: h.processes,
-            connections: h.connections,
-            window_cpu_per_process_s: h.window_ticks.iter().map(|t| t / ticks_per_s).collect(),
-            holds_busiest: h.holds_busiest,
-            main_cores: h.main_cores,
-            wait_per_turn_s: h.wait_per_turn_s,
-            preempted_share: h.preempted_share,
-            core_wait: h.core_wait,
-            spread: WorkSpread::of(&h.busiest_intervals),
-        }
-    }
-
     /// Their CPU in the load window, seconds.
     pub fn window_cpu_s(&self) -> f64 {
         self.window_cpu_per_process_s.iter().sum()
@@ -621,7 +607,11 @@ impl PairedExcess {
     /// only when the server saw exactly that many. None where fewer than nine in ten of the
     /// records pair: the names are not the server's, and the differences would describe a
     /// chosen few.
-    pub fn of(recorded: &[(RequestKey, f64)], sent: Option<u64>, served: &[Served]) -> Option<Self> {
+    pub fn of(
+        recorded: &[(RequestKey, f64)],
+        sent: Option<u64>,
+        served: &[Served],
+    ) -> Option<Self> {
         // The server's requests in the order they arrived.
         let mut arrivals: Vec<&Served> = served.iter().collect();
         arrivals.sort_by_key(|s| (s.arrival_ns, s.received()));
@@ -678,7 +668,9 @@ impl PairedExcess {
         Some(Self {
             paired: d.len() as u64,
             recorded: recorded.len() as u64,
-            by_order: recorded.iter().any(|(k, _)| matches!(k, RequestKey::Sent(_))),
+            by_order: recorded
+                .iter()
+                .any(|(k, _)| matches!(k, RequestKey::Sent(_))),
             mean_s: mean(&d),
             p50_s: nearest_rank(&d, 0.5),
             p90_s: nearest_rank(&d, 0.9),
@@ -850,9 +842,7 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
         busiest_wait_per_turn_s: sampler.busiest_wait_per_turn(from, to),
         busiest_preempted_share: sampler.busiest_preempted_share(from, to),
         busiest_main_cores: sampler.busiest_main_cores(from, to),
-        connected: sampler
-            .connection_holders(from, to)
-            .map(|h| Connected::of(&h, tps)),
+        connected: sampler.connection_holders(from, to),
         machine: sampler
             .machine_busy(from, to)
             .map(|(cores, busy_cores)| MachineLoad { cores, busy_cores }),
@@ -1025,7 +1015,10 @@ mod tests {
             .collect();
         let p = PairedExcess::of(&sent, Some(100), &served).expect("paired by order");
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
-        assert!(p.by_order && p.paired == 100 && p.order_check.is_none(), "{p:?}");
+        assert!(
+            p.by_order && p.paired == 100 && p.order_check.is_none(),
+            "{p:?}"
+        );
         assert!(close(p.mean_s, 1.0495e-3), "{p:?}");
         assert!(close(p.p99_s, 1.098e-3), "{p:?}");
         // The server saw one request more (or the count is unknown): no pairing by order.

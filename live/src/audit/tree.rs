@@ -16,6 +16,8 @@
 use std::collections::{HashMap, HashSet};
 use std::fs;
 
+use super::{Connected, WorkSpread};
+
 /// One process as `/proc/PID/stat` shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stat {
@@ -245,31 +247,6 @@ pub fn available() -> bool {
 /// The kernel's clock ticks per second.
 pub fn ticks_per_second() -> u64 {
     rustix::param::clock_ticks_per_second()
-}
-
-/// The processes that held a client's connections to the server in a window
-/// ([`TreeSampler::connection_holders`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Holders {
-    /// How many.
-    pub processes: u32,
-    /// The connections they held, each process counted at its reading with the most.
-    pub connections: u32,
-    /// Each one's own CPU in the window, clock ticks, largest first.
-    pub window_ticks: Vec<f64>,
-    /// Whether the busiest process of the tree is one of them.
-    pub holds_busiest: bool,
-    /// Their main threads' CPU, cores, summed.
-    pub main_cores: Option<f64>,
-    /// Their main threads' wait for a core per turn on one, over all their turns, seconds.
-    pub wait_per_turn_s: Option<f64>,
-    /// The share of their main threads' turns that followed a preemption.
-    pub preempted_share: Option<f64>,
-    /// Their main threads' wait for a core per unit of their CPU.
-    pub core_wait: Option<f64>,
-    /// The main thread's CPU of the busiest of them, from one sample to the next:
-    /// (the interval, the CPU in it), nanoseconds.
-    pub busiest_intervals: Vec<(u64, u64)>,
 }
 
 /// Connections are looked for at one tree reading in this many: reading every process's
@@ -640,7 +617,7 @@ impl TreeSampler {
     /// The processes that held connections to the followed server at some reading between
     /// `from_ns` and `to_ns`, and what they spent: the ones that read the server's answers,
     /// and so stamp them. None where no port was followed or no reading there found one.
-    pub fn connection_holders(&self, from_ns: u64, to_ns: u64) -> Option<Holders> {
+    pub fn connection_holders(&self, from_ns: u64, to_ns: u64) -> Option<Connected> {
         let mut most: HashMap<Key, u32> = HashMap::new();
         for (_, held) in self
             .connection_history
@@ -664,8 +641,10 @@ impl TreeSampler {
             .iter()
             .max_by(|a, b| spent(a).total_cmp(&spent(b)))
             .copied();
-        let mut window_ticks: Vec<f64> = keys.iter().map(spent).collect();
-        window_ticks.sort_unstable_by(|a, b| b.total_cmp(a));
+        let tick_s = 1.0 / ticks_per_second().max(1) as f64;
+        let mut window_cpu_per_process_s: Vec<f64> =
+            keys.iter().map(|k| spent(k) * tick_s).collect();
+        window_cpu_per_process_s.sort_unstable_by(|a, b| b.total_cmp(a));
         let sum = |history: &[Sample]| -> Option<u64> {
             keys.iter()
                 .filter_map(|k| growth_of(history, *k, from_ns, to_ns))
@@ -681,10 +660,10 @@ impl TreeSampler {
                     .then(|| last.1.saturating_sub(first.1) as f64 / (last.0 - first.0) as f64)
             })
             .reduce(|a, b| a + b);
-        Some(Holders {
+        Some(Connected {
             processes: keys.len() as u32,
             connections: most.values().sum(),
-            window_ticks,
+            window_cpu_per_process_s,
             holds_busiest: self
                 .busiest(from_ns, to_ns)
                 .is_some_and(|b| most.contains_key(&b)),
@@ -695,8 +674,7 @@ impl TreeSampler {
                 .and_then(|t| Some((sum(&self.preempt_history)? as f64 / t as f64).min(1.0))),
             core_wait: sum(&self.run_history)
                 .and_then(|run| core_wait_ratio(run, sum(&self.wait_history)?)),
-            busiest_intervals: busiest
-                .map_or_else(Vec::new, |k| self.intervals_of(k, from_ns, to_ns)),
+            spread: busiest.and_then(|k| WorkSpread::of(&self.intervals_of(k, from_ns, to_ns))),
         })
     }
 
@@ -909,7 +887,7 @@ mod tests {
         let to = crate::time::mono_ns();
         let h = sampler.connection_holders(from, to).expect("a holder");
         assert_eq!((h.processes, h.connections), (1, 1), "{h:?}");
-        assert_eq!(h.window_ticks.len(), 1);
+        assert_eq!(h.window_cpu_per_process_s.len(), 1);
         // Nothing was read before the window.
         assert!(
             sampler
