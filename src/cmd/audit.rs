@@ -351,7 +351,13 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
             from.display()
         )));
     }
-    let fit_on = a.fit_on_count();
+    // Fitted as the file's series was (its first audits marked fitted), unless told.
+    let fitted_in_file = series
+        .points
+        .iter()
+        .take_while(|p| p.simulated.as_ref().is_some_and(|s| s.fitted_here))
+        .count();
+    let fit_on = a.fit_on.map_or(fitted_in_file.max(1), |n| n as usize);
     if fit_on > series.points.len() {
         return Err(Failure::Usage(format!(
             "--fit-on {fit_on}: {} holds {} audit(s) at the longer length",

@@ -76,7 +76,8 @@ pub struct AuditFlags {
     /// With --cost-split or --from: fit the client's loop (the share of a request's cost
     /// before its send, the latency beyond its CPU, the slice) on the first N audits at the
     /// longer length at once, and hold it against the rest: the slice, the latency and the
-    /// costs must then hold at several loads, not one. Default 1.
+    /// costs must then hold at several loads, not one. Default 1; with --from, as many as
+    /// the file's series was fitted on.
     #[arg(long, requires = "loop_reading", value_parser = clap::value_parser!(u32).range(1..))]
     pub fit_on: Option<u32>,
     /// With --cost-split: after the audits at --rates, audit the client again at these
