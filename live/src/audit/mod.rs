@@ -230,6 +230,11 @@ pub struct Connected {
     /// Their main threads' CPU, cores, summed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub main_cores: Option<f64>,
+    /// How often their main threads were put on a core, a second, summed: each time one
+    /// woke from a sleep, or came back after losing its core. Where the loop's CPU a
+    /// request falls as it fills, this falls with it (it sleeps less).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns_per_s: Option<f64>,
     /// Their main threads' wait for a core each time one was put on a core, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_per_turn_s: Option<f64>,

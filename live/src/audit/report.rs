@@ -585,9 +585,20 @@ impl AuditReport {
                     ))
                 )
             });
+            let turns = h.turns_per_s.map_or(String::new(), |n| {
+                let rate = t.achieved_rate_per_s;
+                format!(
+                    "; put on a core {n:.0} times a second{}",
+                    if rate > 0.0 {
+                        format!(", {:.2} a request", n / rate)
+                    } else {
+                        String::new()
+                    }
+                )
+            });
             writeln!(
                 out,
-                "  {} process(es) held its {} connection(s) to the server and read its answers ({busiest}): {cores:.2} cores, by process {}{main}",
+                "  {} process(es) held its {} connection(s) to the server and read its answers ({busiest}): {cores:.2} cores, by process {}{main}{turns}",
                 h.processes,
                 h.connections,
                 by_process(&h.window_cpu_per_process_s),

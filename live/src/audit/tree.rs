@@ -651,15 +651,18 @@ impl TreeSampler {
                 .reduce(|a, b| a + b)
         };
         let turns = sum(&self.turn_history).filter(|&t| t > 0);
-        let main_cores = keys
-            .iter()
-            .filter_map(|k| {
-                let inside = readings_of(&self.run_history, *k, from_ns, to_ns);
-                let (first, last) = (inside.first()?, inside.last()?);
-                (last.0 > first.0)
-                    .then(|| last.1.saturating_sub(first.1) as f64 / (last.0 - first.0) as f64)
-            })
-            .reduce(|a, b| a + b);
+        // Each one's growth a nanosecond over its own readings in the window, summed.
+        let rate = |history: &[Sample]| {
+            keys.iter()
+                .filter_map(|k| {
+                    let inside = readings_of(history, *k, from_ns, to_ns);
+                    let (first, last) = (inside.first()?, inside.last()?);
+                    (last.0 > first.0)
+                        .then(|| last.1.saturating_sub(first.1) as f64 / (last.0 - first.0) as f64)
+                })
+                .reduce(|a, b| a + b)
+        };
+        let main_cores = rate(&self.run_history);
         Some(Connected {
             processes: keys.len() as u32,
             connections: most.values().sum(),
@@ -668,6 +671,7 @@ impl TreeSampler {
                 .busiest(from_ns, to_ns)
                 .is_some_and(|b| most.contains_key(&b)),
             main_cores,
+            turns_per_s: rate(&self.turn_history).map(|t| t * 1e9),
             wait_per_turn_s: turns
                 .and_then(|t| Some(sum(&self.wait_history)? as f64 * 1e-9 / t as f64)),
             preempted_share: turns
@@ -860,7 +864,9 @@ mod tests {
     }
 
     /// Two children, one holding a connection to a listener here and one not: the
-    /// sampler finds the one that holds it, and only while it holds it.
+    /// sampler finds the one that holds it, and only while it holds it, and counts how
+    /// often its thread is put on a core (it wakes from a 10 ms wait on its socket, which
+    /// never answers: about a hundred times a second).
     #[test]
     fn the_processes_holding_connections_are_found() {
         if !available() || !std::path::Path::new("/proc/net/tcp").exists() {
@@ -869,7 +875,13 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let holder = std::process::Command::new("bash")
-            .args(["-c", &format!("exec 3<>/dev/tcp/127.0.0.1/{port}; sleep 2")])
+            .args([
+                "-c",
+                &format!(
+                    "exec 3<>/dev/tcp/127.0.0.1/{port}; end=$((SECONDS + 2)); \
+                     while [ $SECONDS -lt $end ]; do read -t 0.01 -u 3; done"
+                ),
+            ])
             .spawn()
             .unwrap();
         let idle = std::process::Command::new("sleep")
@@ -888,6 +900,10 @@ mod tests {
         let h = sampler.connection_holders(from, to).expect("a holder");
         assert_eq!((h.processes, h.connections), (1, 1), "{h:?}");
         assert_eq!(h.window_cpu_per_process_s.len(), 1);
+        // Schedstat can be off; where it is on, a count a second, not a nanosecond.
+        if let Some(turns) = h.turns_per_s {
+            assert!((20.0..2_000.0).contains(&turns), "{turns} turns a second");
+        }
         // Nothing was read before the window.
         assert!(
             sampler
