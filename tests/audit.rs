@@ -341,6 +341,53 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
         "{p}"
     );
     assert_eq!(p["before_send"], sim["prediction"]["before_send"]);
+    // The series' held-out audit, written apart and held out again (`--held-out`): the
+    // loop simulated at its load, beside the series' own audits, gives the prediction the
+    // series made there; an audit of another client is refused on one line.
+    let held_file = dir.join("held.json");
+    std::fs::write(&held_file, points[2].to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+        .args(["audit", "--json", "--clock", "intended", "--from"])
+        .arg(&file)
+        .arg("--held-out")
+        .arg(&held_file)
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let with_held: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let held_points = with_held["points"].as_array().expect("points");
+    assert_eq!(
+        held_points.len(),
+        4,
+        "the series' three and the one held out"
+    );
+    let (own, apart) = (&held_points[2]["simulated"], &held_points[3]["simulated"]);
+    assert!(!apart["fitted_here"].as_bool().unwrap_or(false), "{apart}");
+    assert_eq!(
+        own["prediction"]["reported_s"],
+        apart["prediction"]["reported_s"]
+    );
+    assert_eq!(own["measured_excess_s"], apart["measured_excess_s"]);
+    let mut other = points[2].clone();
+    other["label"] = Value::from("another client");
+    std::fs::write(&held_file, other.to_string()).unwrap();
+    let refused = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+        .args(["audit", "--from"])
+        .arg(&file)
+        .arg("--held-out")
+        .arg(&held_file)
+        .output()
+        .expect("the binary runs");
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("another client") && err.trim().lines().count() == 1,
+        "{err}"
+    );
     // Fitted on more audits than the file holds: refused on one line.
     let refused = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
         .args(["audit", "--fit-on", "4", "--from"])

@@ -367,13 +367,23 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
     }
     let on: Vec<&AuditReport> = series.points.iter().take(fit_on).collect();
     let reading = read_client_loop(&series.calibration, &on, a.clock);
+    let others = held_out(&series.points, &a.held_out)?;
     let mut points = Vec::new();
-    for (i, mut p) in series.points.into_iter().enumerate() {
+    for (i, (mut p, file)) in series
+        .points
+        .into_iter()
+        .map(|p| (p, None))
+        .chain(others)
+        .enumerate()
+    {
         let o = &p.observed.offered;
         if !a.json {
+            let from = file.map_or(String::new(), |f: &std::path::Path| {
+                format!(", held out from {}", f.display())
+            });
             writeln!(
                 out,
-                "== offered {} req/s x {} tokens",
+                "== offered {} req/s x {} tokens{from}",
                 o.rate_per_s, o.output_tokens
             )?;
             if let Some(w) = p.wire_account() {
@@ -419,6 +429,28 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
         }
     }
     Ok(())
+}
+
+/// The audits in `files`, each with the file it came from, checked to be of the client
+/// the series `points` audited.
+fn held_out<'f>(
+    points: &[AuditReport],
+    files: &'f [std::path::PathBuf],
+) -> Result<Vec<(AuditReport, Option<&'f std::path::Path>)>, Failure> {
+    let client = AuditReport::client_name(points);
+    let mut audits = Vec::new();
+    for f in files {
+        let reports = AuditReport::read(f).map_err(Failure::Usage)?;
+        let name = AuditReport::client_name(&reports);
+        if name != client {
+            return Err(Failure::Usage(format!(
+                "--held-out {}: an audit of {name}, not of {client} as the series is",
+                f.display()
+            )));
+        }
+        audits.extend(reports.into_iter().map(|r| (r, Some(f.as_path()))));
+    }
+    Ok(audits)
 }
 
 /// One client's line on the audit figure: its reports ordered by offered rate.

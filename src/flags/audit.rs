@@ -109,9 +109,15 @@ pub struct AuditFlags {
     pub mock: MockFlags,
     /// Read the client's loop again from a series `audit --cost-split --out` wrote (its
     /// calibration audits), simulate it at each of its audits and print that; nothing is
-    /// run. With --clock, --loops, --out and --figure.
+    /// run. With --clock, --loops, --held-out, --out and --figure.
     #[arg(long, conflicts_with_all = ["rate", "rates", "cost_split", "command"])]
     pub from: Option<PathBuf>,
+    /// With --from: also hold the loop read from the series against these audits of the
+    /// same client (`audit --out` files, comma-separated; a series counts with every audit
+    /// in it), simulated at each one's load: the series' held-out rates audited again, to
+    /// hold the prediction against several runs rather than one.
+    #[arg(long, value_delimiter = ',', num_args = 1.., requires = "from")]
+    pub held_out: Vec<PathBuf>,
     /// The client command and its arguments, after `--`.
     #[arg(last = true, required_unless_present = "from", num_args = 1..)]
     pub command: Vec<String>,
