@@ -13,6 +13,7 @@
 #   SPLIT=20 FIT_ON=2 RATES="50 100 150" bash bench/audit/run.sh
 #   SPLIT=20 FIT_ON=2 RATES="30 60" HOLD_AT="0.4 0.7" bash bench/audit/run.sh
 #   REPEAT=5 RATES=100 TOOLS=vllm bash bench/audit/run.sh
+#   SPLIT=20 FIT_ON=2 RATES="50 100" HOLD_AT="0.4 0.7" REPEAT=3 bash bench/audit/run.sh
 #
 # Without SPLIT, the table ends with the highest rate each tool held (the server saw 95 % of
 # the offered rate or more): RATES="150 200 250 300 350 400 500 600" DURATION=10s reads the
@@ -29,7 +30,10 @@
 #
 # REPEAT=N (without SPLIT) audits each tool N times at each rate, one after the other, and
 # ends with each rate's median and range of the excess and of the CPU a request: the
-# run-to-run noise any prediction held against one audit carries.
+# run-to-run noise any prediction held against one audit carries. With SPLIT, REPEAT=N
+# audits each of the series' held-out rates N-1 times more and holds the series' loop
+# against all N (`audit --from --held-out`): the medians of what was measured and of
+# what was simulated at each audit's load.
 #
 # Environment: PYTHON (Python 3.12; default: pyenv's 3.12), HEISENBENCH (the binary;
 # default target/release/heisenbench, built if missing), CACHE (default
@@ -159,6 +163,32 @@ for tool in $TOOLS; do
     "$HB" audit --rates "${RATES// /,}" --cost-split "$SPLIT" --fit-on "$FIT_ON" "${HOLD[@]}" \
       --duration "$DURATION" --output-tokens "$TOKENS" --work-dir "$OUT/$tool-split" --out "$OUT/$tool-split.json" \
       "${EXTRA[@]}" -- "${CMD[@]}" > "$OUT/$tool-split.txt" 2>&1 || echo "[audit] $tool: exit $?"
+    if [ "$REPEAT" -gt 1 ] && [ -f "$OUT/$tool-split.json" ]; then
+      # The series' held-out rates audited REPEAT-1 times more, and the series' loop held
+      # against all of them.
+      held=()
+      for rate in $("$PYTHON" - "$OUT/$tool-split.json" <<'EOF'
+import json, sys
+for p in json.load(open(sys.argv[1]))["points"]:
+    if not (p.get("simulated") or {}).get("fitted_here"):
+        print(f"{p['observed']['offered']['rate_per_s']:g}")
+EOF
+      ); do
+        for k in $(seq 2 "$REPEAT"); do
+          name=$tool-held-$rate-r$k
+          echo "[audit] $tool at $rate req/s again ($k of $REPEAT)"
+          "$HB" audit --rate "$rate" --duration "$DURATION" --output-tokens "$TOKENS" \
+            --work-dir "$OUT/$name" --out "$OUT/$name.json" "${EXTRA[@]}" \
+            -- "${CMD[@]}" > "$OUT/$name.txt" 2>&1 || echo "[audit] $name: exit $?"
+          if [ -f "$OUT/$name.json" ]; then held+=("$OUT/$name.json"); fi
+        done
+      done
+      if [ "${#held[@]}" -gt 0 ]; then
+        "$HB" audit --from "$OUT/$tool-split.json" --held-out "$(IFS=,; echo "${held[*]}")" \
+          --out "$OUT/$tool-held.json" > "$OUT/$tool-held.txt" 2>&1 \
+          || echo "[audit] $tool held out: exit $?"
+      fi
+    fi
     continue
   fi
   for rate in $RATES; do
@@ -211,6 +241,39 @@ for tool in sys.argv[2:]:
               f"| {pct(p['reported_s'][0], m[0])} / {pct(p['reported_s'][3], m[3])} "
               f"| {ms((rows.get('mean') or {}).get('predicted_s'))} | {p['saturation_per_s']:.0f} req/s |")
 EOF
+  if [ "$REPEAT" -gt 1 ]; then
+    "$PYTHON" - "$OUT" $TOOLS <<'EOF'
+import json, os, sys
+out = sys.argv[1]
+def med(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+ms = lambda v: f"{med(v) * 1e3:.2f} ({min(v) * 1e3:.2f}-{max(v) * 1e3:.2f})"
+pct = lambda p, m: f"{(p - m) / m * 100:+.0f} %"
+print()
+print("| client | held out at (offered) | audits | measured excess mean / p99 ms, median (range) | simulated mean / p99 ms, median (range) | error of the medians, mean / p99 | single audits within 25 %, mean / p99 |")
+print("|---|---|---|---|---|---|---|")
+for tool in sys.argv[2:]:
+    path = os.path.join(out, f"{tool}-held.json")
+    if not os.path.exists(path):
+        print(f"| {tool} | no held-out reading |")
+        continue
+    by_rate = {}
+    for p in json.load(open(path))["points"]:
+        sim = p.get("simulated")
+        if not sim or sim.get("fitted_here"):
+            continue
+        m, s = sim["measured_excess_s"], sim["prediction"]["reported_s"]
+        if m[0] is None or m[3] is None:
+            continue
+        by_rate.setdefault(p["observed"]["offered"]["rate_per_s"], []).append((m[0], m[3], s[0], s[3]))
+    for rate, xs in sorted(by_rate.items()):
+        col = lambda k: [x[k] for x in xs]
+        within = lambda k: sum(abs(x[k + 2] - x[k]) <= 0.25 * x[k] for x in xs)
+        print(f"| {tool} | {rate:g} | {len(xs)} | {ms(col(0))} / {ms(col(1))} | {ms(col(2))} / {ms(col(3))} "
+              f"| {pct(med(col(2)), med(col(0)))} / {pct(med(col(3)), med(col(1)))} | {within(0)} / {within(1)} of {len(xs)} |")
+EOF
+  fi
   echo "[audit] reports in $OUT"
   exit 0
 fi
