@@ -325,6 +325,7 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
         super::check_out_dir(d)?;
     }
     let mut series = AuditSeries::read(from).map_err(Failure::Usage)?;
+    let mut others = held_out(&series.points, &a.held_out)?;
     let holders_read = series
         .calibration
         .iter()
@@ -339,6 +340,7 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
             .calibration
             .iter_mut()
             .chain(series.points.iter_mut())
+            .chain(others.iter_mut().map(|(r, _)| r))
         {
             if let Some(bursts) = r.prediction.as_ref().map(|p| p.bursts) {
                 r.prediction = predict::predict(&r.observed, bursts, a.loops, budget, a.tolerance);
@@ -367,13 +369,12 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
     }
     let on: Vec<&AuditReport> = series.points.iter().take(fit_on).collect();
     let reading = read_client_loop(&series.calibration, &on, a.clock);
-    let others = held_out(&series.points, &a.held_out)?;
     let mut points = Vec::new();
     for (i, (mut p, file)) in series
         .points
         .into_iter()
         .map(|p| (p, None))
-        .chain(others)
+        .chain(others.into_iter().map(|(r, f)| (r, Some(f))))
         .enumerate()
     {
         let o = &p.observed.offered;
@@ -436,7 +437,7 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
 fn held_out<'f>(
     points: &[AuditReport],
     files: &'f [std::path::PathBuf],
-) -> Result<Vec<(AuditReport, Option<&'f std::path::Path>)>, Failure> {
+) -> Result<Vec<(AuditReport, &'f std::path::Path)>, Failure> {
     let client = AuditReport::client_name(points);
     let mut audits = Vec::new();
     for f in files {
@@ -448,7 +449,7 @@ fn held_out<'f>(
                 f.display()
             )));
         }
-        audits.extend(reports.into_iter().map(|r| (r, Some(f.as_path()))));
+        audits.extend(reports.into_iter().map(|r| (r, f.as_path())));
     }
     Ok(audits)
 }
