@@ -262,6 +262,7 @@ pub fn timeline() -> Result<Timeline, ExperimentError> {
                 finish: None,
                 slice_s: None,
                 wake: None,
+                preempt_per_cpu_s: None,
             },
             stamp: heisenbench_model::scenario::Stamp::AfterProcessing,
             max_in_flight_per_worker: None,

@@ -293,6 +293,10 @@ pub struct AuditedLoad {
     /// on one, seconds (None where it was not read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_wait_s: Option<f64>,
+    /// How often that thread lost its core while it could still run, times a second of its
+    /// CPU (None where it was not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempt_per_cpu_s: Option<f64>,
     /// The squared coefficient of variation of the gaps between the requests the server
     /// saw (1: Poisson; None where too few were seen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -483,6 +487,10 @@ pub struct LoopPrediction {
     /// The law of the wait in the load, fitted on the audits that read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_wait_law: Option<CoreWait>,
+    /// How often the simulated loop lost its core while it had work, times a second of its
+    /// CPU, each time waiting as long as to wake (None: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempt_per_cpu_s: Option<f64>,
     /// The SCV of the gaps between the simulated requests (gamma renewal arrivals, as the
     /// server saw the audit's; None: Poisson).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -832,6 +832,12 @@ pub struct EventCosts {
     /// wake; one with a core to itself barely does. `None`: at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake: Option<Service>,
+    /// How often a running job loses its core, times a second of its own CPU: the loop is
+    /// preempted while it has work, and waits for a core again (as long as `wake` says)
+    /// before the job goes on, the jobs behind it waiting too. `None`: never (or without
+    /// `wake`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempt_per_cpu_s: Option<f64>,
 }
 
 /// A trace's requests: their send times, seconds from the start, and their prompt and
@@ -1251,6 +1257,15 @@ impl ClientModel {
         if let Some(t) = self.costs.slice_s {
             positive("client.costs.slice_s", t)?;
             duration("client.costs.slice_s", t)?;
+        }
+        if let Some(r) = self.costs.preempt_per_cpu_s
+            && !(r.is_finite() && (0.0..=1e7).contains(&r))
+        {
+            return Err(ModelError::invalid(
+                "client.costs.preempt_per_cpu_s",
+                r,
+                "must be between 0 and 10,000,000 a second of CPU",
+            ));
         }
         for (field, cost) in [
             ("client.costs.send", &self.costs.send),

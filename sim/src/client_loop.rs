@@ -44,6 +44,9 @@ pub struct LoopLoad {
     /// The mean wait for a core of the loop woken by work, seconds (exponential; 0: a core
     /// at once).
     pub wake_wait_s: f64,
+    /// How often the loop loses its core while it has work, times a second of its CPU,
+    /// each time waiting `wake_wait_s` on average (0: never).
+    pub preempt_per_cpu_s: f64,
     /// The squared coefficient of variation of the gaps between requests: gamma renewal
     /// arrivals with it (None: Poisson). A tool's pacing is what it is, and the server's
     /// view of it is what the loop was given.
@@ -113,6 +116,7 @@ fn scenario(
                 wake: (load.wake_wait_s > 0.0).then_some(Service::Exponential {
                     mean_s: load.wake_wait_s,
                 }),
+                preempt_per_cpu_s: (load.preempt_per_cpu_s > 0.0).then_some(load.preempt_per_cpu_s),
             },
             stamp: load.stamp,
             max_in_flight_per_worker: None,
@@ -176,6 +180,8 @@ pub fn simulate(
         wake_wait_s: (load.wake_wait_s > 0.0).then_some(load.wake_wait_s),
         wake_wait_from: String::new(),
         wake_wait_law: None,
+        preempt_per_cpu_s: (load.preempt_per_cpu_s > 0.0 && load.wake_wait_s > 0.0)
+            .then_some(load.preempt_per_cpu_s),
         arrival_scv: load.arrival_scv,
     })
 }
@@ -369,6 +375,7 @@ fn load_of(a: &AuditedLoad, seed: u64) -> LoopLoad {
         loops: a.loops.max(1),
         stamp: a.stamp,
         wake_wait_s: a.wake_wait_s.unwrap_or(0.0),
+        preempt_per_cpu_s: a.preempt_per_cpu_s.unwrap_or(0.0),
         arrival_scv: a.arrival_scv,
         seed,
     }
@@ -457,6 +464,14 @@ pub fn read_loop(
         .filter_map(|a| Some((a.cores(), a.wake_wait_s?)))
         .collect();
     fitted.wake_wait_law = CoreWait::fit(&readings);
+    // Preemptions a second of the loop's CPU hardly move with the load: the audits' mean.
+    let preempts: Vec<f64> = shorter
+        .iter()
+        .chain(longs)
+        .filter_map(|a| a.preempt_per_cpu_s)
+        .collect();
+    fitted.preempt_per_cpu_s = (!preempts.is_empty() && fitted.wake_wait_s.is_some())
+        .then(|| preempts.iter().sum::<f64>() / preempts.len() as f64);
     if fitted.wake_wait_s.is_some() {
         fitted.wake_wait_from = "read in this audit".into();
     }
@@ -492,6 +507,7 @@ pub fn predict_audit(
     let cores = fitted.costs.per_second + a.rate_per_s * fitted.costs.request_s(chunks);
     let load = LoopLoad {
         wake_wait_s: fitted.wake_wait_law.map_or(0.0, |law| law.at(cores)),
+        preempt_per_cpu_s: fitted.preempt_per_cpu_s.unwrap_or(0.0),
         ..load_of(a, seed)
     };
     let mut p = simulate(
@@ -542,6 +558,7 @@ mod tests {
             loops: 1,
             stamp: Stamp::AfterProcessing,
             wake_wait_s: 0.0,
+            preempt_per_cpu_s: 0.0,
             arrival_scv: None,
             seed: 3,
         }
@@ -632,6 +649,42 @@ mod tests {
             whole.reported_s[0] < 0.8 * shared.reported_s[0],
             "{whole:?}"
         );
+    }
+
+    /// A loop that loses its core p times a second of CPU while it has work, each time for
+    /// an exponential wait of mean d, serves a job of c in c plus a compound Poisson sum:
+    /// mean c (1 + p d), variance p c 2 d^2, and the queue is M/G/1 of that (with the wait
+    /// to wake, exponential d, as setup: plus d). At 200 req/s of 2 ms, p 500 and d 0.5 ms:
+    /// service 2.5 ms, PK's wait 1.35 ms, 4.35 ms in all, against 3.17 ms unpreempted.
+    #[test]
+    fn a_loop_preempted_while_it_works_serves_compound_poisson_stretched_jobs() {
+        let (c, d, p, rate) = (2e-3, 0.5e-3, 500.0, 200.0);
+        let costs = costs(c, 0.0, 0.0);
+        let preempted = LoopLoad {
+            wake_wait_s: d,
+            preempt_per_cpu_s: p,
+            ..load(rate, 1)
+        };
+        let r = simulate(&costs, 1.0, None, ClockStart::Intended, &preempted).unwrap();
+        let service = c * (1.0 + p * d);
+        let second_moment = p * c * 2.0 * d * d + service * service;
+        let pk = rate * second_moment / (2.0 * (1.0 - rate * service));
+        let expected = service + pk + d;
+        // 20,000 requests at rho 0.5: within about 2 %; the unpreempted loop is 27 % less.
+        assert!(
+            (r.reported_s[0] - expected).abs() < 0.05 * expected,
+            "{r:?} against {expected}"
+        );
+        assert_eq!(r.preempt_per_cpu_s, Some(p));
+        // Without a wait to take, preemptions cost nothing and are not reported.
+        let free = LoopLoad {
+            preempt_per_cpu_s: p,
+            ..load(rate, 1)
+        };
+        let free = simulate(&costs, 1.0, None, ClockStart::Intended, &free).unwrap();
+        let plain = simulate(&costs, 1.0, None, ClockStart::Intended, &load(rate, 1)).unwrap();
+        assert_eq!(free.reported_s, plain.reported_s);
+        assert_eq!(free.preempt_per_cpu_s, None);
     }
 
     /// A loop that waits D to wake whenever work finds it idle is M/G/1 with setup times:
@@ -871,6 +924,7 @@ mod tests {
                 cpu_spread: None,
                 excess_s: p.reported_s.map(Some),
                 wake_wait_s: None,
+                preempt_per_cpu_s: None,
                 arrival_scv: None,
                 machine: None,
             }
@@ -912,6 +966,7 @@ mod tests {
                 cpu_spread: None,
                 excess_s: p.reported_s.map(Some),
                 wake_wait_s: Some(wake(rate * cpu)),
+                preempt_per_cpu_s: None,
                 arrival_scv: None,
                 machine: None,
             }
@@ -960,6 +1015,7 @@ mod tests {
                 cpu_spread: None,
                 excess_s: p.reported_s.map(Some),
                 wake_wait_s: None,
+                preempt_per_cpu_s: None,
                 arrival_scv: None,
                 machine: None,
             }

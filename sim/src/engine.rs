@@ -16,6 +16,7 @@ use heisenbench_model::metrics::{Convention, Marks, Origin};
 use heisenbench_model::prefix_cache::PrefixCache;
 use heisenbench_model::scenario::{Arrivals, Policy, Stamp, Stop};
 use heisenbench_model::schedule::{Planned, Schedule, UserShapes, user_shapes};
+use heisenbench_model::service::Service;
 use heisenbench_model::slo::Judged;
 use rand::RngExt;
 
@@ -160,6 +161,9 @@ pub struct Simulation {
     finish_cost: Option<Sampler>,
     /// A loop's wait to wake, drawn for a job that finds it idle; `None`: at once.
     wake_cost: Option<Sampler>,
+    /// The CPU a job runs between two preemptions (exponential), each followed by a wait
+    /// drawn as the wait to wake; `None`: never preempted.
+    preempt_every: Option<Sampler>,
     /// The longest slice of a send or finish job (`u64::MAX`: whole).
     slice_ns: u64,
     /// The open-loop schedule and its next entry (None for closed loops).
@@ -228,6 +232,10 @@ impl Simulation {
             chunk_cost: costs.chunk.as_ref().map(Sampler::new),
             finish_cost: costs.finish.as_ref().map(Sampler::new),
             wake_cost: costs.wake.as_ref().map(Sampler::new),
+            preempt_every: costs
+                .preempt_per_cpu_s
+                .filter(|r| *r > 0.0 && costs.wake.is_some())
+                .map(|r| Sampler::new(&Service::Exponential { mean_s: 1.0 / r })),
             slice_ns: costs.slice_s.map_or(u64::MAX, |s| ns_from_secs(s).max(1)),
             schedule: Schedule::new(&sc.workload, seed),
             upcoming: None,
@@ -576,6 +584,7 @@ impl Simulation {
     /// when both it and the loop are there); returns when it is done.
     #[inline(always)]
     fn run_job(&mut self, w: u32, arrive_ns: u64, kind: JobKind, cost_ns: u64) -> u64 {
+        let preempted_ns = self.preempted_ns(cost_ns);
         let l = &mut self.loops[w as usize];
         let start = if arrive_ns <= l.free_at_ns {
             l.free_at_ns
@@ -587,7 +596,7 @@ impl Simulation {
             }
         };
         self.last_job_start_ns = start;
-        let done = start.saturating_add(cost_ns);
+        let done = start.saturating_add(cost_ns).saturating_add(preempted_ns);
         l.free_at_ns = done;
         l.busy_ns += cost_ns;
         l.jobs += 1;
@@ -613,6 +622,21 @@ impl Simulation {
             });
         }
         done
+    }
+
+    /// The waits for a core of a job running `cost_ns` of CPU: a wait each time it loses its
+    /// core meanwhile (0 without preemptions).
+    fn preempted_ns(&mut self, cost_ns: u64) -> u64 {
+        let (Some(every), Some(wait)) = (&self.preempt_every, &self.wake_cost) else {
+            return 0;
+        };
+        let mut waited = 0u64;
+        let mut ran = every.sample_ns(&mut self.rng_client);
+        while ran < cost_ns {
+            waited = waited.saturating_add(wait.sample_ns(&mut self.rng_client));
+            ran = ran.saturating_add(every.sample_ns(&mut self.rng_client).max(1));
+        }
+        waited
     }
 
     fn stamp(&self, arrive_ns: u64, done_ns: u64) -> u64 {

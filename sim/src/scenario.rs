@@ -180,6 +180,7 @@ pub fn python_costs() -> EventCosts {
         finish: Some(g(PYTHON_FINISH_COST_S)),
         slice_s: None,
         wake: None,
+        preempt_per_cpu_s: None,
     }
 }
 

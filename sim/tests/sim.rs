@@ -121,6 +121,7 @@ fn single_event_client(
                 finish: None,
                 slice_s: None,
                 wake: None,
+                preempt_per_cpu_s: None,
             },
             stamp: Stamp::AfterProcessing,
             max_in_flight_per_worker: None,
@@ -231,6 +232,7 @@ fn goodput_is_judged_from_the_server_and_both_sends() {
         finish: None,
         slice_s: None,
         wake: None,
+        preempt_per_cpu_s: None,
     };
     sc.server = ServerModel {
         max_num_seqs: 1_000_000,

@@ -129,7 +129,7 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
         if !shorts.is_empty() && index + 1 >= fit_on {
             let r = reading.get_or_insert_with(|| {
                 let on: Vec<&AuditReport> = reports.iter().chain([&report]).collect();
-                read_client_loop(&shorts, &on, a.clock)
+                read_client_loop(&shorts, &on, a.clock, a.preemptions)
             });
             let simulated = r.as_ref().map_err(Clone::clone).and_then(|r| {
                 if index + 1 == fit_on {
@@ -250,17 +250,23 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
 
 /// The client's loop read from the shorter audits `shorts` and the longer `fit_on` (the
 /// share before the send, the latency and the slice fitted on all of them at once), with
-/// where its costs came from.
+/// where its costs came from; `preemptions`: the loop also loses its core while it has
+/// work, as often as the audits read.
 fn read_client_loop(
     shorts: &[AuditReport],
     fit_on: &[&AuditReport],
     clock: Option<ClockStart>,
+    preemptions: bool,
 ) -> Result<(LoopReading, SplitFrom), String> {
     const SEED: u64 = heisenbench_model::scenario::DEFAULT_SEED;
     let loads = |reports: &mut dyn Iterator<Item = &AuditReport>, what: &str| {
         reports
             .map(|r| {
                 r.audited_load()
+                    .map(|l| AuditedLoad {
+                        preempt_per_cpu_s: l.preempt_per_cpu_s.filter(|_| preemptions),
+                        ..l
+                    })
                     .ok_or(format!("{what} has no CPU figures or no completed request"))
             })
             .collect::<Result<Vec<AuditedLoad>, String>>()
@@ -368,7 +374,7 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
         )));
     }
     let on: Vec<&AuditReport> = series.points.iter().take(fit_on).collect();
-    let reading = read_client_loop(&series.calibration, &on, a.clock);
+    let reading = read_client_loop(&series.calibration, &on, a.clock, a.preemptions);
     let mut points = Vec::new();
     for (i, (mut p, file)) in series
         .points

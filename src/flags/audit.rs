@@ -92,6 +92,13 @@ pub struct AuditFlags {
     /// every other known tool's its own).
     #[arg(long, requires = "loop_reading")]
     pub clock: Option<ClockStart>,
+    /// With --cost-split or --from: the simulated loop also loses its core while it has
+    /// work, as often a second of its CPU as the calibration audits read, and waits for one
+    /// again as long as it waits to wake. Closer for clients of several processes sharing
+    /// the cores (AIPerf, GuideLLM); further for one process with a core to itself (see
+    /// docs/audit.md).
+    #[arg(long, requires = "loop_reading")]
+    pub preemptions: bool,
     /// After each audit, measure the wire: one way over loopback for lone messages at the
     /// rate the audit's requests reached the server (3 s), and take the mean TTFT excess
     /// apart into the wire both ways, the client's own lateness (where its TTFT holds it)

@@ -504,6 +504,7 @@ impl Controls {
                     finish: None,
                     slice_s: None,
                     wake: None,
+                    preempt_per_cpu_s: None,
                 },
                 stamp: Stamp::AfterProcessing,
                 max_in_flight_per_worker: None,

@@ -293,6 +293,12 @@ impl Simulated {
                     &p.wake_wait_from
                 }
             )?;
+            if let Some(r) = p.preempt_per_cpu_s {
+                writeln!(
+                    out,
+                    "  and loses its core {r:.0} times a second of its CPU while it has work, waiting as long again each time (--preemptions: the calibration audits' mean)"
+                )?;
+            }
         }
         let first = HeldOut {
             sample: s.short,
@@ -434,6 +440,17 @@ impl AuditReport {
             wake_wait_s: holders
                 .and_then(|h| h.wait_per_turn_s)
                 .or(c.busiest_wait_per_turn_s),
+            // Turns a second of CPU (the wait a second of CPU over the wait a turn), the
+            // share of them after a preemption.
+            preempt_per_cpu_s: match holders {
+                Some(h) => h.preempted_share.zip(h.core_wait).zip(h.wait_per_turn_s),
+                None => c
+                    .busiest_preempted_share
+                    .zip(c.busiest_core_wait)
+                    .zip(c.busiest_wait_per_turn_s),
+            }
+            .filter(|(_, turn)| *turn > 0.0)
+            .map(|((share, wait), turn)| share * wait / turn),
             arrival_scv: t.arrival_gap_scv,
             // The work this audit put on the machine: the client's tree, the mock and the
             // sampler (not whatever else the machine ran meanwhile).
