@@ -372,48 +372,44 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
         apart["prediction"]["reported_s"]
     );
     assert_eq!(own["measured_excess_s"], apart["measured_excess_s"]);
+    // Bad input is refused on one line, with status 2.
+    let refused = |args: &[&std::ffi::OsStr]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+            .arg("audit")
+            .args(args)
+            .output()
+            .expect("the binary runs");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        err
+    };
     let mut other = points[2].clone();
     other["label"] = Value::from("another client");
     std::fs::write(&held_file, other.to_string()).unwrap();
-    let refused = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
-        .args(["audit", "--from"])
-        .arg(&file)
-        .arg("--held-out")
-        .arg(&held_file)
-        .output()
-        .expect("the binary runs");
-    assert_eq!(refused.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        err.contains("another client") && err.trim().lines().count() == 1,
-        "{err}"
-    );
-    // Fitted on more audits than the file holds: refused on one line.
-    let refused = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
-        .args(["audit", "--fit-on", "4", "--from"])
-        .arg(&file)
-        .output()
-        .expect("the binary runs");
-    assert_eq!(refused.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        err.contains("--fit-on 4") && err.trim().lines().count() == 1,
-        "{err}"
-    );
-    // A series without calibration audits is refused on one line.
+    let err = refused(&[
+        "--from".as_ref(),
+        file.as_os_str(),
+        "--held-out".as_ref(),
+        held_file.as_os_str(),
+    ]);
+    assert!(err.contains("another client"), "{err}");
+    // Fitted on more audits than the file holds.
+    let err = refused(&[
+        "--fit-on".as_ref(),
+        "4".as_ref(),
+        "--from".as_ref(),
+        file.as_os_str(),
+    ]);
+    assert!(err.contains("--fit-on 4"), "{err}");
+    // A series without calibration audits.
     std::fs::write(
         &file,
         serde_json::json!({"version": 1, "kind": "audit-series", "points": []}).to_string(),
     )
     .unwrap();
-    let refused = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
-        .args(["audit", "--from"])
-        .arg(&file)
-        .output()
-        .expect("the binary runs");
+    let err = refused(&["--from".as_ref(), file.as_os_str()]);
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(refused.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("no calibration audits"), "{err}");
 }
 
