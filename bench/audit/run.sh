@@ -35,6 +35,13 @@
 # against all N (`audit --from --held-out`): the medians of what was measured and of
 # what was simulated at each audit's load.
 #
+# KNEE="0.8 0.9 1 1.1 1.2 1.35 1.5" (with SPLIT) then audits each tool at those fractions of
+# the saturation its series predicted, KNEE_DURATION (default 10s) each, up the list until
+# two steps in a row fall short of 95 % of their offered rate, and ends with the knee's
+# bracket (the highest step held, the next one not) against the prediction, and each step's
+# CPU a request: the knee read in the same sitting, on the same machine, as the series that
+# predicted it.
+#
 # Environment: PYTHON (Python 3.12; default: pyenv's 3.12), HEISENBENCH (the binary;
 # default target/release/heisenbench, built if missing), CACHE (default
 # ~/.cache/heisenbench/peers), OUT (default: a fresh temporary directory), DURATION
@@ -53,6 +60,7 @@ DURATION=${DURATION:-10s}
 TOKENS=${TOKENS:-200}
 FIT_ON=${FIT_ON:-1}
 REPEAT=${REPEAT:-1}
+KNEE_DURATION=${KNEE_DURATION:-10s}
 OUT=${OUT:-$(mktemp -d)}
 IP_VERSION=0.7.0
 VLLM_VERSION=0.33.0
@@ -189,6 +197,33 @@ EOF
           || echo "[audit] $tool held out: exit $?"
       fi
     fi
+    if [ -n "${KNEE:-}" ] && [ -f "$OUT/$tool-split.json" ]; then
+      # The knee in the same sitting as the series that predicted it: the tool audited at
+      # each fraction of its predicted saturation in turn, until two steps in a row fall
+      # short of 95 % of what they offered.
+      sat=$("$PYTHON" - "$OUT/$tool-split.json" <<'EOF'
+import json, sys
+sims = [p["simulated"] for p in json.load(open(sys.argv[1]))["points"] if p.get("simulated")]
+print(f"{sims[-1]['prediction']['saturation_per_s']:.0f}" if sims else "")
+EOF
+      )
+      short=0
+      for f in ${sat:+$KNEE}; do
+        rate=$(awk -v s="$sat" -v f="$f" 'BEGIN { printf "%.0f", s * f }')
+        name=$tool-knee-$rate
+        echo "[audit] $tool at $rate req/s ($f of the predicted $sat)"
+        "$HB" audit --rate "$rate" --duration "$KNEE_DURATION" --output-tokens "$TOKENS" \
+          --work-dir "$OUT/$name" --out "$OUT/$name.json" "${EXTRA[@]}" \
+          -- "${CMD[@]}" > "$OUT/$name.txt" 2>&1 || echo "[audit] $name: exit $?"
+        if "$PYTHON" -c 'import json, sys; t = json.load(open(sys.argv[1]))["observed"]["truth"]; sys.exit(t["achieved_rate_per_s"] < 0.95 * float(sys.argv[2]))' \
+          "$OUT/$name.json" "$rate" 2>/dev/null; then
+          short=0
+        else
+          short=$((short + 1))
+          if [ "$short" -ge 2 ]; then break; fi
+        fi
+      done
+    fi
     continue
   fi
   for rate in $RATES; do
@@ -272,6 +307,55 @@ for tool in sys.argv[2:]:
         within = lambda k: sum(abs(x[k + 2] - x[k]) <= 0.25 * x[k] for x in xs)
         print(f"| {tool} | {rate:g} | {len(xs)} | {ms(col(0))} / {ms(col(1))} | {ms(col(2))} / {ms(col(3))} "
               f"| {pct(med(col(2)), med(col(0)))} / {pct(med(col(3)), med(col(1)))} | {within(0)} / {within(1)} of {len(xs)} |")
+EOF
+  fi
+  if [ -n "${KNEE:-}" ]; then
+    "$PYTHON" - "$OUT" $TOOLS <<'EOF'
+import glob, json, os, sys
+out = sys.argv[1]
+print()
+print("| client | offered req/s | achieved | held | CPU a request ms: tree / busiest holder / its main thread | holders' turns a request (share preempted) | reported TTFT p50 ms |")
+print("|---|---|---|---|---|---|---|")
+verdicts = []
+for tool in sys.argv[2:]:
+    series = os.path.join(out, f"{tool}-split.json")
+    steps = []
+    for path in glob.glob(os.path.join(out, f"{tool}-knee-*.json")):
+        o = json.load(open(path))["observed"]
+        t, c = o["truth"], o["client"]
+        rate, got = o["offered"]["rate_per_s"], t["achieved_rate_per_s"]
+        per = lambda cores: "-" if cores is None or not got else f"{cores / got * 1e3:.2f}"
+        holders = c.get("connected") or {}
+        busiest = (holders.get("window_cpu_per_process_s") or c["window_cpu_per_process_s"] or [None])[0]
+        main = holders.get("main_cores", c.get("busiest_main_cores"))
+        rep = ((o.get("reported") or {}).get("ttft") or {}).get("p50_s")
+        turns = holders.get("turns_per_s")
+        share = holders.get("preempted_share")
+        steps.append((rate, got, got >= 0.95 * rate,
+                      per(c["window_cpu_s"] / c["window_s"] if c.get("window_cpu_s") else None),
+                      per(busiest / c["window_s"] if busiest is not None else None), per(main),
+                      "-" if rep is None else f"{rep * 1e3:.2f}",
+                      "-" if turns is None or not got else f"{turns / got:.2f}" + ("" if share is None else f" ({share:.2f})")))
+    steps.sort()
+    for s in steps:
+        print(f"| {tool} | {s[0]:g} | {s[1]:.0f} | {'yes' if s[2] else 'no'} | {s[3]} / {s[4]} / {s[5]} | {s[7]} | {s[6]} |")
+    sims = [p["simulated"] for p in json.load(open(series))["points"] if p.get("simulated")] if os.path.exists(series) else []
+    if not sims or not steps:
+        verdicts.append(f"{tool}: no knee read")
+        continue
+    sat = sims[-1]["prediction"]["saturation_per_s"]
+    held = [s[0] for s in steps if s[2]]
+    above = [s[0] for s in steps if not s[2] and (not held or s[0] > max(held))]
+    err = lambda k: f"{(sat - k) / k * 100:+.0f} %"
+    if not held:
+        verdicts.append(f"{tool}: predicted {sat:.0f} req/s; no step held, the knee is below {min(s[0] for s in steps):g} ({err(min(s[0] for s in steps))} or more)")
+    elif not above:
+        verdicts.append(f"{tool}: predicted {sat:.0f} req/s; every step held, the knee is at {max(held):g} or above ({err(max(held))} or less)")
+    else:
+        lo, hi = max(held), min(above)
+        verdicts.append(f"{tool}: predicted {sat:.0f} req/s; the knee in [{lo:g}, {hi:g}): error {err(hi)} to {err(lo)}")
+print()
+print("\n".join(verdicts))
 EOF
   fi
   echo "[audit] reports in $OUT"
