@@ -244,8 +244,8 @@ import json, os, sys
 out = sys.argv[1]
 ms = lambda s: "-" if s is None else f"{s * 1e3:.2f}"
 pct = lambda p, m: "-" if p is None or not m else f"{(p - m) / m * 100:+.0f} %"
-print("| client | offered req/s x tokens | achieved | c: per second | a: per request | b: per chunk | share before send | measured excess mean / p50 / p90 / p99 ms | simulated | error of the mean / p99 | closed-form mean | saturation (simulated costs) |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| client | offered req/s x tokens | achieved | c: per second | a: per request | b: per chunk | share before send | measured excess mean / p50 / p90 / p99 ms | simulated | error of the mean / p99 | closed-form mean | saturation (simulated costs) | saturation as the cores fill |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for tool in sys.argv[2:]:
     path = os.path.join(out, f"{tool}-split.json")
     if not os.path.exists(path):
@@ -274,7 +274,8 @@ for tool in sys.argv[2:]:
               f"| {p['costs'].get('per_second', 0):.3f} cores | {p['costs']['per_request_s'] * 1e3:.2f} ms | {p['costs']['per_chunk_s'] * 1e6:.1f} us | {p['before_send']:.2f} "
               f"| {' / '.join(ms(x) for x in m)} | {' / '.join(ms(x) for x in p['reported_s'])} "
               f"| {pct(p['reported_s'][0], m[0])} / {pct(p['reported_s'][3], m[3])} "
-              f"| {ms((rows.get('mean') or {}).get('predicted_s'))} | {p['saturation_per_s']:.0f} req/s |")
+              f"| {ms((rows.get('mean') or {}).get('predicted_s'))} | {p['saturation_per_s']:.0f} req/s "
+              f"| {'-' if p.get('filled_saturation_per_s') is None else format(p['filled_saturation_per_s'], '.0f') + ' req/s'} |")
 EOF
   if [ "$REPEAT" -gt 1 ]; then
     "$PYTHON" - "$OUT" $TOOLS <<'EOF'
@@ -313,9 +314,16 @@ EOF
     "$PYTHON" - "$OUT" $TOOLS <<'EOF'
 import glob, json, os, sys
 out = sys.argv[1]
+# Two knees. The throughput's: the highest step whose server saw 95 % of what it offered.
+# The bound's: the first step at which the client ran out of CPU, its busiest process
+# holding connections at 0.95 of a core or more (one interpreter lock) or the machine 95 %
+# busy; the prediction's saturation is this one (its loop's utilisation reaching 1). Past
+# it a loop may still keep up for a while by spending less a request (fewer wake-ups, more
+# work a pass), its own queue growing meanwhile.
+BOUND = 0.95
 print()
-print("| client | offered req/s | achieved | held | CPU a request ms: tree / busiest holder / its main thread | holders' turns a request (share preempted) | reported TTFT p50 ms |")
-print("|---|---|---|---|---|---|---|")
+print("| client | offered req/s | achieved | held | busiest holder, cores / machine busy | CPU a request ms: tree / busiest holder / its main thread | holders' turns a request (share preempted) | late a gap ms | reported TTFT p50 ms |")
+print("|---|---|---|---|---|---|---|---|---|")
 verdicts = []
 for tool in sys.argv[2:]:
     series = os.path.join(out, f"{tool}-split.json")
@@ -327,33 +335,51 @@ for tool in sys.argv[2:]:
         per = lambda cores: "-" if cores is None or not got else f"{cores / got * 1e3:.2f}"
         holders = c.get("connected") or {}
         busiest = (holders.get("window_cpu_per_process_s") or c["window_cpu_per_process_s"] or [None])[0]
+        busiest = None if busiest is None else busiest / c["window_s"]
+        machine = c.get("machine")
+        share = machine["busy_cores"] / machine["cores"] if machine else None
         main = holders.get("main_cores", c.get("busiest_main_cores"))
         rep = ((o.get("reported") or {}).get("ttft") or {}).get("p50_s")
-        turns = holders.get("turns_per_s")
-        share = holders.get("preempted_share")
-        steps.append((rate, got, got >= 0.95 * rate,
-                      per(c["window_cpu_s"] / c["window_s"] if c.get("window_cpu_s") else None),
-                      per(busiest / c["window_s"] if busiest is not None else None), per(main),
-                      "-" if rep is None else f"{rep * 1e3:.2f}",
-                      "-" if turns is None or not got else f"{turns / got:.2f}" + ("" if share is None else f" ({share:.2f})")))
-    steps.sort()
+        turns, preempted = holders.get("turns_per_s"), holders.get("preempted_share")
+        steps.append({
+            "rate": rate, "got": got, "held": got >= 0.95 * rate,
+            "bound": (busiest or 0) >= BOUND or (share or 0) >= BOUND,
+            "cores": "-" if busiest is None else f"{busiest:.2f}",
+            "share": "-" if share is None else f"{share * 100:.0f} %",
+            "cpu": " / ".join(per(x) for x in (c["window_cpu_s"] / c["window_s"] if c.get("window_cpu_s") else None, busiest, main)),
+            "turns": "-" if turns is None or not got else f"{turns / got:.2f}" + ("" if preempted is None else f" ({preempted:.2f})"),
+            "p50": "-" if rep is None else f"{rep * 1e3:.2f}",
+            # What each gap between arrivals gained over the offered one: a tool that
+            # sleeps each gap after the last (SGLang's) adds its sleep's lateness to each.
+            "late": "-" if not got else f"{(1 / got - 1 / rate) * 1e3:.2f}",
+        })
+    steps.sort(key=lambda s: s["rate"])
     for s in steps:
-        print(f"| {tool} | {s[0]:g} | {s[1]:.0f} | {'yes' if s[2] else 'no'} | {s[3]} / {s[4]} / {s[5]} | {s[7]} | {s[6]} |")
+        print(f"| {tool} | {s['rate']:g} | {s['got']:.0f} | {'yes' if s['held'] else 'no'} | {s['cores']} / {s['share']} | {s['cpu']} | {s['turns']} | {s['late']} | {s['p50']} |")
     sims = [p["simulated"] for p in json.load(open(series))["points"] if p.get("simulated")] if os.path.exists(series) else []
     if not sims or not steps:
         verdicts.append(f"{tool}: no knee read")
         continue
-    sat = sims[-1]["prediction"]["saturation_per_s"]
-    held = [s[0] for s in steps if s[2]]
-    above = [s[0] for s in steps if not s[2] and (not held or s[0] > max(held))]
-    err = lambda k: f"{(sat - k) / k * 100:+.0f} %"
-    if not held:
-        verdicts.append(f"{tool}: predicted {sat:.0f} req/s; no step held, the knee is below {min(s[0] for s in steps):g} ({err(min(s[0] for s in steps))} or more)")
-    elif not above:
-        verdicts.append(f"{tool}: predicted {sat:.0f} req/s; every step held, the knee is at {max(held):g} or above ({err(max(held))} or less)")
-    else:
-        lo, hi = max(held), min(above)
-        verdicts.append(f"{tool}: predicted {sat:.0f} req/s; the knee in [{lo:g}, {hi:g}): error {err(hi)} to {err(lo)}")
+    prediction = sims[-1]["prediction"]
+    sat, filled = prediction["saturation_per_s"], prediction.get("filled_saturation_per_s")
+    err = lambda x, k: f"{(x - k) / k * 100:+.0f} %"
+    errs = lambda k: err(sat, k) + ("" if filled is None else f" (filling {err(filled, k)})")
+    def bracket(name, below, above):
+        if below is None and above is None:
+            return f"{name}: not read"
+        if below is None:
+            return f"{name}: below {above:g}, {errs(above)} or more"
+        if above is None:
+            return f"{name}: {below:g} or above, {errs(below)} or less"
+        return f"{name} in [{below:g}, {above:g}): {errs(above)} to {errs(below)}"
+    held = [s["rate"] for s in steps if s["held"]]
+    lo = max(held) if held else None
+    hi = min((s["rate"] for s in steps if not s["held"] and (lo is None or s["rate"] > lo)), default=None)
+    first = next((s["rate"] for s in steps if s["bound"]), None)
+    before = max((s["rate"] for s in steps if first is None or s["rate"] < first), default=None)
+    as_filled = "" if filled is None else f", {filled:.0f} as its cores fill"
+    verdicts.append(f"{tool}: predicted {sat:.0f} req/s{as_filled}; {bracket('its CPU bound reached', before, first)}; "
+                    f"{bracket('throughput held', lo, hi)}")
 print()
 print("\n".join(verdicts))
 EOF

@@ -188,6 +188,88 @@ impl LoopCosts {
     }
 }
 
+/// A client's CPU a request as its cores fill: a request whose work finds them idle costs
+/// `idle_s` more than one that finds them busy. An idle loop sleeps and wakes for each
+/// piece of work, and starts it on a core the server and the other processes have run
+/// on meanwhile; a busy one goes from one callback to the next. With Poisson arrivals the
+/// share of requests that find the cores idle is one minus their utilisation (arrivals see
+/// time averages), so the CPU a second on `cores` is `U = r (a + n b) + r idle_s (1 - U /
+/// cores)`: the CPU a request falls in a line with the utilisation, and at saturation
+/// (`U = cores`) it is `a + n b`. A part per second ([`LoopCosts::per_second`]) extrapolates
+/// the same two rates as a fall with `1 / r`, which flattens where this one keeps falling.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FillingCosts {
+    /// A request's fixed part on busy cores, seconds.
+    pub per_request_s: f64,
+    /// A chunk, seconds.
+    pub per_chunk_s: f64,
+    /// What a request costs more when it finds the cores idle, seconds.
+    pub idle_s: f64,
+    /// The cores the CPU is counted against (a process's one, or the machine's).
+    pub cores: u32,
+}
+
+impl FillingCosts {
+    /// Least squares of each audit's CPU a second on its rate, its chunks a second and its
+    /// rate times the idle share it measured. Refused as [`LoopCosts::fit`] refuses, and
+    /// where a part comes out below zero (a client whose CPU a request rises with the load
+    /// does not fill this way).
+    pub fn fit(samples: &[CostSample], cores: u32) -> Result<Self> {
+        let bad =
+            |why: &'static str| ModelError::invalid("filling fit", format!("{samples:?}"), why);
+        let valid = |s: &CostSample| {
+            s.rate_per_s > 0.0 && s.chunks_per_request > 0.0 && s.cpu_per_request_s > 0.0
+        };
+        if cores == 0 || samples.len() < 3 || !samples.iter().all(valid) {
+            return Err(bad(
+                "needs three or more audits that served requests and measured CPU",
+            ));
+        }
+        let spread = |f: fn(&CostSample) -> f64| {
+            let lo = samples.iter().map(f).fold(f64::INFINITY, f64::min);
+            let hi = samples.iter().map(f).fold(0.0, f64::max);
+            hi / lo
+        };
+        if spread(|s| s.rate_per_s) < 1.5 || spread(|s| s.chunks_per_request) < 2.0 {
+            return Err(bad(
+                "the audits must differ in rate by 1.5 times and in length by two",
+            ));
+        }
+        let k = f64::from(cores);
+        let rows: Vec<([f64; 3], f64)> = samples
+            .iter()
+            .map(|s| {
+                let (r, u) = (s.rate_per_s, s.rate_per_s * s.cpu_per_request_s);
+                ([r, r * s.chunks_per_request, r * (1.0 - u / k)], u)
+            })
+            .collect();
+        match least_squares(&rows, 3) {
+            Some([a, b, idle]) if a >= 0.0 && b > 0.0 && idle >= 0.0 => Ok(Self {
+                per_request_s: a,
+                per_chunk_s: b,
+                idle_s: idle,
+                cores,
+            }),
+            Some(_) => Err(bad(
+                "a part came out below zero: the CPU a request does not fall as the cores fill",
+            )),
+            None => Err(bad("the audits are degenerate")),
+        }
+    }
+
+    /// The CPU a request at `rate` and `chunks`: the law solved for the utilisation.
+    pub fn request_s(&self, chunks: f64, rate: f64) -> f64 {
+        let whole = self.per_request_s + chunks * self.per_chunk_s;
+        (whole + self.idle_s) / (1.0 + rate * self.idle_s / f64::from(self.cores))
+    }
+
+    /// The most requests a second the cores carry at `chunks` a request: where they are
+    /// never idle, so no request pays for finding them so.
+    pub fn saturation_per_s(&self, chunks: f64) -> f64 {
+        f64::from(self.cores) / (self.per_request_s + chunks * self.per_chunk_s)
+    }
+}
+
 /// Least squares of `y` on the first `k` (1 to 3) columns of `x`, by the normal equations
 /// (Gaussian elimination with partial pivoting). None when they are singular.
 fn least_squares(rows: &[([f64; 3], f64)], k: usize) -> Option<[f64; 3]> {
@@ -469,6 +551,14 @@ pub struct LoopPrediction {
     /// loops' cores carry, what the busiest process's one core carries and what the
     /// machine's cores carry of the whole machine's work.
     pub saturation_per_s: f64,
+    /// The costs as the cores fill ([`FillingCosts`]) of each bound (the loops, the
+    /// busiest process, the machine) the calibration audits could be fitted so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filling: Vec<FillingCosts>,
+    /// The saturation those costs give: the rate at which the CPU a request, falling as
+    /// the cores fill, fills them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filled_saturation_per_s: Option<f64>,
     /// The whole machine's costs (the client's tree, the server and the audit) and its
     /// cores, where they were fitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -507,6 +597,18 @@ impl LoopPrediction {
                 .saturation_per_s
                 .min(b.saturation_per_s(self.chunks_per_request, 1));
         }
+        self
+    }
+
+    /// The same prediction with the costs as the cores fill, and the saturation they give
+    /// at its length (the lowest of the bounds fitted).
+    pub fn with_filling(mut self, bounds: &[FillingCosts]) -> Self {
+        let chunks = self.chunks_per_request;
+        self.filling = bounds.to_vec();
+        self.filled_saturation_per_s = bounds
+            .iter()
+            .map(|f| f.saturation_per_s(chunks))
+            .min_by(f64::total_cmp);
         self
     }
 
@@ -569,6 +671,89 @@ mod tests {
             rate_per_s: rate,
             chunks_per_request: n,
             cpu_per_request_s: c / rate + a + n * b,
+        }
+    }
+
+    /// An audit of a client that fills as [`FillingCosts`] says: `a` a request and `b` a
+    /// chunk on busy cores, `idle` more where its work finds them idle. Its utilisation is
+    /// that of an M/G/1 queue with an exceptional first service (a busy period's first
+    /// job takes `idle` longer): idle with probability `(1 - r s) / (1 + r idle)`, Welch's
+    /// result, written here as the busy share.
+    fn filling_at(rate: f64, n: f64, (a, b, idle): (f64, f64, f64), cores: u32) -> CostSample {
+        let k = f64::from(cores);
+        let s = a + n * b;
+        // Per core: requests at rate / k, each `s`, the first of a busy period `s + idle`.
+        let idle_share = (1.0 - rate / k * s) / (1.0 + rate / k * idle);
+        CostSample {
+            rate_per_s: rate,
+            chunks_per_request: n,
+            cpu_per_request_s: k * (1.0 - idle_share) / rate,
+        }
+    }
+
+    #[test]
+    fn a_client_that_fills_gives_its_costs_and_saturation_back() {
+        let truth = (1.2e-3, 5e-6, 1.0e-3);
+        let s = [
+            filling_at(50.0, 20.0, truth, 1),
+            filling_at(100.0, 20.0, truth, 1),
+            filling_at(50.0, 200.0, truth, 1),
+            filling_at(100.0, 200.0, truth, 1),
+        ];
+        // The CPU a request falls with the load: 3.2 ms a request on idle cores.
+        assert!(s[3].cpu_per_request_s < s[2].cpu_per_request_s);
+        let f = FillingCosts::fit(&s, 1).unwrap();
+        assert!((f.per_request_s - 1.2e-3).abs() < 1e-9, "{f:?}");
+        assert!((f.per_chunk_s - 5e-6).abs() < 1e-12, "{f:?}");
+        assert!((f.idle_s - 1.0e-3).abs() < 1e-9, "{f:?}");
+        // The law solved for the load gives each audit back.
+        for x in &s {
+            let back = f.request_s(x.chunks_per_request, x.rate_per_s);
+            assert!((back - x.cpu_per_request_s).abs() < 1e-12, "{back} {x:?}");
+        }
+        // Never idle: one core over 2.2 ms a request.
+        assert!((f.saturation_per_s(200.0) - 1.0 / 2.2e-3).abs() < 1e-6);
+        // The plane with a part per second reads the same two rates as a fall with 1 / r,
+        // and puts the saturation lower: the cores left after that part, over the cost the
+        // audits measured with most of their requests finding the cores idle.
+        let plane = LoopCosts::fit(&s).unwrap();
+        assert!(
+            plane.saturation_per_s(200.0, 1) < 0.85 * f.saturation_per_s(200.0),
+            "{plane:?}"
+        );
+        // On two cores, a process of them each (the machine's bound) likewise.
+        let two = [50.0, 100.0, 150.0].map(|r| filling_at(r, 200.0, truth, 2));
+        let short = filling_at(100.0, 20.0, truth, 2);
+        let f2 = FillingCosts::fit(&[short, two[0], two[1], two[2]], 2).unwrap();
+        assert!(
+            (f2.saturation_per_s(200.0) - 2.0 / 2.2e-3).abs() < 1e-6,
+            "{f2:?}"
+        );
+    }
+
+    #[test]
+    fn a_client_whose_cost_rises_with_the_load_does_not_fill() {
+        // 10 % more a request at twice the rate: no idle part below zero is taken.
+        let s = [
+            sample_at(50.0, 20.0, 1.5e-3),
+            sample_at(100.0, 20.0, 1.65e-3),
+            sample_at(50.0, 200.0, 3.0e-3),
+            sample_at(100.0, 200.0, 3.3e-3),
+        ];
+        let e = FillingCosts::fit(&s, 1).unwrap_err().to_string();
+        assert!(e.contains("does not fall as the cores fill"), "{e}");
+        // One rate cannot tell a fall with the load from none.
+        let e = FillingCosts::fit(&[s[0], s[2], s[2]], 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("differ in rate"), "{e}");
+    }
+
+    fn sample_at(rate: f64, n: f64, cpu: f64) -> CostSample {
+        CostSample {
+            rate_per_s: rate,
+            chunks_per_request: n,
+            cpu_per_request_s: cpu,
         }
     }
 

@@ -13,7 +13,7 @@
 
 use heisenbench_model::ModelError;
 use heisenbench_model::client_loop::{
-    AuditedLoad, ClockStart, CoreWait, CostSample, LoopCosts, LoopPrediction,
+    AuditedLoad, ClockStart, CoreWait, CostSample, FillingCosts, LoopCosts, LoopPrediction,
 };
 use heisenbench_model::scenario::{
     Arrivals, ClientModel, EventCosts, Lengths, Policy, Stamp, Stop, Workload,
@@ -177,6 +177,8 @@ pub fn simulate(
         saturation_per_s: costs.saturation_per_s(chunks, load.loops.max(1)),
         busiest: None,
         machine: None,
+        filling: Vec::new(),
+        filled_saturation_per_s: None,
         wake_wait_s: (load.wake_wait_s > 0.0).then_some(load.wake_wait_s),
         wake_wait_from: String::new(),
         wake_wait_law: None,
@@ -453,9 +455,26 @@ pub fn read_loop(
         .flatten()
         .zip(long.machine.map(|(_, cores)| cores))
         .map(|((c, _), cores)| (c, cores));
+    // The same audits read again with the CPU a request falling as each bound's cores
+    // fill, where they fit so: the loops' own, the busiest process's one core, the
+    // machine's cores.
+    let every: Vec<&AuditedLoad> = shorter.iter().chain(longs).collect();
+    let of = |f: fn(&AuditedLoad) -> Option<CostSample>| -> Option<Vec<CostSample>> {
+        every.iter().map(|a| f(a)).collect()
+    };
+    let filling: Vec<FillingCosts> = [
+        of(|a| Some(a.sample())).map(|s| (s, long.loops.max(1))),
+        of(|a| Some(a.busiest_sample())).map(|s| (s, 1)),
+        of(AuditedLoad::machine_sample).zip(long.machine.map(|(_, cores)| cores)),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|(samples, cores)| FillingCosts::fit(&samples, cores).ok())
+    .collect();
     let mut fitted = fit_loop(&costs, clock, &targets)?
         .with_busiest(busiest)
-        .with_machine(machine);
+        .with_machine(machine)
+        .with_filling(&filling);
     // The wait to wake each audit read, as a line in the loops' CPU a second: the fitted
     // audits run with their own, every other is predicted with the line at its load.
     let readings: Vec<(f64, f64)> = shorter
@@ -518,7 +537,8 @@ pub fn predict_audit(
         &load,
     )?
     .with_busiest(fitted.busiest)
-    .with_machine(fitted.machine);
+    .with_machine(fitted.machine)
+    .with_filling(&fitted.filling);
     p.before_send_from.clone_from(&fitted.before_send_from);
     p.wake_wait_law = fitted.wake_wait_law;
     if let Some(law) = fitted.wake_wait_law {

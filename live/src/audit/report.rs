@@ -341,7 +341,22 @@ impl Simulated {
             p.loops,
             f(p.costs.request_s(p.chunks_per_request)),
             p.rate_per_s
-        )
+        )?;
+        let binding = p.filling.iter().min_by(|a, b| {
+            a.saturation_per_s(p.chunks_per_request)
+                .total_cmp(&b.saturation_per_s(p.chunks_per_request))
+        });
+        match (binding, p.filled_saturation_per_s) {
+            (Some(fc), Some(rate)) => writeln!(
+                out,
+                "  as its cores fill: {rate:.0} req/s, where {} core(s) run {} a request ({} more a request that finds them idle; {} at this audit's load)",
+                fc.cores,
+                f(fc.per_request_s + p.chunks_per_request * fc.per_chunk_s),
+                f(fc.idle_s),
+                f(fc.request_s(p.chunks_per_request, p.rate_per_s))
+            ),
+            _ => Ok(()),
+        }
     }
 }
 
