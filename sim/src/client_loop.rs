@@ -1096,4 +1096,55 @@ mod tests {
         .unwrap();
         assert!(r.fitted.machine.is_none());
     }
+
+    /// Audits of a client whose CPU a request falls as its two loops' cores fill (a
+    /// request that finds them idle costs 1 ms more) give that law back, its saturation
+    /// beside the bound, and every prediction made from the fit carries it. The busiest
+    /// process's CPU a request rises with the load here, so it gives no such bound and the
+    /// loops' stands alone.
+    #[test]
+    fn the_saturation_as_the_cores_fill_is_read_from_the_audits() {
+        let (a, b, idle, cores) = (1.5e-3, 10e-6, 1e-3, 2);
+        let filling = FillingCosts {
+            per_request_s: a,
+            per_chunk_s: b,
+            idle_s: idle,
+            cores,
+        };
+        let audit = |rate: f64, chunks: u32| {
+            let n = f64::from(chunks);
+            let cpu = filling.request_s(n, rate);
+            AuditedLoad {
+                rate_per_s: rate,
+                chunks_per_request: n,
+                cpu_per_request_s: cpu,
+                busiest_cpu_per_request_s: 0.5 * cpu * (1.0 + rate / 100.0),
+                loops: cores,
+                stamp: Stamp::AfterProcessing,
+                cpu_spread: None,
+                excess_s: [Some(1e-3), Some(1e-3), Some(2e-3), Some(4e-3)],
+                wake_wait_s: None,
+                preempt_per_cpu_s: None,
+                arrival_scv: None,
+                machine: None,
+            }
+        };
+        let (short, short_fast, long) = (audit(50.0, 20), audit(100.0, 20), audit(50.0, 200));
+        let r = read_loop(&[short, short_fast], &[long], ClockStart::OwnSend, 3).unwrap();
+        assert_eq!(r.fitted.filling.len(), 1, "{:?}", r.fitted.filling);
+        let f = r.fitted.filling[0];
+        assert_eq!(f.cores, cores);
+        for (got, want) in [(f.per_request_s, a), (f.per_chunk_s, b), (f.idle_s, idle)] {
+            assert!((got - want).abs() < 1e-9, "{f:?}");
+        }
+        // Two cores at 1.5 + 200 x 0.01 = 3.5 ms a request: 571 req/s.
+        let expected = 2.0 / 3.5e-3;
+        let filled = r.fitted.filled_saturation_per_s.expect("filled");
+        assert!((filled - expected).abs() < 1e-6, "{filled}");
+        for p in &r.shorter {
+            // The shorter audits' own length: 2 / 1.7 ms.
+            let own = p.filled_saturation_per_s.expect("carried");
+            assert!((own - 2.0 / 1.7e-3).abs() < 1e-6, "{own}");
+        }
+    }
 }
