@@ -36,7 +36,8 @@
 # what was simulated at each audit's load.
 #
 # KNEE="0.8 0.9 1 1.1 1.2 1.35 1.5" (with SPLIT) then audits each tool at those fractions of
-# the saturation its series predicted, KNEE_DURATION (default 10s) each, up the list until
+# the saturation its series predicted (for a tool that sleeps each gap, the lower of that and
+# the highest rate its pacing holds), KNEE_DURATION (default 10s) each, up the list until
 # two steps in a row fall short of 95 % of their offered rate, and ends with the knee's
 # bracket (the highest step held, the next one not) against the prediction, and each step's
 # CPU a request: the knee read in the same sitting, on the same machine, as the series that
@@ -204,7 +205,9 @@ EOF
       sat=$("$PYTHON" - "$OUT/$tool-split.json" <<'EOF'
 import json, sys
 sims = [p["simulated"] for p in json.load(open(sys.argv[1]))["points"] if p.get("simulated")]
-print(f"{sims[-1]['prediction']['saturation_per_s']:.0f}" if sims else "")
+# A tool that sleeps each gap holds no rate above what its lateness allows, whatever its CPU.
+p = sims[-1]["prediction"] if sims else {}
+print(f"{min(p['saturation_per_s'], p.get('paced_held_per_s') or float('inf')):.0f}" if sims else "")
 EOF
       )
       short=0
@@ -378,8 +381,15 @@ for tool in sys.argv[2:]:
     first = next((s["rate"] for s in steps if s["bound"]), None)
     before = max((s["rate"] for s in steps if first is None or s["rate"] < first), default=None)
     as_filled = "" if filled is None else f", {filled:.0f} as its cores fill"
+    paced = prediction.get("paced_held_per_s")
+    held_at = "throughput held"
+    if paced is not None and paced < sat:
+        # Its pacing, not its CPU, bounds the rate it holds: that bracket against it.
+        as_filled += f", {paced:.0f} held as it paces"
+        late = prediction["gap_lateness"]["late_s"]
+        held_at = f"throughput held (against {paced:.0f}: {err(paced, hi) if hi else '-'} to {err(paced, lo) if lo else '-'}; each gap {late * 1e3:.2f} ms late)"
     verdicts.append(f"{tool}: predicted {sat:.0f} req/s{as_filled}; {bracket('its CPU bound reached', before, first)}; "
-                    f"{bracket('throughput held', lo, hi)}")
+                    f"{bracket(held_at, lo, hi)}")
 print()
 print("\n".join(verdicts))
 EOF

@@ -270,6 +270,112 @@ impl FillingCosts {
     }
 }
 
+/// How a tool paces its requests, from its source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pacing {
+    /// Each request at its place on a schedule counted from the start: a late send leaves
+    /// the next one where it was (vLLM's bench, inference-perf, AIPerf, GuideLLM,
+    /// heisenbench).
+    Schedule,
+    /// Each gap slept from the wake that ended the last one: whatever the sleep comes late
+    /// by (the loop busy when it falls due, a selector that waits in whole milliseconds)
+    /// is added to every gap, and the rate sent falls short of the rate asked for at any
+    /// load (SGLang's bench_serving).
+    EachGap,
+}
+
+impl std::fmt::Display for Pacing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Schedule => "on a schedule from the start",
+            Self::EachGap => "each gap slept from the last wake",
+        })
+    }
+}
+
+/// One audit's rates as a tool that sleeps each gap set them: what it was asked for, what
+/// the server saw, and over how many gaps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GapReading {
+    /// The rate asked of the tool, per second.
+    pub offered_per_s: f64,
+    /// The rate the server saw (gaps between the first and the last arrival), per second.
+    pub achieved_per_s: f64,
+    /// The gaps the achieved rate was read over.
+    pub gaps: u64,
+}
+
+/// How late each gap comes to a tool that sleeps each gap from its last wake
+/// ([`Pacing::EachGap`]): its mean gap is the one asked for plus `late_s`, so it sends
+/// `1 / (1 / r + late_s)` when asked for `r`.
+///
+/// Each audit reads the lateness as its mean gap less the one asked for. The tool draws
+/// its gaps at random, and the draws' own mean strays from the one asked for by about one
+/// gap over the square root of their count, so the readings are weighed by the inverse of
+/// that variance: an audit of a few hundred gaps at a low rate tells little, one of
+/// thousands at a high rate much. (A tool that draws from a fixed seed draws the same gaps
+/// at the same rate and length in every sitting, so that stray repeats too.)
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GapLateness {
+    /// The mean lateness of a gap, seconds.
+    pub late_s: f64,
+    /// Its standard error from the draws' spread (exponential gaps), seconds.
+    pub stderr_s: f64,
+    /// The audits it was read from.
+    pub audits: u32,
+}
+
+impl GapLateness {
+    /// The weighted mean of the readings' lateness. Refused without a reading that sent
+    /// requests at a rate asked for.
+    pub fn fit(readings: &[GapReading]) -> Result<Self> {
+        let usable: Vec<&GapReading> = readings
+            .iter()
+            .filter(|g| g.offered_per_s > 0.0 && g.achieved_per_s > 0.0 && g.gaps > 0)
+            .collect();
+        if usable.is_empty() {
+            return Err(ModelError::invalid(
+                "gap lateness",
+                format!("{readings:?}"),
+                "needs an audit with a rate asked for and requests served",
+            ));
+        }
+        let (mut sum_w, mut sum_wx) = (0.0, 0.0);
+        for g in &usable {
+            let asked = 1.0 / g.offered_per_s;
+            // The variance of the mean of n exponential draws of mean `asked`: asked^2 / n
+            // (the lateness adds to each gap but, constant, none to their spread).
+            let w = g.gaps as f64 / (asked * asked);
+            sum_w += w;
+            sum_wx += w * (1.0 / g.achieved_per_s - asked);
+        }
+        Ok(Self {
+            late_s: sum_wx / sum_w,
+            stderr_s: sum_w.sqrt().recip(),
+            audits: usable.len() as u32,
+        })
+    }
+
+    /// Whether the lateness is told from the draws' own spread (two standard errors).
+    pub fn is_measured(&self) -> bool {
+        self.late_s > 2.0 * self.stderr_s
+    }
+
+    /// The rate sent when `offered_per_s` is asked for.
+    pub fn achieved_per_s(&self, offered_per_s: f64) -> f64 {
+        1.0 / (1.0 / offered_per_s + self.late_s.max(0.0))
+    }
+
+    /// The highest rate of which the tool sends at least `share` (0 to 1): beyond it the
+    /// lateness costs more than `1 - share` of every gap. None where the lateness is not
+    /// measured.
+    pub fn held_per_s(&self, share: f64) -> Option<f64> {
+        self.is_measured()
+            .then(|| (1.0 / share - 1.0) / self.late_s)
+    }
+}
+
 /// Least squares of `y` on the first `k` (1 to 3) columns of `x`, by the normal equations
 /// (Gaussian elimination with partial pivoting). None when they are singular.
 fn least_squares(rows: &[([f64; 3], f64)], k: usize) -> Option<[f64; 3]> {
@@ -585,9 +691,28 @@ pub struct LoopPrediction {
     /// server saw the audit's; None: Poisson).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_scv: Option<f64>,
+    /// How late each gap came, for a tool that sleeps each gap from its last wake, read
+    /// from the calibration audits (None: the tool keeps a schedule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_lateness: Option<GapLateness>,
+    /// The highest rate such a tool holds ([`HELD_SHARE`] of it sent), whatever its CPU:
+    /// where the lateness was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paced_held_per_s: Option<f64>,
 }
 
+/// The share of the rate asked for that a client must send for the rate to count as held.
+pub const HELD_SHARE: f64 = 0.95;
+
 impl LoopPrediction {
+    /// The same prediction with how late each gap comes to a tool that sleeps each gap,
+    /// and the highest rate that lateness lets it hold.
+    pub fn with_pacing(mut self, lateness: Option<GapLateness>) -> Self {
+        self.gap_lateness = lateness;
+        self.paced_held_per_s = lateness.and_then(|g| g.held_per_s(HELD_SHARE));
+        self
+    }
+
     /// The same prediction with the busiest process's costs, and the saturation they
     /// bound: a process runs one loop, so it carries at most one core of work.
     pub fn with_busiest(mut self, busiest: Option<LoopCosts>) -> Self {
@@ -857,6 +982,91 @@ mod tests {
         // Nothing measured.
         assert!(LoopCosts::split(sample(20.0, 0.0), sample(200.0, 4e-3)).is_err());
         assert!(LoopCosts::split(sample(20.0, f64::NAN), sample(200.0, 4e-3)).is_err());
+    }
+
+    /// Readings made with one lateness give it back, however many gaps each had; the rate
+    /// sent and the rate held follow from it.
+    #[test]
+    fn a_lateness_each_gap_is_read_back_from_the_rates() {
+        let late = 1e-3;
+        let reading = |offered: f64, gaps: u64| GapReading {
+            offered_per_s: offered,
+            achieved_per_s: 1.0 / (1.0 / offered + late),
+            gaps,
+        };
+        let g = GapLateness::fit(&[
+            reading(50.0, 999),
+            reading(200.0, 3_999),
+            reading(100.0, 10),
+        ])
+        .unwrap();
+        assert!((g.late_s - late).abs() < 1e-12, "{g:?}");
+        assert_eq!(g.audits, 3);
+        // Asked for 200 a second (5 ms gaps), it sends one every 6 ms.
+        assert!((g.achieved_per_s(200.0) - 1.0 / 6e-3).abs() < 1e-9);
+        // 95 % sent where the lateness is 1/19 of the gap asked for: 1000 / 19 a second.
+        assert!((g.held_per_s(0.95).unwrap() - 1000.0 / 19.0).abs() < 1e-9);
+        // Check: at that rate exactly 95 % is sent.
+        assert!((g.achieved_per_s(1000.0 / 19.0) / (1000.0 / 19.0) - 0.95).abs() < 1e-12);
+        // Nothing to read from: refused; a lateness within the draws' spread holds no limit.
+        assert!(GapLateness::fit(&[]).is_err());
+        assert!(
+            GapLateness::fit(&[GapReading {
+                gaps: 0,
+                ..reading(50.0, 1)
+            }])
+            .is_err()
+        );
+        let early = GapLateness::fit(&[GapReading {
+            offered_per_s: 50.0,
+            achieved_per_s: 51.0,
+            gaps: 999,
+        }])
+        .unwrap();
+        assert!(early.late_s < 0.0 && !early.is_measured());
+        assert_eq!(early.held_per_s(0.95), None);
+        assert_eq!(early.achieved_per_s(50.0), 50.0);
+    }
+
+    /// A second method: a tool's gaps drawn as SGLang's bench draws them (exponential, each
+    /// late by a fixed part) over audits of different lengths. The fit lands within three of
+    /// its standard errors of the lateness drawn, and its standard error is the spread of
+    /// the fits over many such sittings (within a fifth: 200 sittings read it to about 5 %).
+    #[test]
+    fn the_lateness_read_from_drawn_gaps_is_within_its_standard_error() {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, Exp};
+        let late = 1e-3;
+        let mut rng = crate::sample::SimRng::seed_from_u64(7);
+        let mut fits = Vec::new();
+        for _ in 0..200 {
+            let readings: Vec<GapReading> = [(50.0, 1_000u64), (100.0, 2_000), (200.0, 4_000)]
+                .iter()
+                .map(|&(rate, gaps)| {
+                    let exp = Exp::new(rate).unwrap();
+                    let span: f64 = (0..gaps).map(|_| exp.sample(&mut rng) + late).sum();
+                    GapReading {
+                        offered_per_s: rate,
+                        achieved_per_s: gaps as f64 / span,
+                        gaps,
+                    }
+                })
+                .collect();
+            fits.push(GapLateness::fit(&readings).unwrap());
+        }
+        let n = fits.len() as f64;
+        let mean = fits.iter().map(|g| g.late_s).sum::<f64>() / n;
+        let sd = (fits.iter().map(|g| (g.late_s - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        let stderr = fits.iter().map(|g| g.stderr_s).sum::<f64>() / n;
+        assert!(
+            (mean - late).abs() < 3.0 * stderr / n.sqrt(),
+            "{mean} {stderr}"
+        );
+        assert!(
+            (sd / stderr - 1.0).abs() < 0.2,
+            "spread {sd}, stderr {stderr}"
+        );
+        assert!(fits.iter().all(GapLateness::is_measured));
     }
 
     #[test]

@@ -185,6 +185,8 @@ pub fn simulate(
         preempt_per_cpu_s: (load.preempt_per_cpu_s > 0.0 && load.wake_wait_s > 0.0)
             .then_some(load.preempt_per_cpu_s),
         arrival_scv: load.arrival_scv,
+        gap_lateness: None,
+        paced_held_per_s: None,
     })
 }
 
@@ -538,7 +540,8 @@ pub fn predict_audit(
     )?
     .with_busiest(fitted.busiest)
     .with_machine(fitted.machine)
-    .with_filling(&fitted.filling);
+    .with_filling(&fitted.filling)
+    .with_pacing(fitted.gap_lateness);
     p.before_send_from.clone_from(&fitted.before_send_from);
     p.wake_wait_law = fitted.wake_wait_law;
     if let Some(law) = fitted.wake_wait_law {

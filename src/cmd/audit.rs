@@ -8,7 +8,7 @@ use heisenbench_figures::{AuditPoint, AuditedClient};
 use heisenbench_live::audit::predict;
 use heisenbench_live::audit::report::{AuditReport, AuditSeries, HeldOut, Simulated, SplitFrom};
 use heisenbench_live::audit::{self, AuditConfig, AuditError};
-use heisenbench_model::client_loop::{AuditedLoad, ClockStart};
+use heisenbench_model::client_loop::{AuditedLoad, ClockStart, GapLateness, GapReading, Pacing};
 use heisenbench_model::units::format_seconds;
 use heisenbench_sim::client_loop::{self, LoopReading};
 
@@ -159,14 +159,13 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
             report.write_summary(out)?;
             for &j in &fitted_before {
                 let (o, sim) = (&reports[j].observed.offered, &reports[j].simulated);
-                let machine = reports[j].observed.client.machine;
                 writeln!(
                     out,
                     "== the loop at offered {} req/s x {} tokens, fitted on it with this one",
                     o.rate_per_s, o.output_tokens
                 )?;
                 if let Some(sim) = sim {
-                    sim.write(out, machine)?;
+                    sim.write(out, &reports[j].observed)?;
                 }
             }
         }
@@ -279,7 +278,32 @@ fn read_client_loop(
     let clock = clock
         .or(fit_on[0].observed.reported.as_ref().map(|r| r.clock()))
         .unwrap_or(ClockStart::OwnSend);
-    let r = client_loop::read_loop(&s, &longs, clock, SEED).map_err(|e| e.to_string())?;
+    let mut r = client_loop::read_loop(&s, &longs, clock, SEED).map_err(|e| e.to_string())?;
+    // A tool that sleeps each gap from its last wake sends less than it was asked for at
+    // any load: how much less, read from every calibration audit.
+    let paces_each_gap = fit_on[0]
+        .observed
+        .reported
+        .as_ref()
+        .is_some_and(|t| t.pacing() == Pacing::EachGap);
+    if paces_each_gap {
+        let readings: Vec<GapReading> = shorts
+            .iter()
+            .chain(fit_on.iter().copied())
+            .map(|a| GapReading {
+                offered_per_s: a.observed.offered.rate_per_s,
+                achieved_per_s: a.observed.truth.achieved_rate_per_s,
+                gaps: a.observed.truth.completed.saturating_sub(1),
+            })
+            .collect();
+        let lateness = GapLateness::fit(&readings).ok();
+        r.fitted = r.fitted.with_pacing(lateness);
+        r.shorter = r
+            .shorter
+            .into_iter()
+            .map(|p| p.with_pacing(lateness))
+            .collect();
+    }
     let from = SplitFrom {
         rate_per_s: shorts[0].observed.offered.rate_per_s,
         short: s[0].sample(),
@@ -404,7 +428,7 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
         p.simulated = match simulated {
             Ok(sim) => {
                 if !a.json {
-                    sim.write(out, p.observed.client.machine)?;
+                    sim.write(out, &p.observed)?;
                 }
                 Some(sim)
             }

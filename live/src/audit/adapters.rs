@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use heisenbench_model::client_loop::ClockStart;
+use heisenbench_model::client_loop::{ClockStart, Pacing};
 use heisenbench_model::scenario::Stamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -97,6 +97,16 @@ impl Reported {
         match self.tool.as_str() {
             "heisenbench run" => ClockStart::Intended,
             _ => ClockStart::OwnSend,
+        }
+    }
+
+    /// How the tool paces its requests, from its source: SGLang's bench_serving sleeps each
+    /// gap after the last (`await asyncio.sleep` of a fresh exponential draw); the others
+    /// send each request at its time counted from the start.
+    pub fn pacing(&self) -> Pacing {
+        match self.tool.as_str() {
+            "SGLang bench_serving" => Pacing::EachGap,
+            _ => Pacing::Schedule,
         }
     }
 
@@ -513,6 +523,9 @@ mod tests {
         let r = vllm(&v).expect("recognised");
         assert!(inference_perf(&v).is_none() && heisenbench(&v).is_none());
         assert_eq!(r.completed, Some(1000));
+        // Its requests keep a schedule from the start; SGLang's, read from the same keys,
+        // sleep each gap.
+        assert_eq!(r.pacing(), Pacing::Schedule);
         let t = r.ttft.expect("ttft");
         // The file says 3.577 ms mean and 14.32 ms p99, in milliseconds.
         assert!((t.mean_s.unwrap() - 3.5768583690951345e-3).abs() < 1e-12);
@@ -654,6 +667,8 @@ mod tests {
             (r.tool.as_str(), r.completed),
             ("SGLang bench_serving", Some(1000))
         );
+        assert_eq!(r.pacing(), Pacing::EachGap);
+        assert_eq!(vllm(&v).map(|r| r.pacing()), Some(Pacing::Schedule));
         let t = r.ttft.expect("ttft");
         // The file says 4.765 ms mean and 16.955 ms p99, and has no p90 of TTFT.
         assert!((t.mean_s.unwrap() - 4.76492365096783e-3).abs() < 1e-12);

@@ -8,7 +8,9 @@ use heisenbench_model::scenario::Stamp;
 use heisenbench_model::units::format_seconds;
 use serde::{Deserialize, Serialize};
 
-use heisenbench_model::client_loop::{AuditedLoad, ClockStart, CostSample, LoopPrediction};
+use heisenbench_model::client_loop::{
+    AuditedLoad, ClockStart, CostSample, HELD_SHARE, LoopPrediction,
+};
 
 use super::adapters::Reported;
 use super::predict::Prediction;
@@ -169,13 +171,10 @@ impl Simulated {
         (m > 0.0).then(|| (self.prediction.reported_s[0] - m) / m)
     }
 
-    /// Prints the simulation against what was measured, for a terminal; `machine`: the
-    /// audit's machine, whose cores nearly all busy put the audit outside the model's range.
-    pub fn write(
-        &self,
-        out: &mut dyn Write,
-        machine: Option<super::MachineLoad>,
-    ) -> io::Result<()> {
+    /// Prints the simulation against what was measured in `observed`, for a terminal (its
+    /// machine's cores nearly all busy put the audit outside the model's range).
+    pub fn write(&self, out: &mut dyn Write, observed: &Observed) -> io::Result<()> {
+        let machine = observed.client.machine;
         let f = format_seconds;
         let p = &self.prediction;
         let s = &self.split_from;
@@ -356,7 +355,28 @@ impl Simulated {
                 f(fc.request_s(p.chunks_per_request, p.rate_per_s))
             ),
             _ => Ok(()),
+        }?;
+        if let Some(g) = p.gap_lateness {
+            let offered = observed.offered.rate_per_s;
+            writeln!(
+                out,
+                "  its pacing: each gap slept from the last wake, {} late on average (\u{b1} {}, from {} calibration audit(s)): \
+                 asked for {offered:.0} req/s it sends {:.0} (the server saw {:.0}); {}",
+                f(g.late_s),
+                f(g.stderr_s),
+                g.audits,
+                g.achieved_per_s(offered),
+                p.rate_per_s,
+                match p.paced_held_per_s {
+                    Some(h) => format!(
+                        "it sends {:.0}% of no rate above {h:.0} req/s, whatever its CPU",
+                        HELD_SHARE * 100.0
+                    ),
+                    None => "the lateness is within the draws' own spread".into(),
+                }
+            )?;
         }
+        Ok(())
     }
 }
 
@@ -840,7 +860,7 @@ impl AuditReport {
             None => writeln!(out, "plan: {}", p.plan_reason)?,
         }
         if let Some(sim) = &self.simulated {
-            sim.write(out, c.machine)?;
+            sim.write(out, o)?;
             // Both as (predicted - measured) / measured.
             let closed = p
                 .rows
