@@ -381,15 +381,15 @@ for tool in sys.argv[2:]:
     first = next((s["rate"] for s in steps if s["bound"]), None)
     before = max((s["rate"] for s in steps if first is None or s["rate"] < first), default=None)
     as_filled = "" if filled is None else f", {filled:.0f} as its cores fill"
+    bound_verdict = bracket("its CPU bound reached", before, first)
+    held_verdict = bracket("throughput held", lo, hi)
     paced = prediction.get("paced_held_per_s")
-    held_at = "throughput held"
     if paced is not None and paced < sat:
         # Its pacing, not its CPU, bounds the rate it holds: that bracket against it.
-        as_filled += f", {paced:.0f} held as it paces"
-        late = prediction["gap_lateness"]["late_s"]
-        held_at = f"throughput held (against {paced:.0f}: {err(paced, hi) if hi else '-'} to {err(paced, lo) if lo else '-'}; each gap {late * 1e3:.2f} ms late)"
-    verdicts.append(f"{tool}: predicted {sat:.0f} req/s{as_filled}; {bracket('its CPU bound reached', before, first)}; "
-                    f"{bracket(held_at, lo, hi)}")
+        as_filled += f", {paced:.0f} held as it paces (each gap {prediction['gap_lateness']['late_s'] * 1e3:.2f} ms late)"
+        errs = lambda k: err(paced, k)
+        held_verdict = bracket("throughput held, against the pacing's", lo, hi)
+    verdicts.append(f"{tool}: predicted {sat:.0f} req/s{as_filled}; {bound_verdict}; {held_verdict}")
 print()
 print("\n".join(verdicts))
 EOF
