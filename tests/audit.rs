@@ -53,6 +53,21 @@ fn audit(flags: &[&str], client: &[&str]) -> (i32, Option<Value>, String) {
     )
 }
 
+/// `heisenbench audit ARGS`, which must succeed: its standard output.
+fn audit_ok(args: &[&std::ffi::OsStr]) -> Vec<u8> {
+    let out = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+        .arg("audit")
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 const CLIENT: [&str; 13] = [
     "LOOP_CLIENT",
     "--url",
@@ -308,19 +323,8 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("series.json");
     std::fs::write(&file, series.to_string()).unwrap();
-    let read_again = || {
-        let out = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
-            .args(["audit", "--json", "--clock", "intended", "--from"])
-            .arg(&file)
-            .output()
-            .expect("the binary runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out.stdout
-    };
+    let from = ["--json", "--clock", "intended", "--from"].map(std::ffi::OsStr::new);
+    let read_again = || audit_ok(&[&from[..], &[file.as_os_str()]].concat());
     let (once, twice) = (read_again(), read_again());
     assert_eq!(once, twice, "the same file read twice gave different bytes");
     let again: Value = serde_json::from_slice(&once).expect("JSON");
@@ -346,19 +350,18 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     // series made there; an audit of another client is refused on one line.
     let held_file = dir.join("held.json");
     std::fs::write(&held_file, points[2].to_string()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
-        .args(["audit", "--json", "--clock", "intended", "--from"])
-        .arg(&file)
-        .arg("--held-out")
-        .arg(&held_file)
-        .output()
-        .expect("the binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = audit_ok(
+        &[
+            &from[..],
+            &[
+                file.as_os_str(),
+                "--held-out".as_ref(),
+                held_file.as_os_str(),
+            ],
+        ]
+        .concat(),
     );
-    let with_held: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let with_held: Value = serde_json::from_slice(&out).expect("JSON");
     let held_points = with_held["points"].as_array().expect("points");
     assert_eq!(
         held_points.len(),
@@ -574,17 +577,13 @@ fn a_tool_that_sleeps_each_gap_is_read_for_its_lateness() {
     let dir = std::env::temp_dir().join(format!("heisenbench-paced-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("series.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
-        .args(["audit", "--from", fixture, "--out"])
-        .arg(&file)
-        .output()
-        .expect("the binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let out = audit_ok(&[
+        "--from".as_ref(),
+        fixture.as_ref(),
+        "--out".as_ref(),
+        file.as_os_str(),
+    ]);
+    let text = String::from_utf8_lossy(&out);
     assert_eq!(
         text.matches("its pacing: each gap slept from the last wake")
             .count(),

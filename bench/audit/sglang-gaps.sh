@@ -82,7 +82,8 @@ for path in files:
                             "--tokenizer", tok, "--dataset-name", "random-ids", "--random-input-len", "16",
                             "--random-output-len", str(o["offered"]["output_tokens"]), "--random-range-ratio", "1",
                             "--num-prompts", str(n), "--request-rate", f"{rate:g}", "--seed", "1",
-                            "--disable-tqdm", "--warmup-requests", "0"],
+                            "--disable-tqdm", "--warmup-requests", "0",
+                            "--output-file", os.path.join(work, "bench-result.jsonl")],
                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         drawn = json.load(open(out))

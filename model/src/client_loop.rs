@@ -285,15 +285,6 @@ pub enum Pacing {
     EachGap,
 }
 
-impl std::fmt::Display for Pacing {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Schedule => "on a schedule from the start",
-            Self::EachGap => "each gap slept from the last wake",
-        })
-    }
-}
-
 /// One audit's rates as a tool that sleeps each gap set them: what it was asked for, what
 /// the server saw, and over how many gaps.
 #[derive(Debug, Clone, Copy, PartialEq)]
