@@ -46,7 +46,9 @@
 # Environment: PYTHON (Python 3.12; default: pyenv's 3.12), HEISENBENCH (the binary;
 # default target/release/heisenbench, built if missing), CACHE (default
 # ~/.cache/heisenbench/peers), OUT (default: a fresh temporary directory), DURATION
-# (default 10s), TOKENS (output tokens, default 200).
+# (default 10s), TOKENS (output tokens, default 200), MOCK (flags of the embedded mock for
+# every audit, e.g. MOCK="--release-every 200ms --max-num-seqs 100000": responses leave
+# together on a 200 ms period).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -165,6 +167,8 @@ for tool in $TOOLS; do
       EXTRA=(--label "SGLang bench_serving" --timeout 300s) ;;
     *) echo "unknown tool $tool" >&2; exit 2 ;;
   esac
+  # shellcheck disable=SC2206 # MOCK is a list of flags, split on spaces on purpose
+  EXTRA+=(${MOCK:-})
   if [ -n "${SPLIT:-}" ]; then
     echo "[audit] $tool at ${RATES// /, } req/s, costs split at $SPLIT tokens"
     HOLD=()

@@ -89,6 +89,11 @@ pub struct MockFlags {
     /// Tokens (words) per prefix-cache block.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub block_size: u32,
+    /// Release each response's first token only at the next multiple of this period since
+    /// the mock started (0: off): the responses due within one period leave together, as
+    /// an engine's step hands every running sequence its token at once.
+    #[arg(long, default_value = "0", value_parser = parse_latency)]
+    pub release_every: Duration,
 }
 
 impl From<MockFlags> for MockConfig {
@@ -116,6 +121,7 @@ impl From<MockFlags> for MockConfig {
             enable_kvcache: f.enable_kvcache,
             kv_cache_size: f.kv_cache_size,
             block_size: f.block_size,
+            release_every: f.release_every,
         }
     }
 }

@@ -191,6 +191,13 @@ pub struct MockConfig {
     /// Tokens (words) per cache block.
     #[serde(default = "default_block_size")]
     pub block_size: u32,
+    /// Release each response's first token only at the next multiple of this period since
+    /// the server started (zero: off), as an engine's step hands every running sequence
+    /// its token at once: the responses that fall due within one period reach the client
+    /// together. The latency law ([`MockConfig::law`]) leaves it out; the server's stamps
+    /// carry it.
+    #[serde(default)]
+    pub release_every: Duration,
 }
 
 /// llm-d-inference-sim's default cache capacity, blocks.
@@ -236,6 +243,7 @@ impl Default for MockConfig {
             enable_kvcache: false,
             kv_cache_size: default_kv_cache_size(),
             block_size: default_block_size(),
+            release_every: Duration::ZERO,
         }
     }
 }

@@ -313,6 +313,10 @@ pub(super) async fn generate(api: Api, body: &[u8], state: Arc<ServerState>) -> 
         return r;
     }
     if cfg.is_instant() {
+        if !cfg.release_every.is_zero() {
+            let clock = &state.clock;
+            clock.sleep_until(state.released(clock.now())).await;
+        }
         let mut body = MockBody::of(Kind::Instant(Some(job)));
         body.tokens = n;
         body.prompt_tokens = prompt_tokens;
@@ -429,5 +433,43 @@ mod tests {
             ttft_ms < 79.0,
             "the server's time to first token {ttft_ms} ms"
         );
+    }
+
+    /// With `release_every`, a response written at once still waits for the next whole
+    /// period: two requests sent one after the other, the second as soon as the first is
+    /// answered, get their first tokens a period apart, and the second's truth counts the
+    /// wait. Without it they would be a few milliseconds apart.
+    #[test]
+    fn responses_leave_on_the_release_period() {
+        let period = Duration::from_millis(200);
+        let (m, journal) = MockServer::start_recorded(MockConfig {
+            port: 0,
+            release_every: period,
+            ..MockConfig::default()
+        })
+        .unwrap();
+        let body = r#"{"model":"heisenbench-mock","prompt":"a b c","max_tokens":4,"stream":true}"#;
+        let request = format!(
+            "POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        for _ in 0..2 {
+            let mut s = TcpStream::connect(m.addr()).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            s.write_all(request.as_bytes()).unwrap();
+            let mut answer = String::new();
+            s.read_to_string(&mut answer).unwrap();
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        }
+        let served = journal.snapshot();
+        assert_eq!(served.len(), 2);
+        let first = |i: usize| served[i].first_token_ns.unwrap();
+        let apart_ms = (first(1) - first(0)) as f64 * 1e-6;
+        // A period apart, less what the first release came later than the second (a wake
+        // is never early, and a loaded machine may make one of them late).
+        assert!((150.0..400.0).contains(&apart_ms), "{apart_ms} ms apart");
+        let waited_ms = (first(1) - served[1].received()) as f64 * 1e-6;
+        assert!((100.0..400.0).contains(&waited_ms), "waited {waited_ms} ms");
     }
 }

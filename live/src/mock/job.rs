@@ -116,7 +116,9 @@ impl Job {
         }
         buf.clear();
         let n = self.tokens.len();
-        let mut deadline = self.start + self.state.ttft(self.prompt_tokens - self.cached_tokens);
+        let mut deadline = self
+            .state
+            .released(self.start + self.state.ttft(self.prompt_tokens - self.cached_tokens));
         let mut last = self.start;
         let mut first = self.start;
         // When the previous token was handed over.

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -32,6 +32,8 @@ pub(super) struct ServerState {
     pub(super) next_id: AtomicU64,
     /// Where the mock reads and waits for time.
     pub(super) clock: Clock,
+    /// When the server started: [`MockConfig::release_every`]'s periods count from it.
+    pub(super) epoch: Instant,
     /// Where served requests are recorded (audits only).
     pub(super) journal: Option<Arc<Journal>>,
     /// The prefix cache, when it is on.
@@ -55,6 +57,7 @@ impl ServerState {
             rng: Mutex::new(Pcg64Mcg::seed_from_u64(cfg.seed)),
             jitter: Mutex::new(sample::stream(cfg.seed, sample::purpose::SERVER)),
             next_id: AtomicU64::new(0),
+            epoch: clock.now(),
             clock,
             law,
             cfg,
@@ -96,6 +99,19 @@ impl ServerState {
             self.law
                 .ttft_s(prompt_tokens, self.running(), || self.normal()),
         )
+    }
+
+    /// The first moment at or after `at` a token may leave: `at` itself, or with
+    /// [`MockConfig::release_every`] the next whole period since the server started.
+    pub(super) fn released(&self, at: Instant) -> Instant {
+        let period = self.cfg.release_every.as_nanos();
+        if period == 0 {
+            return at;
+        }
+        let since = at.saturating_duration_since(self.epoch).as_nanos();
+        let periods = since.div_ceil(period);
+        let nanos = u64::try_from(periods * period).unwrap_or(u64::MAX);
+        self.epoch + Duration::from_nanos(nanos)
     }
 
     /// The law's inter-token latency, at the batch now.
