@@ -235,6 +235,8 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
         "intended",
         "--hold-at",
         "0.3",
+        "--batched",
+        "5ms",
         "--timeout",
         "120s",
     ];
@@ -316,6 +318,27 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     );
     let predicted = sim["prediction"]["reported_s"][0].as_f64().expect("a mean");
     assert!(predicted > 0.0 && predicted.is_finite(), "{sim}");
+    // The batched audit (at twice the first rate, its responses released on 5 ms
+    // periods): this client handles one request at a time and spins its costs whatever
+    // the batch, so the CPU a request there is its 3 ms + 100 x 50 us again, and the
+    // throughput that bounds is the saturation's 125 req/s.
+    let batched = &series["batched"];
+    assert_eq!(batched["release_every_s"], 0.005, "{batched}");
+    assert!(
+        batched["audit"]["server"]
+            .as_str()
+            .is_some_and(|s| s.contains("released together every 5.000ms")),
+        "{batched}"
+    );
+    let bound = &sim["prediction"]["batched"];
+    let cpu = bound["loops_cpu_per_request_s"].as_f64().expect("a CPU");
+    assert!(
+        (cpu / 8e-3 - 1.0).abs() <= 0.2,
+        "{cpu} against 8 ms: {bound}"
+    );
+    let rate = bound["rate_per_s"].as_f64().expect("a rate");
+    assert!((rate / 40.0 - 1.0).abs() < 0.25, "{rate}");
+    assert_eq!(points[2]["simulated"]["prediction"]["batched"], *bound);
     // The file read again (`--from`) gives the same loop and the same prediction: nothing
     // in it depends on anything but the audits and the seed; and without `--fit-on` it is
     // fitted on the audits the file's series was fitted on (two).
@@ -345,6 +368,7 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
         "{p}"
     );
     assert_eq!(p["before_send"], sim["prediction"]["before_send"]);
+    assert_eq!(p["batched"], sim["prediction"]["batched"], "{p}");
     // The series' held-out audit, written apart and held out again (`--held-out`): the
     // loop simulated at its load, beside the series' own audits, gives the prediction the
     // series made there; an audit of another client is refused on one line.
@@ -397,6 +421,18 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
         held_file.as_os_str(),
     ]);
     assert!(err.contains("another client"), "{err}");
+    // A release period of zero.
+    let err = refused(&[
+        "--rate".as_ref(),
+        "10".as_ref(),
+        "--cost-split".as_ref(),
+        "10".as_ref(),
+        "--batched".as_ref(),
+        "0".as_ref(),
+        "--".as_ref(),
+        "true".as_ref(),
+    ]);
+    assert!(err.contains("must be above zero"), "{err}");
     // Fitted on more audits than the file holds.
     let err = refused(&[
         "--fit-on".as_ref(),

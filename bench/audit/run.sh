@@ -26,7 +26,9 @@
 # table then holds those predictions against what the tool reported. FIT_ON=N fits the
 # loop on the first N rates at once (`--fit-on N`) and holds it against the rest;
 # HOLD_AT="0.4 0.7" then audits each tool again at those fractions of the saturation its
-# fitted loop predicts (`--hold-at`), held out like the rest.
+# fitted loop predicts (`--hold-at`), held out like the rest. BATCHED=1s adds an audit at twice the
+# first rate whose server releases the responses together every second (`--batched`):
+# the CPU a request with the loop's work met in batches, and the throughput that bounds.
 #
 # REPEAT=N (without SPLIT) audits each tool N times at each rate, one after the other, and
 # ends with each rate's median and range of the excess and of the CPU a request: the
@@ -173,6 +175,7 @@ for tool in $TOOLS; do
     echo "[audit] $tool at ${RATES// /, } req/s, costs split at $SPLIT tokens"
     HOLD=()
     if [ -n "${HOLD_AT:-}" ]; then HOLD=(--hold-at "${HOLD_AT// /,}"); fi
+    if [ -n "${BATCHED:-}" ]; then HOLD+=(--batched "$BATCHED"); fi
     "$HB" audit --rates "${RATES// /,}" --cost-split "$SPLIT" --fit-on "$FIT_ON" "${HOLD[@]}" \
       --duration "$DURATION" --output-tokens "$TOKENS" --work-dir "$OUT/$tool-split" --out "$OUT/$tool-split.json" \
       "${EXTRA[@]}" -- "${CMD[@]}" > "$OUT/$tool-split.txt" 2>&1 || echo "[audit] $tool: exit $?"
@@ -393,6 +396,17 @@ for tool in sys.argv[2:]:
         as_filled += f", {paced:.0f} held as it paces (each gap {prediction['gap_lateness']['late_s'] * 1e3:.2f} ms late)"
         errs = lambda k: err(paced, k)
         held_verdict = bracket("throughput held, against the pacing's", lo, hi)
+    batched = prediction.get("batched")
+    if batched is not None and paced is None:
+        # The throughput its CPU a request with the work met in batches bounds.
+        cpu = batched["loops_cpu_per_request_s"]
+        loops = max(batched["loops"], 1)
+        top = loops / cpu
+        if batched.get("machine"):
+            m_cpu, m_cores = batched["machine"]
+            top = min(top, m_cores / m_cpu)
+        errs = lambda k: err(top, k)
+        held_verdict += "; against the batched bound " + f"{top:.0f}: " + bracket("x", lo, hi).split(": ", 1)[1]
     verdicts.append(f"{tool}: predicted {sat:.0f} req/s{as_filled}; {bound_verdict}; {held_verdict}")
 print()
 print("\n".join(verdicts))

@@ -270,6 +270,46 @@ impl FillingCosts {
     }
 }
 
+/// A client's CPU a request when its loop meets its work in batches: read from an audit
+/// whose server releases the responses together on a period (`mock --release-every`), so
+/// that each release hands the loop many responses at once, as a loop past its knee meets
+/// them. Such a loop goes from one callback to the next with its caches warm and its
+/// selector's pass shared, and the CPU a request falls well below what the calibration
+/// audits, whose work arrives one request at a time, measure: this is where the
+/// throughput a loop holds is bounded, beyond the point its core first fills.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BatchedBound {
+    /// The rate of the audit it was read from, per second.
+    pub rate_per_s: f64,
+    /// The server's release period in that audit, seconds.
+    pub release_every_s: f64,
+    /// The loops' threads' CPU a request there, seconds.
+    pub loops_cpu_per_request_s: f64,
+    /// The loops.
+    pub loops: u32,
+    /// The whole machine's CPU a request there (the client, the server and the audit) and
+    /// its cores, where it was read.
+    pub machine: Option<(f64, u32)>,
+}
+
+impl BatchedBound {
+    /// The rate at which the loops' threads, each on a core of its own, are full.
+    pub fn loops_per_s(&self) -> f64 {
+        f64::from(self.loops.max(1)) / self.loops_cpu_per_request_s
+    }
+
+    /// The rate at which the machine's cores are full.
+    pub fn machine_per_s(&self) -> Option<f64> {
+        self.machine.map(|(cpu, cores)| f64::from(cores) / cpu)
+    }
+
+    /// The throughput the client holds at most: the lower of the two.
+    pub fn saturation_per_s(&self) -> f64 {
+        let loops = self.loops_per_s();
+        self.machine_per_s().map_or(loops, |m| m.min(loops))
+    }
+}
+
 /// How a tool paces its requests, from its source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -690,6 +730,10 @@ pub struct LoopPrediction {
     /// where the lateness was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paced_held_per_s: Option<f64>,
+    /// The CPU a request with the work met in batches, and the throughput it bounds,
+    /// where the series ran such an audit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batched: Option<BatchedBound>,
 }
 
 /// The share of the rate asked for that a client must send for the rate to count as held.
@@ -701,6 +745,12 @@ impl LoopPrediction {
     pub fn with_pacing(mut self, lateness: Option<GapLateness>) -> Self {
         self.gap_lateness = lateness;
         self.paced_held_per_s = lateness.and_then(|g| g.held_per_s(HELD_SHARE));
+        self
+    }
+
+    /// The same prediction with the CPU a request read with the work met in batches.
+    pub fn with_batched(mut self, batched: Option<BatchedBound>) -> Self {
+        self.batched = batched;
         self
     }
 
@@ -770,6 +820,29 @@ mod tests {
         // A steep line extrapolated below zero load stays at zero.
         let steep = CoreWait::fit(&[(0.5, 0.0), (1.0, 1e-3)]).unwrap();
         assert_eq!(steep.at(0.1), 0.0);
+    }
+
+    /// The batched bound is each core count over its CPU a request, and the lower of the
+    /// two: 2 loops at 4 ms a request hold 500 req/s, a 2-core machine at 5 ms 400.
+    #[test]
+    fn the_batched_bound_is_the_fuller_of_the_loops_and_the_machine() {
+        let b = BatchedBound {
+            rate_per_s: 100.0,
+            release_every_s: 1.0,
+            loops_cpu_per_request_s: 4e-3,
+            loops: 2,
+            machine: Some((5e-3, 2)),
+        };
+        assert!((b.loops_per_s() - 500.0).abs() < 1e-9);
+        assert!((b.machine_per_s().unwrap() - 400.0).abs() < 1e-9);
+        assert!((b.saturation_per_s() - 400.0).abs() < 1e-9);
+        let roomy = BatchedBound {
+            machine: Some((1e-3, 2)),
+            ..b
+        };
+        assert!((roomy.saturation_per_s() - 500.0).abs() < 1e-9);
+        let unread = BatchedBound { machine: None, ..b };
+        assert!((unread.saturation_per_s() - 500.0).abs() < 1e-9);
     }
 
     fn sample(n: f64, cpu: f64) -> CostSample {

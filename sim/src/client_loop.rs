@@ -187,6 +187,7 @@ pub fn simulate(
         arrival_scv: load.arrival_scv,
         gap_lateness: None,
         paced_held_per_s: None,
+        batched: None,
     })
 }
 
@@ -541,7 +542,8 @@ pub fn predict_audit(
     .with_busiest(fitted.busiest)
     .with_machine(fitted.machine)
     .with_filling(&fitted.filling)
-    .with_pacing(fitted.gap_lateness);
+    .with_pacing(fitted.gap_lateness)
+    .with_batched(fitted.batched);
     p.before_send_from.clone_from(&fitted.before_send_from);
     p.wake_wait_law = fitted.wake_wait_law;
     if let Some(law) = fitted.wake_wait_law {

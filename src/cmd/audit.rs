@@ -6,7 +6,9 @@ use std::io::Write;
 use crate::flags::audit::AuditFlags;
 use heisenbench_figures::{AuditPoint, AuditedClient};
 use heisenbench_live::audit::predict;
-use heisenbench_live::audit::report::{AuditReport, AuditSeries, HeldOut, Simulated, SplitFrom};
+use heisenbench_live::audit::report::{
+    AuditReport, AuditSeries, BatchedAudit, HeldOut, Simulated, SplitFrom,
+};
 use heisenbench_live::audit::{self, AuditConfig, AuditError};
 use heisenbench_model::client_loop::{AuditedLoad, ClockStart, GapLateness, GapReading, Pacing};
 use heisenbench_model::units::format_seconds;
@@ -71,7 +73,22 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
         .into_iter()
         .flatten()
         .collect();
+    // With --batched, one more at twice the first rate and the longer length, the
+    // server releasing its responses together on the period asked for.
+    let batched_at = a.batched.map(|period| AuditConfig {
+        rate_per_s: configs[0].rate_per_s * 2.0,
+        work_dir: work_dir.join("batched"),
+        mock: heisenbench_live::mock::config::MockConfig {
+            release_every: period,
+            // Every response waits for the period: none may wait for a slot as well.
+            max_num_seqs: configs[0].mock.max_num_seqs.max(1_000_000),
+            ..configs[0].mock.clone()
+        },
+        ..configs[0].clone()
+    });
+    let split_at: Vec<AuditConfig> = split_at.into_iter().chain(batched_at).collect();
     let calibrations = split_at.len();
+    let mut batched: Option<BatchedAudit> = None;
     let mut shorts: Vec<AuditReport> = Vec::new();
     // The loop is read once the audits it is fitted on are in; those before the last of
     // them are simulated then.
@@ -109,6 +126,29 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
         })?;
         let prediction = predict::predict(&observed, bursts, a.loops, budget, a.tolerance);
         let mut report = AuditReport::new(a.label.clone(), observed, prediction, server.clone());
+        if let (true, Some(period)) = (i + 1 == calibrations, a.batched) {
+            if !a.json {
+                writeln!(
+                    out,
+                    "== batched: offered {rate} req/s x {} tokens, the responses released together every {}",
+                    cfg.output_tokens,
+                    format_seconds(period.as_secs_f64())
+                )?;
+                report.write_summary(out)?;
+            }
+            if failure.is_none() {
+                failure = report.failure();
+            }
+            report.server = format!(
+                "{server}, the responses released together every {}",
+                format_seconds(period.as_secs_f64())
+            );
+            batched = Some(BatchedAudit {
+                release_every_s: period.as_secs_f64(),
+                audit: report,
+            });
+            continue;
+        }
         if i < calibrations {
             if !a.json {
                 writeln!(
@@ -129,7 +169,7 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
         if !shorts.is_empty() && index + 1 >= fit_on {
             let r = reading.get_or_insert_with(|| {
                 let on: Vec<&AuditReport> = reports.iter().chain([&report]).collect();
-                read_client_loop(&shorts, &on, a.clock, a.preemptions)
+                read_client_loop(&shorts, &on, a.clock, a.preemptions, batched.as_ref())
             });
             let simulated = r.as_ref().map_err(Clone::clone).and_then(|r| {
                 if index + 1 == fit_on {
@@ -212,6 +252,10 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
     let summaries: Vec<AuditReport> = reports.iter().map(AuditReport::summary).collect();
     let with_calibration = |points: Vec<AuditReport>| AuditSeries {
         calibration: shorts.iter().map(AuditReport::summary).collect(),
+        batched: batched.as_ref().map(|b| BatchedAudit {
+            audit: b.audit.summary(),
+            ..b.clone()
+        }),
         ..AuditSeries::new(points)
     };
     if let Some(p) = &a.out {
@@ -256,6 +300,7 @@ fn read_client_loop(
     fit_on: &[&AuditReport],
     clock: Option<ClockStart>,
     preemptions: bool,
+    batched: Option<&BatchedAudit>,
 ) -> Result<(LoopReading, SplitFrom), String> {
     const SEED: u64 = heisenbench_model::scenario::DEFAULT_SEED;
     let loads = |reports: &mut dyn Iterator<Item = &AuditReport>, what: &str| {
@@ -304,6 +349,14 @@ fn read_client_loop(
             .map(|p| p.with_pacing(lateness))
             .collect();
     }
+    // The CPU a request with the work met in batches, where the series read it.
+    let bound = batched.and_then(BatchedAudit::bound);
+    r.fitted = r.fitted.with_batched(bound);
+    r.shorter = r
+        .shorter
+        .into_iter()
+        .map(|p| p.with_batched(bound))
+        .collect();
     let from = SplitFrom {
         rate_per_s: shorts[0].observed.offered.rate_per_s,
         short: s[0].sample(),
@@ -398,7 +451,13 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
         )));
     }
     let on: Vec<&AuditReport> = series.points.iter().take(fit_on).collect();
-    let reading = read_client_loop(&series.calibration, &on, a.clock, a.preemptions);
+    let reading = read_client_loop(
+        &series.calibration,
+        &on,
+        a.clock,
+        a.preemptions,
+        series.batched.as_ref(),
+    );
     let mut points = Vec::new();
     for (i, (mut p, file)) in series
         .points
@@ -443,6 +502,7 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
     }
     let again = AuditSeries {
         calibration: series.calibration,
+        batched: series.batched,
         ..AuditSeries::new(points)
     };
     if let Some(p) = &a.out {

@@ -87,6 +87,12 @@ pub struct AuditFlags {
     /// capacity.
     #[arg(long, value_delimiter = ',', num_args = 1.., requires = "cost_split", value_parser = parse_fraction)]
     pub hold_at: Vec<f64>,
+    /// With --cost-split: also audit the client at twice the first rate with the server
+    /// holding every response to the next whole period of this length (`mock
+    /// --release-every`), so that its loop meets the responses in batches as it does past
+    /// its knee, and read from it the CPU a request there and the throughput that bounds.
+    #[arg(long, requires = "cost_split", value_parser = parse_period)]
+    pub batched: Option<Duration>,
     /// With --cost-split or --from: where the client starts its TTFT clock, intended or own-send
     /// (default: by the tool whose results were read; heisenbench's is the intended send,
     /// every other known tool's its own).
@@ -231,6 +237,14 @@ impl AuditFlags {
                 stop: stop.clone(),
             })
             .collect()
+    }
+}
+
+/// A release period: a duration above zero.
+fn parse_period(s: &str) -> Result<Duration, String> {
+    match heisenbench_live::mock::config::parse_latency(s).map_err(|e| e.to_string())? {
+        d if d.is_zero() => Err("must be above zero".into()),
+        d => Ok(d),
     }
 }
 

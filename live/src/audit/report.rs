@@ -9,7 +9,7 @@ use heisenbench_model::units::format_seconds;
 use serde::{Deserialize, Serialize};
 
 use heisenbench_model::client_loop::{
-    AuditedLoad, ClockStart, CostSample, HELD_SHARE, LoopPrediction,
+    AuditedLoad, BatchedBound, ClockStart, CostSample, HELD_SHARE, LoopPrediction,
 };
 
 use super::adapters::Reported;
@@ -356,6 +356,26 @@ impl Simulated {
             ),
             _ => Ok(()),
         }?;
+        if let Some(b) = p.batched {
+            let machine = match (b.machine, b.machine_per_s()) {
+                (Some((cpu, cores)), Some(rate)) => format!(
+                    "; the machine's {cores} cores {} a request, full at {rate:.0} req/s",
+                    f(cpu)
+                ),
+                _ => String::new(),
+            };
+            writeln!(
+                out,
+                "  with its work met in batches (an audit at {:.0} req/s, the responses released together every {}): \
+                 {} loop(s) at {} a request, full at {:.0} req/s{machine}; it holds at most {:.0} req/s",
+                b.rate_per_s,
+                f(b.release_every_s),
+                b.loops,
+                f(b.loops_cpu_per_request_s),
+                b.loops_per_s(),
+                b.saturation_per_s()
+            )?;
+        }
         if let Some(g) = p.gap_lateness {
             let offered = observed.offered.rate_per_s;
             writeln!(
@@ -393,6 +413,35 @@ pub struct AuditSeries {
     /// which `audit --from` reads the client's loop again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calibration: Vec<AuditReport>,
+    /// The audit with the server's responses released together (`--batched`), from which
+    /// the throughput the client holds is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batched: Option<BatchedAudit>,
+}
+
+/// An audit whose server released its responses together on a period
+/// (`audit --batched`): the client's loop meets its work in batches.
+#[derive(Debug, Serialize, Deserialize, Clone)]
+pub struct BatchedAudit {
+    /// The server's release period, seconds.
+    pub release_every_s: f64,
+    /// The audit.
+    pub audit: AuditReport,
+}
+
+impl BatchedAudit {
+    /// The CPU a request it read, and the throughput that bounds (None without CPU figures
+    /// or a completed request).
+    pub fn bound(&self) -> Option<BatchedBound> {
+        let l = self.audit.audited_load()?;
+        Some(BatchedBound {
+            rate_per_s: l.rate_per_s,
+            release_every_s: self.release_every_s,
+            loops_cpu_per_request_s: l.cpu_per_request_s,
+            loops: l.loops,
+            machine: l.machine,
+        })
+    }
 }
 
 /// [`AuditReport::client_name`] from its parts: the label, the tool read, the program.
@@ -894,6 +943,7 @@ impl AuditSeries {
             kind: "audit-series".into(),
             points,
             calibration: Vec::new(),
+            batched: None,
         }
     }
 
