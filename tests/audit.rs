@@ -661,3 +661,64 @@ fn a_tool_that_sleeps_each_gap_is_read_for_its_lateness() {
         );
     }
 }
+
+/// A series vLLM 0.33's bench ran under `bench/audit/run.sh` with `BATCHED=1s` (r27 in
+/// bench/audit/RESULTS.md: 50 and 100 req/s fitted, 200-token streams, 20 s each, and the
+/// batched audit at 100 req/s with the mock releasing the responses together every
+/// second). `audit --from` reads the batched audit back: its loop's thread spent 2.37 ms a
+/// request there, 1 / 2.37 ms = 423 req/s, the machine's two cores 3.39 ms, 590 req/s; the
+/// lower is what it holds. The knee read in the same sitting was in [387, 439) req/s; the
+/// CPU bound from the calibration audits, whose work met the loop one request at a time,
+/// put it at 258.
+#[test]
+fn a_loop_that_meets_its_work_in_batches_holds_what_that_cpu_bounds() {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/vllm-0.33.0-batched-series.json"
+    );
+    // One reading (the loop's fit takes seconds): in words, and in the file `--out` writes.
+    let dir = std::env::temp_dir().join(format!("heisenbench-batched-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("series.json");
+    let out = audit_ok(&[
+        "--from".as_ref(),
+        fixture.as_ref(),
+        "--out".as_ref(),
+        file.as_os_str(),
+    ]);
+    let text = String::from_utf8_lossy(&out);
+    let series: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).expect("JSON");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(series["batched"]["release_every_s"], 1.0);
+    let points = series["points"].as_array().expect("points");
+    assert_eq!(points.len(), 4);
+    for p in points {
+        let prediction = &p["simulated"]["prediction"];
+        let b = &prediction["batched"];
+        let cpu = b["loops_cpu_per_request_s"].as_f64().expect("a CPU");
+        let (machine, cores) = (
+            b["machine"][0].as_f64().expect("the machine"),
+            b["machine"][1].as_f64().expect("its cores"),
+        );
+        assert!((cpu - 2.366e-3).abs() < 1e-6, "{b}");
+        assert!((machine - 3.390e-3).abs() < 1e-6, "{b}");
+        assert_eq!(cores, 2.0);
+        let holds = (1.0 / cpu).min(cores / machine);
+        assert!((holds - 422.6).abs() < 0.5, "{holds}");
+        // Within 15 % of both ends of the knee's bracket; the CPU bound is not.
+        assert!(
+            holds / 387.0 - 1.0 < 0.15 && 1.0 - holds / 439.0 < 0.15,
+            "{holds}"
+        );
+        let bound = prediction["saturation_per_s"].as_f64().expect("a bound");
+        assert!(bound / 387.0 - 1.0 < -0.15, "{bound}");
+    }
+    // In words, once an audit.
+    assert_eq!(
+        text.matches("with its work met in batches (an audit at 100 req/s, the responses released together every 1.000s)")
+            .count(),
+        4,
+        "{text}"
+    );
+    assert!(text.contains("it holds at most 423 req/s"), "{text}");
+}

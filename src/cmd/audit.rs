@@ -127,6 +127,10 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
         let prediction = predict::predict(&observed, bursts, a.loops, budget, a.tolerance);
         let mut report = AuditReport::new(a.label.clone(), observed, prediction, server.clone());
         if let (true, Some(period)) = (i + 1 == calibrations, a.batched) {
+            report.server = format!(
+                "{server}, the responses released together every {}",
+                format_seconds(period.as_secs_f64())
+            );
             if !a.json {
                 writeln!(
                     out,
@@ -139,10 +143,6 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
             if failure.is_none() {
                 failure = report.failure();
             }
-            report.server = format!(
-                "{server}, the responses released together every {}",
-                format_seconds(period.as_secs_f64())
-            );
             batched = Some(BatchedAudit {
                 release_every_s: period.as_secs_f64(),
                 audit: report,
