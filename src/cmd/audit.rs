@@ -424,6 +424,7 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
             .iter_mut()
             .chain(series.points.iter_mut())
             .chain(others.iter_mut().map(|(r, _)| r))
+            .chain(series.batched.iter_mut().map(|b| &mut b.audit))
         {
             if let Some(bursts) = r.prediction.as_ref().map(|p| p.bursts) {
                 r.prediction = predict::predict(&r.observed, bursts, a.loops, budget, a.tolerance);
