@@ -68,6 +68,30 @@ fn audit_ok(args: &[&std::ffi::OsStr]) -> Vec<u8> {
     out.stdout
 }
 
+/// `audit --from` on a series this crate keeps under tests/fixtures: what it prints, and
+/// the series it writes with `--out`. One reading, since the loop's fit takes seconds.
+fn read_fixture(name: &str) -> (String, Value) {
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    let dir = std::env::temp_dir().join(format!(
+        "heisenbench-from-{}-{}",
+        name.trim_end_matches(".json"),
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("series.json");
+    let out = audit_ok(&[
+        "--from".as_ref(),
+        fixture.as_os_str(),
+        "--out".as_ref(),
+        file.as_os_str(),
+    ]);
+    let series = serde_json::from_slice(&std::fs::read(&file).unwrap()).expect("JSON");
+    std::fs::remove_dir_all(&dir).unwrap();
+    (String::from_utf8_lossy(&out).into(), series)
+}
+
 const CLIENT: [&str; 13] = [
     "LOOP_CLIENT",
     "--url",
@@ -608,29 +632,13 @@ fn an_interrupted_audit_kills_the_client_tree_and_says_so() {
 /// own arithmetic.
 #[test]
 fn a_tool_that_sleeps_each_gap_is_read_for_its_lateness() {
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/sglang-0.5.6-series.json"
-    );
-    // One reading (the loop's fit takes seconds): in words, and in the file `--out` writes.
-    let dir = std::env::temp_dir().join(format!("heisenbench-paced-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("series.json");
-    let out = audit_ok(&[
-        "--from".as_ref(),
-        fixture.as_ref(),
-        "--out".as_ref(),
-        file.as_os_str(),
-    ]);
-    let text = String::from_utf8_lossy(&out);
+    let (text, series) = read_fixture("sglang-0.5.6-series.json");
     assert_eq!(
         text.matches("its pacing: each gap slept from the last wake")
             .count(),
         4,
         "{text}"
     );
-    let series: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).expect("JSON");
-    std::fs::remove_dir_all(&dir).unwrap();
     let points = series["points"].as_array().expect("points");
     assert_eq!(points.len(), 4);
     for p in points {
@@ -675,23 +683,7 @@ fn a_tool_that_sleeps_each_gap_is_read_for_its_lateness() {
 /// put it at 258.
 #[test]
 fn a_loop_that_meets_its_work_in_batches_holds_what_that_cpu_bounds() {
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/vllm-0.33.0-batched-series.json"
-    );
-    // One reading (the loop's fit takes seconds): in words, and in the file `--out` writes.
-    let dir = std::env::temp_dir().join(format!("heisenbench-batched-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("series.json");
-    let out = audit_ok(&[
-        "--from".as_ref(),
-        fixture.as_ref(),
-        "--out".as_ref(),
-        file.as_os_str(),
-    ]);
-    let text = String::from_utf8_lossy(&out);
-    let series: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).expect("JSON");
-    std::fs::remove_dir_all(&dir).unwrap();
+    let (text, series) = read_fixture("vllm-0.33.0-batched-series.json");
     assert_eq!(series["batched"]["release_every_s"], 1.0);
     let points = series["points"].as_array().expect("points");
     assert_eq!(points.len(), 4);

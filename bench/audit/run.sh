@@ -374,28 +374,32 @@ for tool in sys.argv[2:]:
     sat, filled = prediction["saturation_per_s"], prediction.get("filled_saturation_per_s")
     err = lambda x, k: f"{(x - k) / k * 100:+.0f} %"
     errs = lambda k: err(sat, k) + ("" if filled is None else f" (filling {err(filled, k)})")
-    def bracket(name, below, above):
+    def errors(below, above, errs):
+        # A prediction's errors against the ends of a bracket, as far as it was read.
         if below is None and above is None:
-            return f"{name}: not read"
+            return "not read"
         if below is None:
-            return f"{name}: below {above:g}, {errs(above)} or more"
+            return f"below {above:g}, {errs(above)} or more"
         if above is None:
-            return f"{name}: {below:g} or above, {errs(below)} or less"
-        return f"{name} in [{below:g}, {above:g}): {errs(above)} to {errs(below)}"
+            return f"{below:g} or above, {errs(below)} or less"
+        return f"{errs(above)} to {errs(below)}"
+    def bracket(name, below, above, errs):
+        if below is None or above is None:
+            return f"{name}: " + errors(below, above, errs)
+        return f"{name} in [{below:g}, {above:g}): " + errors(below, above, errs)
     held = [s["rate"] for s in steps if s["held"]]
     lo = max(held) if held else None
     hi = min((s["rate"] for s in steps if not s["held"] and (lo is None or s["rate"] > lo)), default=None)
     first = next((s["rate"] for s in steps if s["bound"]), None)
     before = max((s["rate"] for s in steps if first is None or s["rate"] < first), default=None)
     as_filled = "" if filled is None else f", {filled:.0f} as its cores fill"
-    bound_verdict = bracket("its CPU bound reached", before, first)
-    held_verdict = bracket("throughput held", lo, hi)
+    bound_verdict = bracket("its CPU bound reached", before, first, errs)
+    held_verdict = bracket("throughput held", lo, hi, errs)
     paced = prediction.get("paced_held_per_s")
     if paced is not None and paced < sat:
         # Its pacing, not its CPU, bounds the rate it holds: that bracket against it.
         as_filled += f", {paced:.0f} held as it paces (each gap {prediction['gap_lateness']['late_s'] * 1e3:.2f} ms late)"
-        errs = lambda k: err(paced, k)
-        held_verdict = bracket("throughput held, against the pacing's", lo, hi)
+        held_verdict = bracket("throughput held, against the pacing's", lo, hi, lambda k: err(paced, k))
     batched = prediction.get("batched")
     if batched is not None and paced is None:
         # The throughput its CPU a request with the work met in batches bounds.
@@ -405,8 +409,7 @@ for tool in sys.argv[2:]:
         if batched.get("machine"):
             m_cpu, m_cores = batched["machine"]
             top = min(top, m_cores / m_cpu)
-        errs = lambda k: err(top, k)
-        held_verdict += "; against the batched bound " + f"{top:.0f}: " + bracket("x", lo, hi).split(": ", 1)[1]
+        held_verdict += f"; against the batched bound {top:.0f}: " + errors(lo, hi, lambda k: err(top, k))
     verdicts.append(f"{tool}: predicted {sat:.0f} req/s{as_filled}; {bound_verdict}; {held_verdict}")
 print()
 print("\n".join(verdicts))

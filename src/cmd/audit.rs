@@ -10,7 +10,9 @@ use heisenbench_live::audit::report::{
     AuditReport, AuditSeries, BatchedAudit, HeldOut, Simulated, SplitFrom,
 };
 use heisenbench_live::audit::{self, AuditConfig, AuditError};
-use heisenbench_model::client_loop::{AuditedLoad, ClockStart, GapLateness, GapReading, Pacing};
+use heisenbench_model::client_loop::{
+    AuditedLoad, ClockStart, GapLateness, GapReading, LoopPrediction, Pacing,
+};
 use heisenbench_model::units::format_seconds;
 use heisenbench_sim::client_loop::{self, LoopReading};
 
@@ -331,7 +333,7 @@ fn read_client_loop(
         .reported
         .as_ref()
         .is_some_and(|t| t.pacing() == Pacing::EachGap);
-    if paces_each_gap {
+    let lateness = if paces_each_gap {
         let readings: Vec<GapReading> = shorts
             .iter()
             .chain(fit_on.iter().copied())
@@ -341,22 +343,15 @@ fn read_client_loop(
                 gaps: a.observed.truth.completed.saturating_sub(1),
             })
             .collect();
-        let lateness = GapLateness::fit(&readings).ok();
-        r.fitted = r.fitted.with_pacing(lateness);
-        r.shorter = r
-            .shorter
-            .into_iter()
-            .map(|p| p.with_pacing(lateness))
-            .collect();
-    }
+        GapLateness::fit(&readings).ok()
+    } else {
+        None
+    };
     // The CPU a request with the work met in batches, where the series read it.
     let bound = batched.and_then(BatchedAudit::bound);
-    r.fitted = r.fitted.with_batched(bound);
-    r.shorter = r
-        .shorter
-        .into_iter()
-        .map(|p| p.with_batched(bound))
-        .collect();
+    let carry = |p: LoopPrediction| p.with_pacing(lateness).with_batched(bound);
+    r.fitted = carry(r.fitted);
+    r.shorter = r.shorter.into_iter().map(carry).collect();
     let from = SplitFrom {
         rate_per_s: shorts[0].observed.offered.rate_per_s,
         short: s[0].sample(),
