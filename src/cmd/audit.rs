@@ -350,8 +350,8 @@ fn read_client_loop(
     // The CPU a request with the work met in batches, where the series read it.
     let bound = batched.and_then(BatchedAudit::bound);
     let carry = |p: LoopPrediction| p.with_pacing(lateness).with_batched(bound);
-    r.fitted = carry(r.fitted);
     r.shorter = r.shorter.into_iter().map(carry).collect();
+    r.fitted = carry(r.fitted);
     let from = SplitFrom {
         rate_per_s: shorts[0].observed.offered.rate_per_s,
         short: s[0].sample(),
