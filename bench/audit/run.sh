@@ -16,7 +16,7 @@
 #   SPLIT=20 FIT_ON=2 RATES="50 100" HOLD_AT="0.4 0.7" REPEAT=3 bash bench/audit/run.sh
 #
 # Without SPLIT, the table ends with the highest rate each tool held (the server saw 95 % of
-# the offered rate or more): RATES="150 200 250 300 350 400 500 600" DURATION=10s reads the
+# the offered rate or more, and its true TTFT median stayed within 50 ms of the quietest): RATES="150 200 250 300 350 400 500 600" DURATION=10s reads the
 # tools' knees.
 #
 # With SPLIT=N each tool is audited in one series (`audit --rates` over RATES, with
@@ -40,7 +40,8 @@
 # KNEE="0.8 0.9 1 1.1 1.2 1.35 1.5" (with SPLIT) then audits each tool at those fractions of
 # the saturation its series predicted (for a tool that sleeps each gap, the lower of that and
 # the highest rate its pacing holds), KNEE_DURATION (default 10s) each, up the list until
-# two steps in a row fall short of 95 % of their offered rate, and ends with the knee's
+# two steps in a row are not held (95 % of the rate delivered, the server's true TTFT
+# median within 50 ms of the quietest step's), and ends with the knee's
 # bracket (the highest step held, the next one not) against the prediction, and each step's
 # CPU a request: the knee read in the same sitting, on the same machine, as the series that
 # predicted it.
@@ -218,6 +219,7 @@ print(f"{min(p['saturation_per_s'], p.get('paced_held_per_s') or float('inf')):.
 EOF
       )
       short=0
+      quietest=
       for f in ${sat:+$KNEE}; do
         rate=$(awk -v s="$sat" -v f="$f" 'BEGIN { printf "%.0f", s * f }')
         name=$tool-knee-$rate
@@ -225,8 +227,18 @@ EOF
         "$HB" audit --rate "$rate" --duration "$KNEE_DURATION" --output-tokens "$TOKENS" \
           --work-dir "$OUT/$name" --out "$OUT/$name.json" "${EXTRA[@]}" \
           -- "${CMD[@]}" > "$OUT/$name.txt" 2>&1 || echo "[audit] $name: exit $?"
-        if "$PYTHON" -c 'import json, sys; t = json.load(open(sys.argv[1]))["observed"]["truth"]; sys.exit(t["achieved_rate_per_s"] < 0.95 * float(sys.argv[2]))' \
-          "$OUT/$name.json" "$rate" 2>/dev/null; then
+        # Held: 95 % of the rate delivered, and the server's true TTFT median within 50 ms
+        # of the quietest step so far (the knee's table below reads it the same way).
+        p50=$("$PYTHON" -c 'import json, sys; t = json.load(open(sys.argv[1]))["observed"]["truth"]; print(t["ttft"]["p50_s"] if t["achieved_rate_per_s"] >= 0.95 * float(sys.argv[2]) else "short")' \
+          "$OUT/$name.json" "$rate" 2>/dev/null || echo short)
+        held=no
+        if [ "$p50" != short ]; then
+          if [ -z "$quietest" ] || awk -v p="$p50" -v q="$quietest" 'BEGIN { exit !(p < q) }'; then
+            quietest=$p50
+          fi
+          if awk -v p="$p50" -v q="$quietest" 'BEGIN { exit !(p <= q + 0.05) }'; then held=yes; fi
+        fi
+        if [ "$held" = yes ]; then
           short=0
         else
           short=$((short + 1))
@@ -324,16 +336,23 @@ EOF
     "$PYTHON" - "$OUT" $TOOLS <<'EOF'
 import glob, json, os, sys
 out = sys.argv[1]
-# Two knees. The throughput's: the highest step whose server saw 95 % of what it offered.
+# Two knees. The throughput's: the highest step whose server saw 95 % of what it offered
+# and answered it at its own pace, its true TTFT median within 50 ms of the tool's quietest
+# step. The mock answers in well under a millisecond when it gets a core; on a machine the
+# client and the server share, a client that fills the cores can keep sending at the rate
+# while the server's own queue grows (GuideLLM's fourteen processes, r27: true medians of
+# 0.7-1.7 s past its CPU bound, against 0.08-4.4 ms at every held step of the others), and
+# the rate is then delivered, not held.
 # The bound's: the first step at which the client ran out of CPU, its busiest process
 # holding connections at 0.95 of a core or more (one interpreter lock) or the machine 95 %
 # busy; the prediction's saturation is this one (its loop's utilisation reaching 1). Past
 # it a loop may still keep up for a while by spending less a request (fewer wake-ups, more
 # work a pass), its own queue growing meanwhile.
 BOUND = 0.95
+SERVER_PACE_S = 0.05
 print()
-print("| client | offered req/s | achieved | held | busiest holder, cores / machine busy | CPU a request ms: tree / busiest holder / its main thread | holders' turns a request (share preempted) | late a gap ms | reported TTFT p50 ms |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| client | offered req/s | achieved | held | server's true TTFT p50 ms | busiest holder, cores / machine busy | CPU a request ms: tree / busiest holder / its main thread | holders' turns a request (share preempted) | late a gap ms | reported TTFT p50 ms |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 verdicts = []
 for tool in sys.argv[2:]:
     series = os.path.join(out, f"{tool}-split.json")
@@ -352,7 +371,7 @@ for tool in sys.argv[2:]:
         rep = ((o.get("reported") or {}).get("ttft") or {}).get("p50_s")
         turns, preempted = holders.get("turns_per_s"), holders.get("preempted_share")
         steps.append({
-            "rate": rate, "got": got, "held": got >= 0.95 * rate,
+            "rate": rate, "got": got, "delivered": got >= 0.95 * rate, "true_p50": t["ttft"]["p50_s"],
             "bound": (busiest or 0) >= BOUND or (share or 0) >= BOUND,
             "cores": "-" if busiest is None else f"{busiest:.2f}",
             "share": "-" if share is None else f"{share * 100:.0f} %",
@@ -364,8 +383,11 @@ for tool in sys.argv[2:]:
             "late": "-" if not got else f"{(1 / got - 1 / rate) * 1e3:.2f}",
         })
     steps.sort(key=lambda s: s["rate"])
+    quietest = min((s["true_p50"] for s in steps if s["delivered"]), default=0.0)
     for s in steps:
-        print(f"| {tool} | {s['rate']:g} | {s['got']:.0f} | {'yes' if s['held'] else 'no'} | {s['cores']} / {s['share']} | {s['cpu']} | {s['turns']} | {s['late']} | {s['p50']} |")
+        s["held"] = s["delivered"] and s["true_p50"] <= quietest + SERVER_PACE_S
+        held = "yes" if s["held"] else "no" if not s["delivered"] else "no (the server's queue)"
+        print(f"| {tool} | {s['rate']:g} | {s['got']:.0f} | {held} | {s['true_p50'] * 1e3:.2f} | {s['cores']} / {s['share']} | {s['cpu']} | {s['turns']} | {s['late']} | {s['p50']} |")
     sims = [p["simulated"] for p in json.load(open(series))["points"] if p.get("simulated")] if os.path.exists(series) else []
     if not sims or not steps:
         verdicts.append(f"{tool}: no knee read")
@@ -464,19 +486,22 @@ if repeat > 1:
             m = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
             return f"{m:.2f} ({v[0]:.2f}-{v[-1]:.2f}, {(v[-1] - v[0]) / m * 100:.0f} % of the median)"
         print(f"{tool} at {rate} req/s, {len(xs)} audits: excess mean {med(0, 1e3)} ms, p99 {med(1, 1e3)} ms, CPU a request {med(2, 1e3)} ms")
-# The highest rate each tool held: the server saw at least 95 % of what was offered. Past
-# it a client falls behind, and then reads whole responses from full socket buffers: what
-# it achieves far beyond (RATES=1000) is that regime's throughput, not its knee.
+# The highest rate each tool held: the server saw at least 95 % of what was offered, and
+# answered it at its own pace (its true TTFT median within 50 ms of the tool's quietest
+# audit, as the knee's steps read it). Past it a client falls behind, and then reads whole
+# responses from full socket buffers: what it achieves far beyond (RATES=1000) is that
+# regime's throughput, not its knee.
 print()
 for tool in tools:
-    held = []
+    seen = []
     for rate in rates:
         for name in names(tool, rate):
             p = os.path.join(out, f"{name}.json")
             if os.path.exists(p):
                 t = json.load(open(p))["observed"]["truth"]
-                if t["achieved_rate_per_s"] >= 0.95 * float(rate):
-                    held.append(float(rate))
+                seen.append((float(rate), t["achieved_rate_per_s"], t["ttft"]["p50_s"]))
+    quietest = min((p50 for r, got, p50 in seen if got >= 0.95 * r), default=0.0)
+    held = [r for r, got, p50 in seen if got >= 0.95 * r and p50 <= quietest + 0.05]
     print(f"{tool}: highest rate held within 5 %: {max(held):g} req/s" if held else f"{tool}: no rate held within 5 %")
 EOF
 echo "[audit] reports in $OUT"
