@@ -428,6 +428,8 @@ for tool in sys.argv[2:]:
         cpu = batched["loops_cpu_per_request_s"]
         loops = max(batched["loops"], 1)
         top = loops / cpu
+        if batched.get("busiest_cpu_per_request_s"):
+            top = min(top, 1 / batched["busiest_cpu_per_request_s"])
         if batched.get("machine"):
             m_cpu, m_cores = batched["machine"]
             top = min(top, m_cores / m_cpu)

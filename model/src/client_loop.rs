@@ -287,6 +287,12 @@ pub struct BatchedBound {
     pub loops_cpu_per_request_s: f64,
     /// The loops.
     pub loops: u32,
+    /// The busiest process's CPU a request there, all its threads, seconds, where it was
+    /// read. An interpreter runs one thread at a time, so a process's threads share one
+    /// core's worth of work between them: vLLM's bench spends 15 % of its process's CPU
+    /// outside its loop's thread, and at its knee the process, not the thread, is full.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busiest_cpu_per_request_s: Option<f64>,
     /// The whole machine's CPU a request there (the client, the server and the audit) and
     /// its cores, where it was read.
     pub machine: Option<(f64, u32)>,
@@ -298,15 +304,24 @@ impl BatchedBound {
         f64::from(self.loops.max(1)) / self.loops_cpu_per_request_s
     }
 
+    /// The rate at which the busiest process has one core's work.
+    pub fn process_per_s(&self) -> Option<f64> {
+        self.busiest_cpu_per_request_s.map(|cpu| 1.0 / cpu)
+    }
+
     /// The rate at which the machine's cores are full.
     pub fn machine_per_s(&self) -> Option<f64> {
         self.machine.map(|(cpu, cores)| f64::from(cores) / cpu)
     }
 
-    /// The throughput the client holds at most: the lower of the two.
+    /// The throughput the client holds at most: the lowest of the three, the loops'
+    /// threads, the busiest process and the machine (the same three limits as
+    /// [`LoopPrediction::saturation_per_s`] takes from the calibration audits).
     pub fn saturation_per_s(&self) -> f64 {
-        let loops = self.loops_per_s();
-        self.machine_per_s().map_or(loops, |m| m.min(loops))
+        [self.process_per_s(), self.machine_per_s()]
+            .into_iter()
+            .flatten()
+            .fold(self.loops_per_s(), f64::min)
     }
 }
 
@@ -825,23 +840,38 @@ mod tests {
     /// The batched bound is each core count over its CPU a request, and the lower of the
     /// two: 2 loops at 4 ms a request hold 500 req/s, a 2-core machine at 5 ms 400.
     #[test]
-    fn the_batched_bound_is_the_fuller_of_the_loops_and_the_machine() {
+    fn the_batched_bound_is_the_lowest_of_the_loops_the_process_and_the_machine() {
         let b = BatchedBound {
             rate_per_s: 100.0,
             release_every_s: 1.0,
             loops_cpu_per_request_s: 4e-3,
             loops: 2,
+            busiest_cpu_per_request_s: Some(2.2e-3),
             machine: Some((5e-3, 2)),
         };
         assert!((b.loops_per_s() - 500.0).abs() < 1e-9);
+        assert!((b.process_per_s().unwrap() - 1.0 / 2.2e-3).abs() < 1e-9);
         assert!((b.machine_per_s().unwrap() - 400.0).abs() < 1e-9);
         assert!((b.saturation_per_s() - 400.0).abs() < 1e-9);
         let roomy = BatchedBound {
             machine: Some((1e-3, 2)),
             ..b
         };
-        assert!((roomy.saturation_per_s() - 500.0).abs() < 1e-9);
-        let unread = BatchedBound { machine: None, ..b };
+        assert!((roomy.saturation_per_s() - 1.0 / 2.2e-3).abs() < 1e-9);
+        // One loop in a process whose other threads take their share of its core.
+        let one = BatchedBound {
+            loops: 1,
+            loops_cpu_per_request_s: 2.4e-3,
+            busiest_cpu_per_request_s: Some(2.8e-3),
+            machine: None,
+            ..b
+        };
+        assert!((one.saturation_per_s() - 1.0 / 2.8e-3).abs() < 1e-9);
+        let unread = BatchedBound {
+            machine: None,
+            busiest_cpu_per_request_s: None,
+            ..roomy
+        };
         assert!((unread.saturation_per_s() - 500.0).abs() < 1e-9);
     }
 

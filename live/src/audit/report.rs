@@ -364,10 +364,17 @@ impl Simulated {
                 ),
                 _ => String::new(),
             };
+            let process = match (b.busiest_cpu_per_request_s, b.process_per_s()) {
+                (Some(cpu), Some(rate)) => format!(
+                    "; its busiest process, all its threads, {} a request, one core full at {rate:.0} req/s",
+                    f(cpu)
+                ),
+                _ => String::new(),
+            };
             writeln!(
                 out,
                 "  with its work met in batches (an audit at {:.0} req/s, the responses released together every {}): \
-                 {} loop(s) at {} a request, full at {:.0} req/s{machine}; it holds at most {:.0} req/s",
+                 {} loop(s) at {} a request, full at {:.0} req/s{process}{machine}; it holds at most {:.0} req/s",
                 b.rate_per_s,
                 f(b.release_every_s),
                 b.loops,
@@ -439,6 +446,7 @@ impl BatchedAudit {
             release_every_s: self.release_every_s,
             loops_cpu_per_request_s: l.cpu_per_request_s,
             loops: l.loops,
+            busiest_cpu_per_request_s: Some(l.busiest_cpu_per_request_s),
             machine: l.machine,
         })
     }
