@@ -163,8 +163,20 @@ fn audit_finds_a_clients_cost_and_predicts_its_bias() {
         (per_chunk / (cost_us * 1e-6) - 1.0).abs() <= 0.2,
         "CPU per chunk {per_chunk} against {cost_us} us"
     );
+    // The utilisation at the offered rate reads the cost (nominally 0.5); the one at the
+    // rate achieved also depends on whether this one-request-at-a-time client kept pace
+    // on a machine other tests load (it achieved 16.5 of 25 req/s once), so it is held
+    // only to lie at or below it.
+    let rho_offered = p["rho_offered"].as_f64().expect("rho at the offered rate");
+    assert!(
+        (0.3..=0.8).contains(&rho_offered),
+        "utilisation {rho_offered}"
+    );
     let rho = p["rho"].as_f64().expect("rho");
-    assert!((0.3..=0.8).contains(&rho), "utilisation {rho}");
+    assert!(
+        rho > 0.0 && rho <= rho_offered * 1.1,
+        "{rho} against {rho_offered}"
+    );
     let mean = p["rows"]
         .as_array()
         .expect("rows")
