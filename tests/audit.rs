@@ -416,7 +416,21 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
         "{p}"
     );
     assert_eq!(p["before_send"], sim["prediction"]["before_send"]);
-    assert_eq!(p["batched"], sim["prediction"]["batched"], "{p}");
+    let (b, was) = (&p["batched"], &sim["prediction"]["batched"]);
+    for key in [
+        "rate_per_s",
+        "release_every_s",
+        "loops_cpu_per_request_s",
+        "busiest_cpu_per_request_s",
+    ] {
+        assert!(close(&b[key], &was[key]), "{key}: {b} against {was}");
+    }
+    assert_eq!(b["loops"], was["loops"]);
+    assert!(
+        close(&b["machine"][0], &was["machine"][0]),
+        "{b} against {was}"
+    );
+    assert_eq!(b["machine"][1], was["machine"][1]);
     // The series' held-out audit, written apart and held out again (`--held-out`): the
     // loop simulated at its load, beside the series' own audits, gives the prediction the
     // series made there; an audit of another client is refused on one line.
