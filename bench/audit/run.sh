@@ -431,8 +431,14 @@ for tool in sys.argv[2:]:
         if batched.get("busiest_cpu_per_request_s"):
             top = min(top, 1 / batched["busiest_cpu_per_request_s"])
         if batched.get("machine"):
+            # The machine's part a second out of its cores and its CPU a request, as
+            # `BatchedBound::machine_per_s` takes it.
             m_cpu, m_cores = batched["machine"]
-            top = min(top, m_cores / m_cpu)
+            c = batched.get("machine_per_second") or 0.0
+            rest = m_cpu - c / batched["rate_per_s"]
+            if not (0 < c < m_cores and rest > 0):
+                c, rest = 0.0, m_cpu
+            top = min(top, (m_cores - c) / rest)
         held_verdict += f"; against the batched bound {top:.0f}: " + errors(lo, hi, lambda k: err(top, k))
     verdicts.append(f"{tool}: predicted {sat:.0f} req/s{as_filled}; {bound_verdict}; {held_verdict}")
 print()

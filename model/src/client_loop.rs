@@ -296,6 +296,13 @@ pub struct BatchedBound {
     /// The whole machine's CPU a request there (the client, the server and the audit) and
     /// its cores, where it was read.
     pub machine: Option<(f64, u32)>,
+    /// The machine's part a second (cores busy whatever the rate: idle processes' timers
+    /// and polls, the audit's sampling), fitted on the calibration audits, where it was.
+    /// The batched audit's CPU a request carries it spread over that audit's rate; at the
+    /// knee it is spread over more, so it is taken out of the CPU a request and out of the
+    /// cores, as the CPU bound takes it ([`LoopCosts::saturation_per_s`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_per_second: Option<f64>,
 }
 
 impl BatchedBound {
@@ -309,9 +316,19 @@ impl BatchedBound {
         self.busiest_cpu_per_request_s.map(|cpu| 1.0 / cpu)
     }
 
-    /// The rate at which the machine's cores are full.
+    /// The rate at which the machine's cores are full: the cores left after its part a
+    /// second over the CPU a request without it. A part a second that leaves the batched
+    /// audit no CPU a request, or none at all, is not taken out.
     pub fn machine_per_s(&self) -> Option<f64> {
-        self.machine.map(|(cpu, cores)| f64::from(cores) / cpu)
+        self.machine.map(|(cpu, cores)| {
+            let cores = f64::from(cores);
+            match self.machine_per_second {
+                Some(c) if c > 0.0 && c < cores && cpu - c / self.rate_per_s > 0.0 => {
+                    (cores - c) / (cpu - c / self.rate_per_s)
+                }
+                _ => cores / cpu,
+            }
+        })
     }
 
     /// The throughput the client holds at most: the lowest of the three, the loops'
@@ -763,9 +780,14 @@ impl LoopPrediction {
         self
     }
 
-    /// The same prediction with the CPU a request read with the work met in batches.
+    /// The same prediction with the CPU a request read with the work met in batches, and
+    /// the machine's part a second fitted here ([`BatchedBound::machine_per_second`]).
     pub fn with_batched(mut self, batched: Option<BatchedBound>) -> Self {
-        self.batched = batched;
+        let per_second = self.machine.map(|(m, _)| m.per_second);
+        self.batched = batched.map(|b| BatchedBound {
+            machine_per_second: per_second,
+            ..b
+        });
         self
     }
 
@@ -849,6 +871,7 @@ mod tests {
             loops: 2,
             busiest_cpu_per_request_s: Some(2.2e-3),
             machine: Some((5e-3, 2)),
+            machine_per_second: None,
         };
         assert!((b.loops_per_s() - 500.0).abs() < 1e-9);
         assert!((b.process_per_s().unwrap() - 1.0 / 2.2e-3).abs() < 1e-9);
@@ -874,6 +897,92 @@ mod tests {
             ..roomy
         };
         assert!((unread.saturation_per_s() - 500.0).abs() < 1e-9);
+    }
+
+    /// A machine busy 0.2 cores whatever the rate, and 4 ms a request besides: the batched
+    /// audit at 100 req/s reads 0.6 cores, 6 ms a request, which puts the full machine at
+    /// 333 req/s; taken apart, 1.8 cores left over 4 ms hold 450. A part a second that
+    /// leaves the audit no CPU a request is not taken out.
+    #[test]
+    fn the_machines_part_a_second_is_taken_out_of_the_batched_bound() {
+        let b = BatchedBound {
+            rate_per_s: 100.0,
+            release_every_s: 1.0,
+            loops_cpu_per_request_s: 1e-3,
+            loops: 1,
+            busiest_cpu_per_request_s: None,
+            machine: Some((6e-3, 2)),
+            machine_per_second: None,
+        };
+        assert!((b.saturation_per_s() - 2.0 / 6e-3).abs() < 1e-9);
+        let floored = BatchedBound {
+            machine_per_second: Some(0.2),
+            ..b
+        };
+        assert!((floored.machine_per_s().unwrap() - 450.0).abs() < 1e-9);
+        assert!((floored.saturation_per_s() - 450.0).abs() < 1e-9);
+        for c in [0.6, 2.5, 0.0, -0.1] {
+            let odd = BatchedBound {
+                machine_per_second: Some(c),
+                ..b
+            };
+            assert!(
+                (odd.machine_per_s().unwrap() - 2.0 / 6e-3).abs() < 1e-9,
+                "{c}"
+            );
+        }
+        // A prediction whose machine was fitted with a part a second hands it on.
+        let machine = LoopCosts {
+            per_second: 0.2,
+            per_request_s: 4e-3,
+            per_chunk_s: 1e-9,
+            request_scv: 0.0,
+        };
+        let p = LoopPrediction {
+            machine: Some((machine, 2)),
+            ..prediction_for_tests()
+        }
+        .with_batched(Some(b));
+        assert_eq!(p.batched.unwrap().machine_per_second, Some(0.2));
+        let unfitted = prediction_for_tests().with_batched(Some(b));
+        assert_eq!(unfitted.batched.unwrap().machine_per_second, None);
+    }
+
+    /// A prediction with nothing fitted beyond its loop's costs.
+    fn prediction_for_tests() -> LoopPrediction {
+        let costs = LoopCosts {
+            per_second: 0.0,
+            per_request_s: 1e-3,
+            per_chunk_s: 1e-5,
+            request_scv: 0.0,
+        };
+        LoopPrediction {
+            costs,
+            before_send: 0.5,
+            before_send_from: String::new(),
+            delay_s: 0.0,
+            slice_s: None,
+            clock: ClockStart::OwnSend,
+            stamp: Stamp::default(),
+            loops: 1,
+            rate_per_s: 100.0,
+            chunks_per_request: 200.0,
+            reported_s: [0.0; 4],
+            achieved_per_s: 100.0,
+            saturation_per_s: costs.saturation_per_s(200.0, 1),
+            filling: Vec::new(),
+            filled_saturation_per_s: None,
+            machine: None,
+            busiest: None,
+            wake_wait_s: None,
+            wake_wait_from: String::new(),
+            wake_wait_law: None,
+            preempt_per_cpu_s: None,
+            arrival_scv: None,
+            gap_lateness: None,
+            paced_held_per_s: None,
+            batched: None,
+        }
     }
 
     fn sample(n: f64, cpu: f64) -> CostSample {

@@ -358,10 +358,19 @@ impl Simulated {
         }?;
         if let Some(b) = p.batched {
             let machine = match (b.machine, b.machine_per_s()) {
-                (Some((cpu, cores)), Some(rate)) => format!(
-                    "; the machine's {cores} cores {} a request, full at {rate:.0} req/s",
-                    f(cpu)
-                ),
+                (Some((cpu, cores)), Some(rate)) => {
+                    let apart = match b.machine_per_second {
+                        Some(c) if (rate - f64::from(cores) / cpu).abs() > 1e-9 => format!(
+                            ", {} without its {c:.2} core(s) a second (spread over more requests at the knee)",
+                            f(cpu - c / b.rate_per_s)
+                        ),
+                        _ => String::new(),
+                    };
+                    format!(
+                        "; the machine's {cores} cores {} a request{apart}, full at {rate:.0} req/s",
+                        f(cpu)
+                    )
+                }
                 _ => String::new(),
             };
             let process = match (b.busiest_cpu_per_request_s, b.process_per_s()) {
@@ -448,6 +457,7 @@ impl BatchedAudit {
             loops: l.loops,
             busiest_cpu_per_request_s: Some(l.busiest_cpu_per_request_s),
             machine: l.machine,
+            machine_per_second: None,
         })
     }
 }
