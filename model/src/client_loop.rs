@@ -316,19 +316,20 @@ impl BatchedBound {
         self.busiest_cpu_per_request_s.map(|cpu| 1.0 / cpu)
     }
 
+    /// The machine's part a second and its CPU a request without it, where the part is
+    /// taken out: above zero, below the cores, and leaving the batched audit some CPU a
+    /// request.
+    pub fn machine_apart(&self) -> Option<(f64, f64)> {
+        let ((cpu, cores), c) = self.machine.zip(self.machine_per_second)?;
+        let rest = cpu - c / self.rate_per_s;
+        (c > 0.0 && c < f64::from(cores) && rest > 0.0).then_some((c, rest))
+    }
+
     /// The rate at which the machine's cores are full: the cores left after its part a
-    /// second over the CPU a request without it. A part a second that leaves the batched
-    /// audit no CPU a request, or none at all, is not taken out.
+    /// second ([`Self::machine_apart`]) over the CPU a request without it.
     pub fn machine_per_s(&self) -> Option<f64> {
-        self.machine.map(|(cpu, cores)| {
-            let cores = f64::from(cores);
-            match self.machine_per_second {
-                Some(c) if c > 0.0 && c < cores && cpu - c / self.rate_per_s > 0.0 => {
-                    (cores - c) / (cpu - c / self.rate_per_s)
-                }
-                _ => cores / cpu,
-            }
-        })
+        let (c, rest) = self.machine_apart().unwrap_or((0.0, self.machine?.0));
+        self.machine.map(|(_, cores)| (f64::from(cores) - c) / rest)
     }
 
     /// The throughput the client holds at most: the lowest of the three, the loops'

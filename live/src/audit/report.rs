@@ -359,13 +359,12 @@ impl Simulated {
         if let Some(b) = p.batched {
             let machine = match (b.machine, b.machine_per_s()) {
                 (Some((cpu, cores)), Some(rate)) => {
-                    let apart = match b.machine_per_second {
-                        Some(c) if (rate - f64::from(cores) / cpu).abs() > 1e-9 => format!(
+                    let apart = b.machine_apart().map_or(String::new(), |(c, rest)| {
+                        format!(
                             ", {} without its {c:.2} core(s) a second (spread over more requests at the knee)",
-                            f(cpu - c / b.rate_per_s)
-                        ),
-                        _ => String::new(),
-                    };
+                            f(rest)
+                        )
+                    });
                     format!(
                         "; the machine's {cores} cores {} a request{apart}, full at {rate:.0} req/s",
                         f(cpu)
