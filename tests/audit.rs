@@ -793,6 +793,11 @@ fn the_machines_part_a_second_is_spread_over_the_knees_requests() {
             (taken_out / 268.0 - 1.0).abs() < 0.15 && taken_out < 301.0,
             "{taken_out}"
         );
+        // The bound is written beside its inputs, for a reader of the series (run.sh).
+        let written = p["simulated"]["prediction"]["batched_saturation_per_s"]
+            .as_f64()
+            .expect("the bound written");
+        assert!((written - taken_out).abs() < 1e-9, "{written} {taken_out}");
     }
     assert_eq!(
         text.matches("8.032ms without its 0.15 core(s) a second (spread over more requests at the knee), full at 230 req/s")

@@ -422,23 +422,9 @@ for tool in sys.argv[2:]:
         # Its pacing, not its CPU, bounds the rate it holds: that bracket against it.
         as_filled += f", {paced:.0f} held as it paces (each gap {prediction['gap_lateness']['late_s'] * 1e3:.2f} ms late)"
         held_verdict = bracket("throughput held, against the pacing's", lo, hi, lambda k: err(paced, k))
-    batched = prediction.get("batched")
-    if batched is not None and paced is None:
+    top = prediction.get("batched_saturation_per_s")
+    if top is not None and paced is None:
         # The throughput its CPU a request with the work met in batches bounds.
-        cpu = batched["loops_cpu_per_request_s"]
-        loops = max(batched["loops"], 1)
-        top = loops / cpu
-        if batched.get("busiest_cpu_per_request_s"):
-            top = min(top, 1 / batched["busiest_cpu_per_request_s"])
-        if batched.get("machine"):
-            # The machine's part a second out of its cores and its CPU a request, as
-            # `BatchedBound::machine_per_s` takes it.
-            m_cpu, m_cores = batched["machine"]
-            c = batched.get("machine_per_second") or 0.0
-            rest = m_cpu - c / batched["rate_per_s"]
-            if not (0 < c < m_cores and rest > 0):
-                c, rest = 0.0, m_cpu
-            top = min(top, (m_cores - c) / rest)
         held_verdict += f"; against the batched bound {top:.0f}: " + errors(lo, hi, lambda k: err(top, k))
     verdicts.append(f"{tool}: predicted {sat:.0f} req/s{as_filled}; {bound_verdict}; {held_verdict}")
 print()

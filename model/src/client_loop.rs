@@ -767,6 +767,10 @@ pub struct LoopPrediction {
     /// where the series ran such an audit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batched: Option<BatchedBound>,
+    /// The throughput [`Self::batched`] bounds ([`BatchedBound::saturation_per_s`]), kept
+    /// beside its inputs so that a reader of the series need not work it out again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batched_saturation_per_s: Option<f64>,
 }
 
 /// The share of the rate asked for that a client must send for the rate to count as held.
@@ -789,6 +793,7 @@ impl LoopPrediction {
             machine_per_second: per_second,
             ..b
         });
+        self.batched_saturation_per_s = self.batched.map(|b| b.saturation_per_s());
         self
     }
 
@@ -945,8 +950,11 @@ mod tests {
         }
         .with_batched(Some(b));
         assert_eq!(p.batched.unwrap().machine_per_second, Some(0.2));
+        assert!((p.batched_saturation_per_s.unwrap() - 450.0).abs() < 1e-9);
         let unfitted = prediction_for_tests().with_batched(Some(b));
         assert_eq!(unfitted.batched.unwrap().machine_per_second, None);
+        assert!((unfitted.batched_saturation_per_s.unwrap() - 2.0 / 6e-3).abs() < 1e-9);
+        assert_eq!(p.with_batched(None).batched_saturation_per_s, None);
     }
 
     /// A prediction with nothing fitted beyond its loop's costs.
@@ -983,6 +991,7 @@ mod tests {
             gap_lateness: None,
             paced_held_per_s: None,
             batched: None,
+            batched_saturation_per_s: None,
         }
     }
 

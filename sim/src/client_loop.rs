@@ -188,6 +188,7 @@ pub fn simulate(
         gap_lateness: None,
         paced_held_per_s: None,
         batched: None,
+        batched_saturation_per_s: None,
     })
 }
 
