@@ -181,6 +181,23 @@ impl LoopCosts {
         self.per_request_s + chunks * self.per_chunk_s
     }
 
+    /// The same costs with the fixed part of a request read again from one audit's CPU a
+    /// request, the parts per chunk and per second kept: what the client spent on each
+    /// request's own path in that run. From one run of a client to the next its CPU a
+    /// request moves by a tenth or more at the same load, and the excess moves with it as
+    /// a change in the fixed part would move it (the chunks' part does not change between
+    /// runs, it seems; see bench/audit/RESULTS.md). None where the audit's CPU leaves
+    /// nothing for the fixed part.
+    pub fn with_request_cpu_of(&self, audit: CostSample) -> Option<Self> {
+        let per_request_s = audit.cpu_per_request_s
+            - self.per_second / audit.rate_per_s
+            - audit.chunks_per_request * self.per_chunk_s;
+        (per_request_s.is_finite() && per_request_s > 0.0).then_some(Self {
+            per_request_s,
+            ..*self
+        })
+    }
+
     /// The most requests per second `loops` loops carry at `chunks` chunks a request: the
     /// cores left after the part per second, over a request's cost.
     pub fn saturation_per_s(&self, chunks: f64, loops: u32) -> f64 {
@@ -903,6 +920,35 @@ mod tests {
             ..roomy
         };
         assert!((unread.saturation_per_s() - 500.0).abs() < 1e-9);
+    }
+
+    /// Costs of 0.1 core a second, 1 ms a request and 10 us a chunk put 5 ms a request on
+    /// a run at 50 req/s x 200 chunks (2 ms of it the part a second); a run that spent
+    /// 5.5 ms has a fixed part of 1.5 ms, and one that spent 4 ms has none left.
+    #[test]
+    fn a_runs_cpu_a_request_is_put_in_the_fixed_part() {
+        let costs = LoopCosts {
+            per_second: 0.1,
+            per_request_s: 1e-3,
+            per_chunk_s: 10e-6,
+            request_scv: 0.3,
+        };
+        let run = CostSample {
+            rate_per_s: 50.0,
+            chunks_per_request: 200.0,
+            cpu_per_request_s: 5.5e-3,
+        };
+        let given = costs.with_request_cpu_of(run).expect("a fixed part");
+        assert!((given.per_request_s - 1.5e-3).abs() < 1e-12, "{given:?}");
+        assert_eq!(
+            (given.per_second, given.per_chunk_s, given.request_scv),
+            (0.1, 10e-6, 0.3)
+        );
+        let starved = CostSample {
+            cpu_per_request_s: 4e-3,
+            ..run
+        };
+        assert_eq!(costs.with_request_cpu_of(starved), None);
     }
 
     /// A machine busy 0.2 cores whatever the rate, and 4 ms a request besides: the batched

@@ -557,6 +557,31 @@ pub fn predict_audit(
     Ok(with_delay(p, fitted.delay_s))
 }
 
+/// What `fitted`'s loop would report at the load of audit `a` with the fixed part of a
+/// request read again from `a`'s own CPU a request ([`LoopCosts::with_request_cpu_of`]):
+/// not a forecast of `a`, since one of its inputs is `a`'s, but the queue's model held
+/// against `a` once the client's speed in that run is known. None where `a`'s CPU leaves
+/// nothing for the fixed part.
+pub fn predict_given_cpu(
+    fitted: &LoopPrediction,
+    a: &AuditedLoad,
+    seed: u64,
+) -> Result<Option<LoopPrediction>, ModelError> {
+    let chunks = a.chunks_per_request.round().max(1.0);
+    let sample = CostSample {
+        chunks_per_request: chunks,
+        ..a.sample()
+    };
+    let Some(costs) = fitted.costs.with_request_cpu_of(sample) else {
+        return Ok(None);
+    };
+    let given = LoopPrediction {
+        costs,
+        ..fitted.clone()
+    };
+    predict_audit(&given, a, seed).map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1015,6 +1040,64 @@ mod tests {
             without.reported_s[0] < p.reported_s[0] - 1e-4,
             "{without:?}"
         );
+    }
+
+    /// A run of the client whose requests' own path costs 2 ms where the calibration's cost
+    /// 1.5 ms (its chunks as before): the forecast from the calibration misses it, and the
+    /// loop given that run's CPU a request is that run's loop, to the simulation's last
+    /// digit. A CPU that leaves the fixed part nothing gives no such prediction.
+    #[test]
+    fn the_loop_given_a_runs_cpu_is_that_runs_loop() {
+        let audit = |per_request_s: f64, rate: f64, chunks: u32| {
+            let c = costs(per_request_s, 10e-6, 0.0);
+            let p = simulate(&c, 0.6, None, ClockStart::OwnSend, &load(rate, chunks)).unwrap();
+            let cpu = c.request_s(f64::from(chunks));
+            AuditedLoad {
+                rate_per_s: rate,
+                chunks_per_request: f64::from(chunks),
+                cpu_per_request_s: cpu,
+                busiest_cpu_per_request_s: cpu,
+                loops: 1,
+                stamp: Stamp::AfterProcessing,
+                cpu_spread: None,
+                excess_s: p.reported_s.map(Some),
+                wake_wait_s: None,
+                preempt_per_cpu_s: None,
+                arrival_scv: None,
+                machine: None,
+            }
+        };
+        let r = read_loop(
+            &[audit(1.5e-3, 50.0, 20)],
+            &[audit(1.5e-3, 50.0, 200)],
+            ClockStart::OwnSend,
+            3,
+        )
+        .unwrap();
+        assert!(
+            (r.fitted.costs.per_request_s - 1.5e-3).abs() < 1e-9,
+            "{r:?}"
+        );
+        let slower = audit(2e-3, 150.0, 200);
+        let forecast = predict_audit(&r.fitted, &slower, 3).unwrap();
+        let given = predict_given_cpu(&r.fitted, &slower, 3)
+            .unwrap()
+            .expect("a fixed part left");
+        assert!(
+            (given.costs.per_request_s - 2e-3).abs() < 1e-12,
+            "{given:?}"
+        );
+        assert_eq!(given.costs.per_chunk_s, r.fitted.costs.per_chunk_s);
+        for (g, m) in given.reported_s.iter().zip(slower.excess_s) {
+            assert!((g - m.unwrap()).abs() < 1e-6 * g, "{g} against {m:?}");
+        }
+        let m = slower.excess_s[0].unwrap();
+        assert!(forecast.reported_s[0] < 0.9 * m, "{forecast:?} against {m}");
+        let starved = AuditedLoad {
+            cpu_per_request_s: 200.0 * 10e-6,
+            ..slower
+        };
+        assert!(predict_given_cpu(&r.fitted, &starved, 3).unwrap().is_none());
     }
 
     /// A client that spends 0.1 core a second whatever the load, read at two rates: the

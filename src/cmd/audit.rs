@@ -7,7 +7,7 @@ use crate::flags::audit::AuditFlags;
 use heisenbench_figures::{AuditPoint, AuditedClient};
 use heisenbench_live::audit::predict;
 use heisenbench_live::audit::report::{
-    AuditReport, AuditSeries, BatchedAudit, HeldOut, Simulated, SplitFrom,
+    AuditReport, AuditSeries, BatchedAudit, GivenCpu, HeldOut, Simulated, SplitFrom,
 };
 use heisenbench_live::audit::{self, AuditConfig, AuditError};
 use heisenbench_model::client_loop::{
@@ -385,11 +385,22 @@ fn simulate_at(
     } else {
         client_loop::predict_audit(&r.fitted, &measured, SEED).map_err(|e| e.to_string())?
     };
+    let given_its_cpu = if fitted_here {
+        None
+    } else {
+        client_loop::predict_given_cpu(&r.fitted, &measured, SEED)
+            .map_err(|e| e.to_string())?
+            .map(|g| GivenCpu {
+                per_request_s: g.costs.per_request_s,
+                reported_s: g.reported_s,
+            })
+    };
     Ok(Simulated {
         split_from: from.clone(),
         prediction,
         measured_excess_s: measured.excess_s,
         fitted_here,
+        given_its_cpu,
     })
 }
 

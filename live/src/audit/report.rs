@@ -123,6 +123,22 @@ pub struct Simulated {
     /// Whether the loop was fitted on this audit (false: a prediction held out).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fitted_here: bool,
+    /// For an audit held out: the same loop with the fixed part of a request read again
+    /// from this audit's own CPU a request, where some was left for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_its_cpu: Option<GivenCpu>,
+}
+
+/// The loop of a held-out audit simulated with its run's CPU a request
+/// ([`heisenbench_model::client_loop::LoopCosts::with_request_cpu_of`]): the queue's model once the client's speed in that
+/// run is known, not a forecast of the run.
+#[derive(Debug, Serialize, Deserialize, Clone, Copy, PartialEq)]
+pub struct GivenCpu {
+    /// The fixed part of a request read from this audit, seconds (the fitted one is in the
+    /// prediction's costs).
+    pub per_request_s: f64,
+    /// The TTFT the client adds so simulated: mean, p50, p90 and p99, seconds.
+    pub reported_s: [f64; 4],
 }
 
 /// Where a cost split came from.
@@ -169,6 +185,17 @@ impl Simulated {
     pub fn mean_error(&self) -> Option<f64> {
         let m = self.measured_excess_s[0]?;
         (m > 0.0).then(|| (self.prediction.reported_s[0] - m) / m)
+    }
+
+    /// The relative errors of the mean and the p99 given the audit's own CPU a request
+    /// against the measured ones (None where either is missing).
+    pub fn given_cpu_errors(&self) -> Option<[Option<f64>; 2]> {
+        let g = self.given_its_cpu?;
+        let err = |i: usize| {
+            let m = self.measured_excess_s[i].filter(|m| *m > 0.0)?;
+            Some((g.reported_s[i] - m) / m)
+        };
+        Some([err(0), err(3)])
     }
 
     /// Prints the simulation against what was measured in `observed`, for a terminal (its
@@ -267,6 +294,20 @@ impl Simulated {
                 }
             ))
         )?;
+        if let Some(g) = self.given_its_cpu {
+            let errors = self.given_cpu_errors().unwrap_or([None, None]);
+            let pct = |e: Option<f64>| e.map_or("-".into(), |e| format!("{:+.0}%", e * 100.0));
+            writeln!(
+                out,
+                "  given its own CPU a request:       {}; the mean {}, the p99 {} (a request's fixed part {}, fitted {}; \
+                 the chunks' as fitted: the loop given this run's speed, not a forecast of it)",
+                cells(g.reported_s.map(Some)),
+                pct(errors[0]),
+                pct(errors[1]),
+                f(g.per_request_s),
+                f(p.costs.per_request_s)
+            )?;
+        }
         if let Some(scv) = p.arrival_scv {
             writeln!(
                 out,
