@@ -332,9 +332,12 @@ for tool in sys.argv[2:]:
     for rate, xs in sorted(by_rate.items()):
         col = lambda k: [x[k] for x in xs]
         within = lambda k, at: sum(x[k + at] is not None and abs(x[k + at] - x[k]) <= 0.25 * x[k] for x in xs)
+        # Given each run's CPU: only the runs whose loops were the calibration's have it.
+        given = sum(x[4] is not None for x in xs)
+        given = f"{within(0, 4)} / {within(1, 4)} of {given}" if given else "not read (other loops)"
         print(f"| {tool} | {rate:g} | {len(xs)} | {ms(col(0))} / {ms(col(1))} | {ms(col(2))} / {ms(col(3))} "
               f"| {pct(med(col(2)), med(col(0)))} / {pct(med(col(3)), med(col(1)))} | {within(0, 2)} / {within(1, 2)} of {len(xs)} "
-              f"| {within(0, 4)} / {within(1, 4)} of {len(xs)} |")
+              f"| {given} |")
 EOF
   fi
   if [ -n "${KNEE:-}" ]; then

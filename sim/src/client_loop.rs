@@ -372,6 +372,9 @@ pub struct LoopReading {
     pub fitted: LoopPrediction,
     /// The shorter audits, predicted, in the order given.
     pub shorter: Vec<LoopPrediction>,
+    /// The loops every audit it was read on found (the processes holding the client's
+    /// connections), where they all found as many; None where they did not.
+    pub loops_read_on: Option<u32>,
 }
 
 fn load_of(a: &AuditedLoad, seed: u64) -> LoopLoad {
@@ -517,7 +520,15 @@ pub fn read_loop(
         .iter()
         .map(|s| predict_audit(&fitted, s, seed))
         .collect::<Result<_, _>>()?;
-    Ok(LoopReading { fitted, shorter })
+    let loops_read_on = every
+        .iter()
+        .all(|a| a.loops == long.loops)
+        .then_some(long.loops);
+    Ok(LoopReading {
+        fitted,
+        shorter,
+        loops_read_on,
+    })
 }
 
 /// What `fitted`'s loop would report at the load of audit `a`.
@@ -557,16 +568,23 @@ pub fn predict_audit(
     Ok(with_delay(p, fitted.delay_s))
 }
 
-/// What `fitted`'s loop would report at the load of audit `a` with the fixed part of a
+/// What `reading`'s loop would report at the load of audit `a` with the fixed part of a
 /// request read again from `a`'s own CPU a request ([`LoopCosts::with_request_cpu_of`]):
 /// not a forecast of `a`, since one of its inputs is `a`'s, but the queue's model held
 /// against `a` once the client's speed in that run is known. None where `a`'s CPU leaves
-/// nothing for the fixed part.
+/// nothing for the fixed part, or where `a`'s loops are not the ones every audit of the
+/// reading found: a CPU a request read on other processes is another measure, not
+/// another speed (GuideLLM's connections are held by one process in one run and by ten
+/// in the next).
 pub fn predict_given_cpu(
-    fitted: &LoopPrediction,
+    reading: &LoopReading,
     a: &AuditedLoad,
     seed: u64,
 ) -> Result<Option<LoopPrediction>, ModelError> {
+    if reading.loops_read_on != Some(a.loops) {
+        return Ok(None);
+    }
+    let fitted = &reading.fitted;
     let chunks = a.chunks_per_request.round().max(1.0);
     let sample = CostSample {
         chunks_per_request: chunks,
@@ -1045,7 +1063,8 @@ mod tests {
     /// A run of the client whose requests' own path costs 2 ms where the calibration's cost
     /// 1.5 ms (its chunks as before): the forecast from the calibration misses it, and the
     /// loop given that run's CPU a request is that run's loop, to the simulation's last
-    /// digit. A CPU that leaves the fixed part nothing gives no such prediction.
+    /// digit. A CPU that leaves the fixed part nothing gives no such prediction, nor does a
+    /// run or a reading whose loops are not the same throughout.
     #[test]
     fn the_loop_given_a_runs_cpu_is_that_runs_loop() {
         let audit = |per_request_s: f64, rate: f64, chunks: u32| {
@@ -1080,7 +1099,7 @@ mod tests {
         );
         let slower = audit(2e-3, 150.0, 200);
         let forecast = predict_audit(&r.fitted, &slower, 3).unwrap();
-        let given = predict_given_cpu(&r.fitted, &slower, 3)
+        let given = predict_given_cpu(&r, &slower, 3)
             .unwrap()
             .expect("a fixed part left");
         assert!(
@@ -1097,7 +1116,23 @@ mod tests {
             cpu_per_request_s: 200.0 * 10e-6,
             ..slower
         };
-        assert!(predict_given_cpu(&r.fitted, &starved, 3).unwrap().is_none());
+        assert!(predict_given_cpu(&r, &starved, 3).unwrap().is_none());
+        // A run whose connections other processes held is not read for its speed, nor is
+        // any run against audits that found different loops between them.
+        let elsewhere = AuditedLoad { loops: 2, ..slower };
+        assert!(predict_given_cpu(&r, &elsewhere, 3).unwrap().is_none());
+        let mixed = read_loop(
+            &[audit(1.5e-3, 50.0, 20)],
+            &[AuditedLoad {
+                loops: 2,
+                ..audit(1.5e-3, 50.0, 200)
+            }],
+            ClockStart::OwnSend,
+            3,
+        )
+        .unwrap();
+        assert_eq!((r.loops_read_on, mixed.loops_read_on), (Some(1), None));
+        assert!(predict_given_cpu(&mixed, &slower, 3).unwrap().is_none());
     }
 
     /// A client that spends 0.1 core a second whatever the load, read at two rates: the

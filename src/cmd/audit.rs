@@ -388,7 +388,7 @@ fn simulate_at(
     let given_its_cpu = if fitted_here {
         None
     } else {
-        client_loop::predict_given_cpu(&r.fitted, &measured, SEED)
+        client_loop::predict_given_cpu(r, &measured, SEED)
             .map_err(|e| e.to_string())?
             .map(|g| GivenCpu {
                 per_request_s: g.costs.per_request_s,
