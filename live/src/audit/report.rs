@@ -129,9 +129,9 @@ pub struct Simulated {
     pub given_its_cpu: Option<GivenCpu>,
 }
 
-/// The loop of a held-out audit simulated with its run's CPU a request
-/// ([`heisenbench_model::client_loop::LoopCosts::with_request_cpu_of`]): the queue's model once the client's speed in that
-/// run is known, not a forecast of the run.
+/// The loop of a held-out audit simulated with its run's CPU a request: the queue's model
+/// once the client's speed in that run is known, not a forecast of the run
+/// ([`heisenbench_model::client_loop::LoopCosts::with_request_cpu_of`]).
 #[derive(Debug, Serialize, Deserialize, Clone, Copy, PartialEq)]
 pub struct GivenCpu {
     /// The fixed part of a request read from this audit, seconds (the fitted one is in the
