@@ -516,14 +516,26 @@ pub fn read_loop(
             ""
         }
     );
-    let shorter = shorter
-        .iter()
-        .map(|s| predict_audit(&fitted, s, seed))
-        .collect::<Result<_, _>>()?;
     let loops_read_on = every
         .iter()
         .all(|a| a.loops == long.loops)
         .then_some(long.loops);
+    if loops_read_on.is_none() {
+        // Say so wherever the loop is printed: its costs were read on different processes.
+        let mut found: Vec<u32> = every.iter().map(|a| a.loops).collect();
+        found.sort_unstable();
+        found.dedup();
+        let mut found: Vec<String> = found.iter().map(u32::to_string).collect();
+        let last = found.pop().unwrap_or_default();
+        fitted.before_send_from.push_str(&format!(
+            "; the audits found its connections held by {} or {last} processes, so its costs mix different ones",
+            found.join(", ")
+        ));
+    }
+    let shorter = shorter
+        .iter()
+        .map(|s| predict_audit(&fitted, s, seed))
+        .collect::<Result<_, _>>()?;
     Ok(LoopReading {
         fitted,
         shorter,
@@ -1132,6 +1144,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!((r.loops_read_on, mixed.loops_read_on), (Some(1), None));
+        assert!(
+            mixed
+                .fitted
+                .before_send_from
+                .ends_with("held by 1 or 2 processes, so its costs mix different ones"),
+            "{}",
+            mixed.fitted.before_send_from
+        );
+        assert!(!r.fitted.before_send_from.contains("held by"), "{r:?}");
         assert!(predict_given_cpu(&mixed, &slower, 3).unwrap().is_none());
     }
 
