@@ -632,6 +632,28 @@ mod tests {
         FitTarget { load, excess_s }
     }
 
+    /// The audit a known loop of `costs` makes at load `l`, 0.6 of a request's fixed cost
+    /// before its send, its clock from its own send: its CPU a request as the costs say, and
+    /// the TTFT it adds as simulated.
+    fn audit_of(costs: &LoopCosts, l: &LoopLoad) -> AuditedLoad {
+        let p = simulate(costs, 0.6, None, ClockStart::OwnSend, l).unwrap();
+        let cpu = costs.request_s(f64::from(l.chunks_per_request));
+        AuditedLoad {
+            rate_per_s: l.rate_per_s,
+            chunks_per_request: f64::from(l.chunks_per_request),
+            cpu_per_request_s: cpu,
+            busiest_cpu_per_request_s: cpu,
+            loops: l.loops,
+            stamp: l.stamp,
+            cpu_spread: None,
+            excess_s: p.reported_s.map(Some),
+            wake_wait_s: (l.wake_wait_s > 0.0).then_some(l.wake_wait_s),
+            preempt_per_cpu_s: None,
+            arrival_scv: None,
+            machine: None,
+        }
+    }
+
     fn load(rate: f64, chunks: u32) -> LoopLoad {
         LoopLoad {
             rate_per_s: rate,
@@ -992,24 +1014,7 @@ mod tests {
     #[test]
     fn a_loop_is_read_back_from_two_audits() {
         let costs = costs(1.5e-3, 10e-6, 0.0);
-        let audit = |chunks: u32| {
-            let l = load(50.0, chunks);
-            let p = simulate(&costs, 0.6, None, ClockStart::OwnSend, &l).unwrap();
-            AuditedLoad {
-                rate_per_s: 50.0,
-                chunks_per_request: f64::from(chunks),
-                cpu_per_request_s: costs.request_s(f64::from(chunks)),
-                busiest_cpu_per_request_s: costs.request_s(f64::from(chunks)),
-                loops: 1,
-                stamp: Stamp::AfterProcessing,
-                cpu_spread: None,
-                excess_s: p.reported_s.map(Some),
-                wake_wait_s: None,
-                preempt_per_cpu_s: None,
-                arrival_scv: None,
-                machine: None,
-            }
-        };
+        let audit = |chunks: u32| audit_of(&costs, &load(50.0, chunks));
         let (short, long) = (audit(20), audit(200));
         let r = read_loop(&[short], &[long], ClockStart::OwnSend, 3).unwrap();
         assert!((r.fitted.costs.per_request_s - 1.5e-3).abs() < 1e-12);
@@ -1036,21 +1041,7 @@ mod tests {
                 wake_wait_s: wake(rate * cpu),
                 ..load(rate, chunks)
             };
-            let p = simulate(&costs, 0.6, None, ClockStart::OwnSend, &l).unwrap();
-            AuditedLoad {
-                rate_per_s: rate,
-                chunks_per_request: f64::from(chunks),
-                cpu_per_request_s: cpu,
-                busiest_cpu_per_request_s: cpu,
-                loops: 1,
-                stamp: Stamp::AfterProcessing,
-                cpu_spread: None,
-                excess_s: p.reported_s.map(Some),
-                wake_wait_s: Some(wake(rate * cpu)),
-                preempt_per_cpu_s: None,
-                arrival_scv: None,
-                machine: None,
-            }
+            audit_of(&costs, &l)
         };
         let (short, long) = (audit(50.0, 20), audit(50.0, 200));
         let r = read_loop(&[short], &[long], ClockStart::OwnSend, 3).unwrap();
@@ -1080,23 +1071,7 @@ mod tests {
     #[test]
     fn the_loop_given_a_runs_cpu_is_that_runs_loop() {
         let audit = |per_request_s: f64, rate: f64, chunks: u32| {
-            let c = costs(per_request_s, 10e-6, 0.0);
-            let p = simulate(&c, 0.6, None, ClockStart::OwnSend, &load(rate, chunks)).unwrap();
-            let cpu = c.request_s(f64::from(chunks));
-            AuditedLoad {
-                rate_per_s: rate,
-                chunks_per_request: f64::from(chunks),
-                cpu_per_request_s: cpu,
-                busiest_cpu_per_request_s: cpu,
-                loops: 1,
-                stamp: Stamp::AfterProcessing,
-                cpu_spread: None,
-                excess_s: p.reported_s.map(Some),
-                wake_wait_s: None,
-                preempt_per_cpu_s: None,
-                arrival_scv: None,
-                machine: None,
-            }
+            audit_of(&costs(per_request_s, 10e-6, 0.0), &load(rate, chunks))
         };
         let r = read_loop(
             &[audit(1.5e-3, 50.0, 20)],
@@ -1168,21 +1143,11 @@ mod tests {
                 loops: 2,
                 ..load(rate, chunks)
             };
-            let p = simulate(&costs, 0.6, None, ClockStart::OwnSend, &l).unwrap();
             let request = costs.request_s(f64::from(chunks));
             AuditedLoad {
-                rate_per_s: rate,
-                chunks_per_request: f64::from(chunks),
                 cpu_per_request_s: 0.1 / rate + request,
                 busiest_cpu_per_request_s: 0.05 / rate + 0.75 * request,
-                loops: 2,
-                stamp: Stamp::AfterProcessing,
-                cpu_spread: None,
-                excess_s: p.reported_s.map(Some),
-                wake_wait_s: None,
-                preempt_per_cpu_s: None,
-                arrival_scv: None,
-                machine: None,
+                ..audit_of(&costs, &l)
             }
         };
         let (short, short_fast, long) = (audit(50.0, 20), audit(100.0, 20), audit(50.0, 200));
