@@ -851,3 +851,62 @@ fn a_held_out_audit_is_simulated_again_with_its_own_cpu() {
         "{text}"
     );
 }
+
+/// Two series read as one calibration (`--from A,B`): here the same series twice, whose
+/// plane and fit through every audit counted twice are the series' own, so every held-out
+/// forecast is the one the series alone makes; each audit is simulated once a series, the
+/// fitted ones first. A series of another client is refused in one line.
+#[test]
+fn series_read_together_are_one_calibration() {
+    let (_, alone) = read_fixture("sglang-0.5.6-series.json");
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let sglang = fixtures.join("sglang-0.5.6-series.json");
+    let dir = std::env::temp_dir().join(format!("heisenbench-pooled-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("pooled.json");
+    let twice = std::ffi::OsString::from(format!("{},{}", sglang.display(), sglang.display()));
+    let text = audit_ok(&[
+        "--from".as_ref(),
+        twice.as_os_str(),
+        "--out".as_ref(),
+        file.as_os_str(),
+    ]);
+    let text = String::from_utf8_lossy(&text);
+    let pooled: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).expect("JSON");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let points = |v: &Value| v["points"].as_array().expect("points").clone();
+    let (one, two) = (points(&alone), points(&pooled));
+    assert_eq!(two.len(), 2 * one.len());
+    let fitted = |ps: &[Value]| {
+        ps.iter()
+            .take_while(|p| p["simulated"]["fitted_here"].as_bool() == Some(true))
+            .count()
+    };
+    assert_eq!(fitted(&two), 2 * fitted(&one));
+    assert!(text.contains("fitted on the 4 audits at"), "{text}");
+    let held = |ps: &[Value]| -> Vec<f64> {
+        ps.iter()
+            .filter(|p| p["simulated"]["fitted_here"].as_bool() != Some(true))
+            .map(|p| {
+                p["simulated"]["prediction"]["reported_s"][0]
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let (h1, h2) = (held(&one), held(&two));
+    assert_eq!(h2.len(), 2 * h1.len());
+    for (a, b) in h1.iter().chain(&h1).zip(&h2) {
+        assert!((a - b).abs() <= 0.01 * a, "{a} against {b}");
+    }
+    let other = fixtures.join("vllm-0.33.0-batched-series.json");
+    let mixed = std::ffi::OsString::from(format!("{},{}", sglang.display(), other.display()));
+    let out = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+        .args(["audit".as_ref(), "--from".as_ref(), mixed.as_os_str()])
+        .output()
+        .expect("the binary runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && out.stdout.is_empty(), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("not of"), "{err}");
+}

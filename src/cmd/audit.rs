@@ -20,8 +20,8 @@ use super::{check_out_file, write_atomic, write_json};
 use crate::Failure;
 
 pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
-    if let Some(from) = &a.from {
-        return read_again(from, &a, out);
+    if !a.from.is_empty() {
+        return read_again(&a.from, &a, out);
     }
     let budget = a.budget()?;
     if let Some(p) = &a.out {
@@ -404,80 +404,121 @@ fn simulate_at(
     })
 }
 
-/// `audit --from FILE`: the client's loop read again from a series' calibration audits and
-/// simulated at each of its audits; nothing is run.
-fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
+/// `audit --from FILE[,FILE...]`: the client's loop read again from the calibration
+/// audits of one series, or of several series of one client read as one calibration, and
+/// simulated at each of their audits; nothing is run.
+fn read_again(
+    files: &[std::path::PathBuf],
+    a: &AuditFlags,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
     if let Some(p) = &a.out {
         check_out_file(p)?;
     }
     if let Some(d) = &a.figure {
         super::check_out_dir(d)?;
     }
-    let mut series = AuditSeries::read(from).map_err(Failure::Usage)?;
-    let mut others = held_out(&series.points, &a.held_out)?;
-    let holders_read = series
-        .calibration
-        .iter()
-        .chain(&series.points)
-        .any(|r| r.observed.client.connected.is_some());
+    let mut all: Vec<(AuditSeries, &std::path::Path)> = Vec::new();
+    for f in files {
+        let series = AuditSeries::read(f).map_err(Failure::Usage)?;
+        if series.calibration.is_empty() {
+            return Err(Failure::Usage(format!(
+                "{}: no calibration audits to read the loop from (made without --cost-split, or by a version that did not keep them)",
+                f.display()
+            )));
+        }
+        if let Some((first, _)) = all.first() {
+            let (this, that) = (
+                AuditReport::client_name(&series.points),
+                AuditReport::client_name(&first.points),
+            );
+            if this != that {
+                return Err(Failure::Usage(format!(
+                    "--from {}: a series of {this}, not of {that} as {} is",
+                    f.display(),
+                    files[0].display()
+                )));
+            }
+        }
+        all.push((series, f.as_path()));
+    }
+    let mut others = held_out(&all[0].0.points, &a.held_out)?;
+    let holders_read = all.iter().any(|(series, _)| {
+        series
+            .calibration
+            .iter()
+            .chain(&series.points)
+            .any(|r| r.observed.client.connected.is_some())
+    });
     if a.loops.is_some() || holders_read {
         // Another reading of the client's layout: every audit's closed-form reading made
         // again with that many loops, or with the processes that held its connections
         // where the file has them, which the simulated loop then takes.
         let budget = a.budget()?;
-        for r in series
-            .calibration
+        for r in all
             .iter_mut()
-            .chain(series.points.iter_mut())
+            .flat_map(|(series, _)| {
+                series
+                    .calibration
+                    .iter_mut()
+                    .chain(series.points.iter_mut())
+                    .chain(series.batched.iter_mut().map(|b| &mut b.audit))
+            })
             .chain(others.iter_mut().map(|(r, _)| r))
-            .chain(series.batched.iter_mut().map(|b| &mut b.audit))
         {
             if let Some(bursts) = r.prediction.as_ref().map(|p| p.bursts) {
                 r.prediction = predict::predict(&r.observed, bursts, a.loops, budget, a.tolerance);
             }
         }
     }
-    if series.calibration.is_empty() {
-        return Err(Failure::Usage(format!(
-            "{}: no calibration audits to read the loop from (made without --cost-split, or by a version that did not keep them)",
-            from.display()
-        )));
+    // Fitted as each file's series was (its first audits marked fitted), unless told.
+    let mut fitted = Vec::new();
+    let mut rest = Vec::new();
+    let mut calibration = Vec::new();
+    let mut batched = None;
+    for (k, (series, f)) in all.into_iter().enumerate() {
+        let fitted_in_file = series
+            .points
+            .iter()
+            .take_while(|p| p.simulated.as_ref().is_some_and(|s| s.fitted_here))
+            .count();
+        let fit_on = a.fit_on.map_or(fitted_in_file.max(1), |n| n as usize);
+        if fit_on > series.points.len() {
+            return Err(Failure::Usage(format!(
+                "--fit-on {fit_on}: {} holds {} audit(s) at the longer length",
+                f.display(),
+                series.points.len()
+            )));
+        }
+        // The first series' audits are printed as its own; a later one's with its file.
+        let from = if k == 0 {
+            String::new()
+        } else {
+            format!(", from {}", f.display())
+        };
+        let mut points = series.points.into_iter().map(|p| (p, from.clone()));
+        fitted.extend(points.by_ref().take(fit_on));
+        rest.extend(points);
+        calibration.extend(series.calibration);
+        // One batched audit bounds the loop: the first series' that made one.
+        batched = batched.or(series.batched);
     }
-    // Fitted as the file's series was (its first audits marked fitted), unless told.
-    let fitted_in_file = series
-        .points
-        .iter()
-        .take_while(|p| p.simulated.as_ref().is_some_and(|s| s.fitted_here))
-        .count();
-    let fit_on = a.fit_on.map_or(fitted_in_file.max(1), |n| n as usize);
-    if fit_on > series.points.len() {
-        return Err(Failure::Usage(format!(
-            "--fit-on {fit_on}: {} holds {} audit(s) at the longer length",
-            from.display(),
-            series.points.len()
-        )));
-    }
-    let on: Vec<&AuditReport> = series.points.iter().take(fit_on).collect();
-    let reading = read_client_loop(
-        &series.calibration,
-        &on,
-        a.clock,
-        a.preemptions,
-        series.batched.as_ref(),
-    );
+    let fit_on = fitted.len();
+    let on: Vec<&AuditReport> = fitted.iter().map(|(p, _)| p).collect();
+    let reading = read_client_loop(&calibration, &on, a.clock, a.preemptions, batched.as_ref());
     let mut points = Vec::new();
-    for (i, (mut p, file)) in series
-        .points
+    for (i, (mut p, from)) in fitted
         .into_iter()
-        .map(|p| (p, None))
-        .chain(others.into_iter().map(|(r, f)| (r, Some(f))))
+        .chain(rest)
+        .chain(
+            others
+                .into_iter()
+                .map(|(r, f)| (r, format!(", held out from {}", f.display()))),
+        )
         .enumerate()
     {
         let o = &p.observed.offered;
         if !a.json {
-            let from = file.map_or(String::new(), |f: &std::path::Path| {
-                format!(", held out from {}", f.display())
-            });
             writeln!(
                 out,
                 "== offered {} req/s x {} tokens{from}",
@@ -508,8 +549,8 @@ fn read_again(from: &std::path::Path, a: &AuditFlags, out: &mut dyn Write) -> Re
         points.push(p);
     }
     let again = AuditSeries {
-        calibration: series.calibration,
-        batched: series.batched,
+        calibration,
+        batched,
         ..AuditSeries::new(points)
     };
     if let Some(p) = &a.out {

@@ -77,7 +77,7 @@ pub struct AuditFlags {
     /// before its send, the latency beyond its CPU, the slice) on the first N audits at the
     /// longer length at once, and hold it against the rest: the slice, the latency and the
     /// costs must then hold at several loads, not one. Default 1; with --from, as many as
-    /// the file's series was fitted on.
+    /// the file's series was fitted on (the first N of each series, with several).
     #[arg(long, requires = "loop_reading", value_parser = clap::value_parser!(u32).range(1..))]
     pub fit_on: Option<u32>,
     /// With --cost-split: after the audits at --rates, audit the client again at these
@@ -122,9 +122,12 @@ pub struct AuditFlags {
     pub mock: MockFlags,
     /// Read the client's loop again from a series `audit --cost-split --out` wrote (its
     /// calibration audits), simulate it at each of its audits and print that; nothing is
-    /// run. With --clock, --loops, --held-out, --out and --figure.
-    #[arg(long, conflicts_with_all = ["rate", "rates", "cost_split", "command"])]
-    pub from: Option<PathBuf>,
+    /// run. Several series of one client (comma-separated) are read as one calibration: the
+    /// loop is fitted on all their calibration audits at once, so that its costs are those
+    /// of several runs rather than one run's speed, and simulated at every audit of each.
+    /// With --clock, --loops, --held-out, --out and --figure.
+    #[arg(long, value_delimiter = ',', num_args = 1.., conflicts_with_all = ["rate", "rates", "cost_split", "command"])]
+    pub from: Vec<PathBuf>,
     /// With --from: also hold the loop read from the series against these audits of the
     /// same client (`audit --out` files, comma-separated; a series counts with every audit
     /// in it), simulated at each one's load: the series' held-out rates audited again, to
