@@ -37,6 +37,12 @@
 # against all N (`audit --from --held-out`): the medians of what was measured and of
 # what was simulated at each audit's load.
 #
+# SERIES=N (with SPLIT) runs each tool's series N times, one after the other, reads them as
+# one calibration (`audit --from A,B,...`) and holds each series' audits against the others
+# read together (left out one at a time); the table ends with each held-out audit's error
+# forecast from its own series, from all of them, and from the others. REPEAT and KNEE
+# read the first series.
+#
 # KNEE="0.8 0.9 1 1.1 1.2 1.35 1.5" (with SPLIT) then audits each tool at those fractions of
 # the saturation its series predicted (for a tool that sleeps each gap, the lower of that and
 # the highest rate its pacing holds), KNEE_DURATION (default 10s) each, up the list until
@@ -66,6 +72,7 @@ DURATION=${DURATION:-10s}
 TOKENS=${TOKENS:-200}
 FIT_ON=${FIT_ON:-1}
 REPEAT=${REPEAT:-1}
+SERIES=${SERIES:-1}
 KNEE_DURATION=${KNEE_DURATION:-10s}
 OUT=${OUT:-$(mktemp -d)}
 IP_VERSION=0.7.0
@@ -177,9 +184,27 @@ for tool in $TOOLS; do
     HOLD=()
     if [ -n "${HOLD_AT:-}" ]; then HOLD=(--hold-at "${HOLD_AT// /,}"); fi
     if [ -n "${BATCHED:-}" ]; then HOLD+=(--batched "$BATCHED"); fi
-    "$HB" audit --rates "${RATES// /,}" --cost-split "$SPLIT" --fit-on "$FIT_ON" "${HOLD[@]}" \
-      --duration "$DURATION" --output-tokens "$TOKENS" --work-dir "$OUT/$tool-split" --out "$OUT/$tool-split.json" \
-      "${EXTRA[@]}" -- "${CMD[@]}" > "$OUT/$tool-split.txt" 2>&1 || echo "[audit] $tool: exit $?"
+    series=()
+    for k in $(seq 1 "$SERIES"); do
+      name=$tool-split
+      if [ "$k" -gt 1 ]; then name=$name-$k; echo "[audit] $tool: series $k of $SERIES"; fi
+      "$HB" audit --rates "${RATES// /,}" --cost-split "$SPLIT" --fit-on "$FIT_ON" "${HOLD[@]}" \
+        --duration "$DURATION" --output-tokens "$TOKENS" --work-dir "$OUT/$name" --out "$OUT/$name.json" \
+        "${EXTRA[@]}" -- "${CMD[@]}" > "$OUT/$name.txt" 2>&1 || echo "[audit] $name: exit $?"
+      if [ -f "$OUT/$name.json" ]; then series+=("$OUT/$name.json"); fi
+    done
+    if [ "${#series[@]}" -gt 1 ]; then
+      # Every series read as one calibration, and each series' audits forecast from the
+      # others read together: a forecast from other sittings, not from its own.
+      "$HB" audit --from "$(IFS=,; echo "${series[*]}")" --out "$OUT/$tool-pooled.json" \
+        > "$OUT/$tool-pooled.txt" 2>&1 || echo "[audit] $tool pooled: exit $?"
+      for k in "${!series[@]}"; do
+        others=("${series[@]:0:$k}" "${series[@]:$((k + 1))}")
+        "$HB" audit --from "$(IFS=,; echo "${others[*]}")" --held-out "${series[$k]}" \
+          --out "$OUT/$tool-pooled-without-$((k + 1)).json" > "$OUT/$tool-pooled-without-$((k + 1)).txt" 2>&1 \
+          || echo "[audit] $tool without series $((k + 1)): exit $?"
+      done
+    fi
     if [ "$REPEAT" -gt 1 ] && [ -f "$OUT/$tool-split.json" ]; then
       # The series' held-out rates audited REPEAT-1 times more, and the series' loop held
       # against all of them.
@@ -338,6 +363,54 @@ for tool in sys.argv[2:]:
         print(f"| {tool} | {rate:g} | {len(xs)} | {ms(col(0))} / {ms(col(1))} | {ms(col(2))} / {ms(col(3))} "
               f"| {pct(med(col(2)), med(col(0)))} / {pct(med(col(3)), med(col(1)))} | {within(0, 2)} / {within(1, 2)} of {len(xs)} "
               f"| {given} |")
+EOF
+  fi
+  if [ "$SERIES" -gt 1 ]; then
+    "$PYTHON" - "$OUT" "$SERIES" $TOOLS <<'EOF'
+import json, os, sys
+out, n = sys.argv[1], int(sys.argv[2])
+# An audit's identity across the readings: its rate, its requests and what the server saw
+# (to nine digits: a float read and written again may move in its last one).
+key = lambda p: (p["observed"]["offered"]["rate_per_s"], p["observed"]["truth"]["requests"], round(p["observed"]["truth"]["achieved_rate_per_s"], 9))
+def errors(sim):
+    p, m = sim["prediction"]["reported_s"], sim["measured_excess_s"]
+    return None if m[0] is None or m[3] is None else ((p[0] - m[0]) / m[0], (p[3] - m[3]) / m[3])
+show = lambda e: "-" if e is None else f"{e[0] * 100:+.0f} / {e[1] * 100:+.0f} %"
+print()
+print("| client | series | held out at (achieved) | measured excess mean / p99 ms | forecast from its own series: error of the mean / p99 | from every series | from the others |")
+print("|---|---|---|---|---|---|---|")
+for tool in sys.argv[3:]:
+    pooled = os.path.join(out, f"{tool}-pooled.json")
+    if not os.path.exists(pooled):
+        print(f"| {tool} | no reading of the series together |")
+        continue
+    every = {key(p): p for p in json.load(open(pooled))["points"]}
+    within = {"own": [0, 0, 0], "every": [0, 0, 0], "others": [0, 0, 0]}
+    for k in range(1, n + 1):
+        own = os.path.join(out, f"{tool}-split{'' if k == 1 else f'-{k}'}.json")
+        without = os.path.join(out, f"{tool}-pooled-without-{k}.json")
+        if not (os.path.exists(own) and os.path.exists(without)):
+            continue
+        others = {key(p): p for p in json.load(open(without))["points"]}
+        for p in json.load(open(own))["points"]:
+            sim = p.get("simulated")
+            if not sim or sim.get("fitted_here"):
+                continue
+            m, o = sim["measured_excess_s"], p["observed"]
+            es = {"own": errors(sim)}
+            for name, reading in (("every", every), ("others", others)):
+                q = reading.get(key(p), {}).get("simulated")
+                es[name] = errors(q) if q else None
+            for name, e in es.items():
+                if e is not None:
+                    w = within[name]
+                    w[0] += abs(e[0]) <= 0.25
+                    w[1] += abs(e[1]) <= 0.25
+                    w[2] += 1
+            mean_p99 = "-" if m[0] is None or m[3] is None else f"{m[0] * 1e3:.2f} / {m[3] * 1e3:.2f}"
+            print(f"| {tool} | {k} | {o['offered']['rate_per_s']:g} ({o['truth']['achieved_rate_per_s']:.0f}) | {mean_p99} "
+                  f"| {show(es['own'])} | {show(es['every'])} | {show(es['others'])} |")
+    print(f"| {tool} | within 25 %, mean / p99 | | | " + " | ".join(f"{w[0]} / {w[1]} of {w[2]}" for w in within.values()) + " |")
 EOF
   fi
   if [ -n "${KNEE:-}" ]; then
