@@ -291,8 +291,8 @@ import json, os, sys
 out = sys.argv[1]
 ms = lambda s: "-" if s is None else f"{s * 1e3:.2f}"
 pct = lambda p, m: "-" if p is None or not m else f"{(p - m) / m * 100:+.0f} %"
-print("| client | offered req/s x tokens | achieved | c: per second | a: per request | b: per chunk | share before send | measured excess mean / p50 / p90 / p99 ms | simulated | error of the mean / p99 | given its CPU: error of the mean / p99 | closed-form mean | saturation (simulated costs) | saturation as the cores fill |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| client | offered req/s x tokens | achieved | c: per second | a: per request | b: per chunk | share before send | measured excess mean / p50 / p90 / p99 ms | simulated | error of the mean / p99 | given its speed: error of the mean / p99 | against the calibration's speeds: mean / p99 | closed-form mean | saturation (simulated costs) | saturation as the cores fill |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for tool in sys.argv[2:]:
     path = os.path.join(out, f"{tool}-split.json")
     if not os.path.exists(path):
@@ -315,15 +315,21 @@ for tool in sys.argv[2:]:
             for k, (smp, meas, pred) in enumerate(held):
                 print(f"| {tool} | {s['rate_per_s'] * (k + 1):g} x {smp['chunks_per_request']:.0f} (calibration) | {smp.get('rate_per_s', 0):.0f} | | | | "
                       f"| {' / '.join(ms(x) for x in meas)} | {' / '.join(ms(x) for x in pred)} "
-                      f"| {pct(pred[0], meas[0])} / {pct(pred[3], meas[3])} | | | |")
+                      f"| {pct(pred[0], meas[0])} / {pct(pred[3], meas[3])} | | | | |")
         kind = "fitted" if sim.get("fitted_here") else "held out"
-        # Held out: the loop given the run's own CPU a request, beside the forecast.
-        g = (sim.get("given_its_cpu") or {}).get("reported_s")
-        given = "" if g is None else f"{pct(g[0], m[0])} / {pct(g[3], m[3])}"
+        # Held out: the loop given the run's own speed, beside the forecast, and where the
+        # run fell against the band of the calibration's speeds.
+        g = sim.get("given_its_speed")
+        given = "" if g is None else f"{pct(g['reported_s'][0], m[0])} / {pct(g['reported_s'][3], m[3])} (at {g['speed']:.2f})"
+        b = sim.get("across_speeds")
+        def place(i):
+            lo, hi = sorted((b["reported_s"][0][i], b["reported_s"][1][i]))
+            return "-" if m[i] is None else "below" if m[i] < lo else "above" if m[i] > hi else "inside"
+        band = "" if b is None else f"{place(0)} / {place(3)} ({b['speeds'][0]:.2f}-{b['speeds'][1]:.2f})"
         print(f"| {tool} | {o['offered']['rate_per_s']:g} x {p['chunks_per_request']:.0f} ({kind}) | {o['truth']['achieved_rate_per_s']:.0f} "
               f"| {p['costs'].get('per_second', 0):.3f} cores | {p['costs']['per_request_s'] * 1e3:.2f} ms | {p['costs']['per_chunk_s'] * 1e6:.1f} us | {p['before_send']:.2f} "
               f"| {' / '.join(ms(x) for x in m)} | {' / '.join(ms(x) for x in p['reported_s'])} "
-              f"| {pct(p['reported_s'][0], m[0])} / {pct(p['reported_s'][3], m[3])} | {given} "
+              f"| {pct(p['reported_s'][0], m[0])} / {pct(p['reported_s'][3], m[3])} | {given} | {band} "
               f"| {ms((rows.get('mean') or {}).get('predicted_s'))} | {p['saturation_per_s']:.0f} req/s "
               f"| {'-' if p.get('filled_saturation_per_s') is None else format(p['filled_saturation_per_s'], '.0f') + ' req/s'} |")
 EOF
@@ -337,7 +343,7 @@ def med(v):
 ms = lambda v: f"{med(v) * 1e3:.2f} ({min(v) * 1e3:.2f}-{max(v) * 1e3:.2f})"
 pct = lambda p, m: f"{(p - m) / m * 100:+.0f} %"
 print()
-print("| client | held out at (offered) | audits | measured excess mean / p99 ms, median (range) | simulated mean / p99 ms, median (range) | error of the medians, mean / p99 | single audits within 25 %, mean / p99 | the same given each run's CPU |")
+print("| client | held out at (offered) | audits | measured excess mean / p99 ms, median (range) | simulated mean / p99 ms, median (range) | error of the medians, mean / p99 | single audits within 25 %, mean / p99 | the same given each run's speed |")
 print("|---|---|---|---|---|---|---|---|")
 for tool in sys.argv[2:]:
     path = os.path.join(out, f"{tool}-held.json")
@@ -352,12 +358,12 @@ for tool in sys.argv[2:]:
         m, s = sim["measured_excess_s"], sim["prediction"]["reported_s"]
         if m[0] is None or m[3] is None:
             continue
-        g = (sim.get("given_its_cpu") or {}).get("reported_s") or [None] * 4
+        g = (sim.get("given_its_speed") or {}).get("reported_s") or [None] * 4
         by_rate.setdefault(p["observed"]["offered"]["rate_per_s"], []).append((m[0], m[3], s[0], s[3], g[0], g[3]))
     for rate, xs in sorted(by_rate.items()):
         col = lambda k: [x[k] for x in xs]
         within = lambda k, at: sum(x[k + at] is not None and abs(x[k + at] - x[k]) <= 0.25 * x[k] for x in xs)
-        # Given each run's CPU: only the runs whose loops were the calibration's have it.
+        # Given each run's speed: only the runs whose loops were the calibration's have it.
         given = sum(x[4] is not None for x in xs)
         given = f"{within(0, 4)} / {within(1, 4)} of {given}" if given else "not read (other loops)"
         print(f"| {tool} | {rate:g} | {len(xs)} | {ms(col(0))} / {ms(col(1))} | {ms(col(2))} / {ms(col(3))} "
@@ -376,9 +382,18 @@ def errors(sim):
     p, m = sim["prediction"]["reported_s"], sim["measured_excess_s"]
     return None if m[0] is None or m[3] is None else ((p[0] - m[0]) / m[0], (p[3] - m[3]) / m[3])
 show = lambda e: "-" if e is None else f"{e[0] * 100:+.0f} / {e[1] * 100:+.0f} %"
+def places(sim):
+    # The measured mean and p99 against the band of the calibration's speeds.
+    b, m = sim.get("across_speeds"), sim["measured_excess_s"]
+    if b is None or m[0] is None or m[3] is None:
+        return None
+    def place(i):
+        lo, hi = sorted((b["reported_s"][0][i], b["reported_s"][1][i]))
+        return "below" if m[i] < lo else "above" if m[i] > hi else "inside"
+    return place(0), place(3)
 print()
-print("| client | series | held out at (achieved) | measured excess mean / p99 ms | forecast from its own series: error of the mean / p99 | from every series | from the others |")
-print("|---|---|---|---|---|---|---|")
+print("| client | series | held out at (achieved) | measured excess mean / p99 ms | forecast from its own series: error of the mean / p99 | from every series | from the others | against the others' speeds: mean / p99 |")
+print("|---|---|---|---|---|---|---|---|")
 for tool in sys.argv[3:]:
     pooled = os.path.join(out, f"{tool}-pooled.json")
     if not os.path.exists(pooled):
@@ -386,6 +401,7 @@ for tool in sys.argv[3:]:
         continue
     every = {key(p): p for p in json.load(open(pooled))["points"]}
     within = {"own": [0, 0, 0], "every": [0, 0, 0], "others": [0, 0, 0]}
+    inside = [0, 0, 0]
     for k in range(1, n + 1):
         own = os.path.join(out, f"{tool}-split{'' if k == 1 else f'-{k}'}.json")
         without = os.path.join(out, f"{tool}-pooled-without-{k}.json")
@@ -401,6 +417,12 @@ for tool in sys.argv[3:]:
             for name, reading in (("every", every), ("others", others)):
                 q = reading.get(key(p), {}).get("simulated")
                 es[name] = errors(q) if q else None
+            q = others.get(key(p), {}).get("simulated")
+            band = places(q) if q else None
+            if band is not None:
+                inside[0] += band[0] == "inside"
+                inside[1] += band[1] == "inside"
+                inside[2] += 1
             for name, e in es.items():
                 if e is not None:
                     w = within[name]
@@ -409,8 +431,9 @@ for tool in sys.argv[3:]:
                     w[2] += 1
             mean_p99 = "-" if m[0] is None or m[3] is None else f"{m[0] * 1e3:.2f} / {m[3] * 1e3:.2f}"
             print(f"| {tool} | {k} | {o['offered']['rate_per_s']:g} ({o['truth']['achieved_rate_per_s']:.0f}) | {mean_p99} "
-                  f"| {show(es['own'])} | {show(es['every'])} | {show(es['others'])} |")
-    print(f"| {tool} | within 25 %, mean / p99 | | | " + " | ".join(f"{w[0]} / {w[1]} of {w[2]}" for w in within.values()) + " |")
+                  f"| {show(es['own'])} | {show(es['every'])} | {show(es['others'])} | {'-' if band is None else ' / '.join(band)} |")
+    print(f"| {tool} | within 25 %, mean / p99 | | | " + " | ".join(f"{w[0]} / {w[1]} of {w[2]}" for w in within.values())
+          + f" | inside: {inside[0]} / {inside[1]} of {inside[2]} |")
 EOF
   fi
   if [ -n "${KNEE:-}" ]; then

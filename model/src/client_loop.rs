@@ -181,21 +181,26 @@ impl LoopCosts {
         self.per_request_s + chunks * self.per_chunk_s
     }
 
-    /// The same costs with the fixed part of a request read again from one audit's CPU a
-    /// request, the parts per chunk and per second kept: what the client spent on each
-    /// request's own path in that run. From one run of a client to the next its CPU a
-    /// request moves by a tenth or more at the same load, and the excess moves with it as
-    /// a change in the fixed part would move it (the chunks' part does not change between
-    /// runs, it seems; see bench/audit/RESULTS.md). None where the audit's CPU leaves
-    /// nothing for the fixed part.
-    pub fn with_request_cpu_of(&self, audit: CostSample) -> Option<Self> {
-        let per_request_s = audit.cpu_per_request_s
-            - self.per_second / audit.rate_per_s
-            - audit.chunks_per_request * self.per_chunk_s;
-        (per_request_s.is_finite() && per_request_s > 0.0).then_some(Self {
-            per_request_s,
+    /// How fast the client ran in one audit against these costs: its CPU a request over
+    /// what they put on a request at its rate and length (1: as fitted, below 1: faster).
+    /// From one run of a client to the next its CPU a request moves by a tenth or more at
+    /// the same load, and its whole path with it: the latency beyond the CPU moves as the
+    /// CPU does (see bench/audit/RESULTS.md). None where the audit served nothing or
+    /// measured no CPU.
+    pub fn speed_of(&self, audit: CostSample) -> Option<f64> {
+        let k = audit.cpu_per_request_s
+            / (self.per_second / audit.rate_per_s + self.request_s(audit.chunks_per_request));
+        (k.is_finite() && k > 0.0).then_some(k)
+    }
+
+    /// The same costs `k` times as long, each part (its spread kept).
+    pub fn scaled(&self, k: f64) -> Self {
+        Self {
+            per_second: self.per_second * k,
+            per_request_s: self.per_request_s * k,
+            per_chunk_s: self.per_chunk_s * k,
             ..*self
-        })
+        }
     }
 
     /// The most requests per second `loops` loops carry at `chunks` chunks a request: the
@@ -923,10 +928,11 @@ mod tests {
     }
 
     /// Costs of 0.1 core a second, 1 ms a request and 10 us a chunk put 5 ms a request on
-    /// a run at 50 req/s x 200 chunks (2 ms of it the part a second); a run that spent
-    /// 5.5 ms has a fixed part of 1.5 ms, and one that spent 4 ms has none left.
+    /// a run at 50 req/s x 200 chunks (2 ms of it the part a second): a run that spent
+    /// 5.5 ms ran at 1.1 times them, and the costs scaled by 1.1 put 5.5 ms on it. A run
+    /// that measured no CPU has no speed.
     #[test]
-    fn a_runs_cpu_a_request_is_put_in_the_fixed_part() {
+    fn a_runs_speed_is_its_cpu_against_the_costs() {
         let costs = LoopCosts {
             per_second: 0.1,
             per_request_s: 1e-3,
@@ -938,17 +944,16 @@ mod tests {
             chunks_per_request: 200.0,
             cpu_per_request_s: 5.5e-3,
         };
-        let given = costs.with_request_cpu_of(run).expect("a fixed part");
-        assert!((given.per_request_s - 1.5e-3).abs() < 1e-12, "{given:?}");
-        assert_eq!(
-            (given.per_second, given.per_chunk_s, given.request_scv),
-            (0.1, 10e-6, 0.3)
-        );
-        let starved = CostSample {
-            cpu_per_request_s: 4e-3,
+        let k = costs.speed_of(run).expect("a speed");
+        assert!((k - 1.1).abs() < 1e-12, "{k}");
+        let slower = costs.scaled(k);
+        assert!((slower.per_second / 50.0 + slower.request_s(200.0) - 5.5e-3).abs() < 1e-15);
+        assert_eq!(slower.request_scv, 0.3);
+        let idle = CostSample {
+            cpu_per_request_s: 0.0,
             ..run
         };
-        assert_eq!(costs.with_request_cpu_of(starved), None);
+        assert_eq!(costs.speed_of(idle), None);
     }
 
     /// A machine busy 0.2 cores whatever the rate, and 4 ms a request besides: the batched

@@ -375,6 +375,57 @@ pub struct LoopReading {
     /// The loops every audit it was read on found (the processes holding the client's
     /// connections), where they all found as many; None where they did not.
     pub loops_read_on: Option<u32>,
+    /// The spread of the client's speed over the audits it was read on, where they differ.
+    pub speeds: Option<Speeds>,
+}
+
+/// How fast the client ran in each audit a loop was read on, against the costs fitted on
+/// all of them ([`LoopCosts::speed_of`]): the fastest and the slowest. A Python client's
+/// speed moves from one run to the next; the spread its calibration saw is the least a
+/// forecast from it should carry.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Speeds {
+    /// The least of the audits' speeds (a factor on the fitted costs).
+    pub fastest: f64,
+    /// The greatest.
+    pub slowest: f64,
+    /// The audits read.
+    pub audits: usize,
+}
+
+impl Speeds {
+    /// The spread of `speeds` (each audit's, None where it had none): None with fewer than
+    /// three audits (two are fitted exactly), with an audit without a speed, or where they
+    /// agree within a thousandth (the costs fitted them exactly).
+    fn of(speeds: &[Option<f64>]) -> Option<Self> {
+        let speeds: Vec<f64> = speeds.iter().copied().collect::<Option<_>>()?;
+        let fastest = speeds.iter().copied().fold(f64::INFINITY, f64::min);
+        let slowest = speeds.iter().copied().fold(0.0, f64::max);
+        (speeds.len() >= 3 && slowest - fastest > 1e-3 * slowest).then_some(Self {
+            fastest,
+            slowest,
+            audits: speeds.len(),
+        })
+    }
+}
+
+/// How fast audit `a`'s client ran against `costs` ([`LoopCosts::speed_of`] at its
+/// chunks, whole).
+fn speed_of(costs: &LoopCosts, a: &AuditedLoad) -> Option<f64> {
+    costs.speed_of(CostSample {
+        chunks_per_request: a.chunks_per_request.round().max(1.0),
+        ..a.sample()
+    })
+}
+
+/// `fitted`'s loop with all of its client's path `k` times as long: each part of its CPU
+/// and its latency beyond the CPU.
+fn at_speed(fitted: &LoopPrediction, k: f64) -> LoopPrediction {
+    LoopPrediction {
+        costs: fitted.costs.scaled(k),
+        delay_s: fitted.delay_s * k,
+        ..fitted.clone()
+    }
 }
 
 fn load_of(a: &AuditedLoad, seed: u64) -> LoopLoad {
@@ -541,6 +592,10 @@ pub fn read_loop(
             found.join(", ")
         ));
     }
+    let speeds = loops_read_on.and_then(|_| {
+        let speeds: Vec<Option<f64>> = every.iter().map(|a| speed_of(&fitted.costs, a)).collect();
+        Speeds::of(&speeds)
+    });
     let shorter = shorter
         .iter()
         .map(|s| predict_audit(&fitted, s, seed))
@@ -549,6 +604,7 @@ pub fn read_loop(
         fitted,
         shorter,
         loops_read_on,
+        speeds,
     })
 }
 
@@ -589,36 +645,46 @@ pub fn predict_audit(
     Ok(with_delay(p, fitted.delay_s))
 }
 
-/// What `reading`'s loop would report at the load of audit `a` with the fixed part of a
-/// request read again from `a`'s own CPU a request ([`LoopCosts::with_request_cpu_of`]):
-/// not a forecast of `a`, since one of its inputs is `a`'s, but the queue's model held
-/// against `a` once the client's speed in that run is known. None where `a`'s CPU leaves
-/// nothing for the fixed part, or where `a`'s loops are not the ones every audit of the
-/// reading found: a CPU a request read on other processes is another measure, not
-/// another speed (GuideLLM's connections are held by one process in one run and by ten
-/// in the next).
-pub fn predict_given_cpu(
+/// What `reading`'s loop would report at the load of audit `a` with all of its path at
+/// `a`'s own speed ([`LoopCosts::speed_of`]: its CPU a request against the fitted costs at
+/// its load), with that speed: not a forecast of `a`, since one of its inputs is `a`'s,
+/// but the queue's model held against `a` once the client's speed in that run is known.
+/// Every part of the CPU and the latency beyond it are scaled alike: between runs of a
+/// Python client they move together (bench/audit/RESULTS.md). None where `a` has no CPU
+/// a request, or where its loops are not the ones every audit of the reading found: a CPU
+/// a request read on other processes is another measure, not another speed (GuideLLM's
+/// connections are held by one process in one run and by ten in the next).
+pub fn predict_given_speed(
     reading: &LoopReading,
     a: &AuditedLoad,
     seed: u64,
-) -> Result<Option<LoopPrediction>, ModelError> {
+) -> Result<Option<(f64, LoopPrediction)>, ModelError> {
     if reading.loops_read_on != Some(a.loops) {
         return Ok(None);
     }
-    let fitted = &reading.fitted;
-    let chunks = a.chunks_per_request.round().max(1.0);
-    let sample = CostSample {
-        chunks_per_request: chunks,
-        ..a.sample()
-    };
-    let Some(costs) = fitted.costs.with_request_cpu_of(sample) else {
+    let Some(k) = speed_of(&reading.fitted.costs, a) else {
         return Ok(None);
     };
-    let given = LoopPrediction {
-        costs,
-        ..fitted.clone()
+    predict_audit(&at_speed(&reading.fitted, k), a, seed).map(|p| Some((k, p)))
+}
+
+/// What `reading`'s loop would report at the load of audit `a` at the fastest and at the
+/// slowest speed its calibration audits ran ([`LoopReading::speeds`]): the band a forecast
+/// from them carries. None where the calibration saw one speed, or where `a`'s loops are
+/// not the ones every calibration audit found (as in [`predict_given_speed`]).
+pub fn predict_across_speeds(
+    reading: &LoopReading,
+    a: &AuditedLoad,
+    seed: u64,
+) -> Result<Option<[LoopPrediction; 2]>, ModelError> {
+    let Some(speeds) = reading
+        .speeds
+        .filter(|_| reading.loops_read_on == Some(a.loops))
+    else {
+        return Ok(None);
     };
-    predict_audit(&given, a, seed).map(Some)
+    let at = |k: f64| predict_audit(&at_speed(&reading.fitted, k), a, seed);
+    Ok(Some([at(speeds.fastest)?, at(speeds.slowest)?]))
 }
 
 #[cfg(test)]
@@ -1072,19 +1138,20 @@ mod tests {
         );
     }
 
-    /// A run of the client whose requests' own path costs 2 ms where the calibration's cost
-    /// 1.5 ms (its chunks as before): the forecast from the calibration misses it, and the
-    /// loop given that run's CPU a request is that run's loop, to the simulation's last
-    /// digit. A CPU that leaves the fixed part nothing gives no such prediction, nor does a
-    /// run or a reading whose loops are not the same throughout.
+    /// A run of the client whose whole path is 1.3 times the calibration's (1.95 ms a
+    /// request and 13 us a chunk where those cost 1.5 ms and 10 us): the forecast from the
+    /// calibration misses it, and the loop given that run's speed is that run's loop, to
+    /// the simulation's last digit; the latency beyond the CPU is scaled with it. A run
+    /// that measured no CPU gives no such prediction, nor does a run or a reading whose
+    /// loops are not the same throughout.
     #[test]
-    fn the_loop_given_a_runs_cpu_is_that_runs_loop() {
-        let audit = |per_request_s: f64, rate: f64, chunks: u32| {
-            audit_of(&costs(per_request_s, 10e-6, 0.0), &load(rate, chunks))
+    fn the_loop_given_a_runs_speed_is_that_runs_loop() {
+        let audit = |k: f64, rate: f64, chunks: u32| {
+            audit_of(&costs(1.5e-3 * k, 10e-6 * k, 0.0), &load(rate, chunks))
         };
         let r = read_loop(
-            &[audit(1.5e-3, 50.0, 20)],
-            &[audit(1.5e-3, 50.0, 200)],
+            &[audit(1.0, 50.0, 20)],
+            &[audit(1.0, 50.0, 200)],
             ClockStart::OwnSend,
             3,
         )
@@ -1093,35 +1160,41 @@ mod tests {
             (r.fitted.costs.per_request_s - 1.5e-3).abs() < 1e-9,
             "{r:?}"
         );
-        let slower = audit(2e-3, 150.0, 200);
+        let slower = audit(1.3, 150.0, 200);
         let forecast = predict_audit(&r.fitted, &slower, 3).unwrap();
-        let given = predict_given_cpu(&r, &slower, 3)
+        let (k, given) = predict_given_speed(&r, &slower, 3)
             .unwrap()
-            .expect("a fixed part left");
+            .expect("a speed");
+        assert!((k - 1.3).abs() < 1e-9, "{k}");
         assert!(
-            (given.costs.per_request_s - 2e-3).abs() < 1e-12,
+            (given.costs.per_request_s - 1.95e-3).abs() < 1e-12,
             "{given:?}"
         );
-        assert_eq!(given.costs.per_chunk_s, r.fitted.costs.per_chunk_s);
+        assert!((given.costs.per_chunk_s - 13e-6).abs() < 1e-15, "{given:?}");
         for (g, m) in given.reported_s.iter().zip(slower.excess_s) {
             assert!((g - m.unwrap()).abs() < 1e-6 * g, "{g} against {m:?}");
         }
         let m = slower.excess_s[0].unwrap();
         assert!(forecast.reported_s[0] < 0.9 * m, "{forecast:?} against {m}");
-        let starved = AuditedLoad {
-            cpu_per_request_s: 200.0 * 10e-6,
+        let delayed = LoopPrediction {
+            delay_s: 1e-3,
+            ..r.fitted.clone()
+        };
+        assert!((at_speed(&delayed, 1.3).delay_s - 1.3e-3).abs() < 1e-15);
+        let idle = AuditedLoad {
+            cpu_per_request_s: 0.0,
             ..slower
         };
-        assert!(predict_given_cpu(&r, &starved, 3).unwrap().is_none());
+        assert!(predict_given_speed(&r, &idle, 3).unwrap().is_none());
         // A run whose connections other processes held is not read for its speed, nor is
         // any run against audits that found different loops between them.
         let elsewhere = AuditedLoad { loops: 2, ..slower };
-        assert!(predict_given_cpu(&r, &elsewhere, 3).unwrap().is_none());
+        assert!(predict_given_speed(&r, &elsewhere, 3).unwrap().is_none());
         let mixed = read_loop(
-            &[audit(1.5e-3, 50.0, 20)],
+            &[audit(1.0, 50.0, 20)],
             &[AuditedLoad {
                 loops: 2,
-                ..audit(1.5e-3, 50.0, 200)
+                ..audit(1.0, 50.0, 200)
             }],
             ClockStart::OwnSend,
             3,
@@ -1137,7 +1210,7 @@ mod tests {
             mixed.fitted.before_send_from
         );
         assert!(!r.fitted.before_send_from.contains("held by"), "{r:?}");
-        assert!(predict_given_cpu(&mixed, &slower, 3).unwrap().is_none());
+        assert!(predict_given_speed(&mixed, &slower, 3).unwrap().is_none());
     }
 
     /// Two sittings of one known loop whose requests cost 1.5 ms in one and 2.5 ms in the
@@ -1187,6 +1260,33 @@ mod tests {
         // one, the error is less than half its.
         assert!(e_fast > 0.1, "{e_fast}");
         assert!(e_both < 0.5 * e_fast, "{e_both} {e_fast}");
+
+        // One sitting's costs fit its four audits exactly: one speed, no band. Against
+        // the costs read from both (2 ms a request and 10 us a chunk), the faster
+        // sitting's short audits ran at 1.7 / 2.2 of them and the slower's at 2.7 / 2.2;
+        // the third sitting, between them, lies in the band at its load at every
+        // statistic, and a sitting faster than either lies below it.
+        assert_eq!(fast.speeds, None);
+        let s = both.speeds.expect("two speeds");
+        assert!((s.fastest - 1.7 / 2.2).abs() < 1e-6, "{s:?}");
+        assert!((s.slowest - 2.7 / 2.2).abs() < 1e-6, "{s:?}");
+        assert_eq!(s.audits, 8);
+        assert_eq!(predict_across_speeds(&fast, &third, 3).unwrap(), None);
+        let [lo, hi] = predict_across_speeds(&both, &third, 3)
+            .unwrap()
+            .expect("a band");
+        for i in 0..4 {
+            let m = third.excess_s[i].unwrap();
+            assert!(
+                lo.reported_s[i] < m && m < hi.reported_s[i],
+                "{i}: {m} not in {lo:?} .. {hi:?}"
+            );
+        }
+        let quicker = audit(0.5e-3, 150.0, 200);
+        let [lo, _] = predict_across_speeds(&both, &quicker, 3)
+            .unwrap()
+            .expect("a band");
+        assert!(quicker.excess_s[0].unwrap() < lo.reported_s[0], "{lo:?}");
     }
 
     /// A client that spends 0.1 core a second whatever the load, read at two rates: the

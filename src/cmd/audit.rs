@@ -7,7 +7,7 @@ use crate::flags::audit::AuditFlags;
 use heisenbench_figures::{AuditPoint, AuditedClient};
 use heisenbench_live::audit::predict;
 use heisenbench_live::audit::report::{
-    AuditReport, AuditSeries, BatchedAudit, GivenCpu, HeldOut, Simulated, SplitFrom,
+    AuditReport, AuditSeries, BatchedAudit, GivenSpeed, HeldOut, Simulated, SpeedBand, SplitFrom,
 };
 use heisenbench_live::audit::{self, AuditConfig, AuditError};
 use heisenbench_model::client_loop::{
@@ -251,6 +251,9 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
             }
         }
     }
+    if !a.json {
+        AuditReport::write_held_out_tally(&reports, out)?;
+    }
     let summaries: Vec<AuditReport> = reports.iter().map(AuditReport::summary).collect();
     let with_calibration = |points: Vec<AuditReport>| AuditSeries {
         calibration: shorts.iter().map(AuditReport::summary).collect(),
@@ -385,14 +388,26 @@ fn simulate_at(
     } else {
         client_loop::predict_audit(&r.fitted, &measured, SEED).map_err(|e| e.to_string())?
     };
-    let given_its_cpu = if fitted_here {
+    let given_its_speed = if fitted_here {
         None
     } else {
-        client_loop::predict_given_cpu(r, &measured, SEED)
+        client_loop::predict_given_speed(r, &measured, SEED)
             .map_err(|e| e.to_string())?
-            .map(|g| GivenCpu {
-                per_request_s: g.costs.per_request_s,
+            .map(|(speed, g)| GivenSpeed {
+                speed,
                 reported_s: g.reported_s,
+            })
+    };
+    let across_speeds = if fitted_here {
+        None
+    } else {
+        client_loop::predict_across_speeds(r, &measured, SEED)
+            .map_err(|e| e.to_string())?
+            .zip(r.speeds)
+            .map(|([fast, slow], s)| SpeedBand {
+                speeds: [s.fastest, s.slowest],
+                audits: s.audits,
+                reported_s: [fast.reported_s, slow.reported_s],
             })
     };
     Ok(Simulated {
@@ -400,7 +415,8 @@ fn simulate_at(
         prediction,
         measured_excess_s: measured.excess_s,
         fitted_here,
-        given_its_cpu,
+        given_its_speed,
+        across_speeds,
     })
 }
 
@@ -547,6 +563,9 @@ fn read_again(
             }
         };
         points.push(p);
+    }
+    if !a.json {
+        AuditReport::write_held_out_tally(&points, out)?;
     }
     let again = AuditSeries {
         calibration,

@@ -123,20 +123,77 @@ pub struct Simulated {
     /// Whether the loop was fitted on this audit (false: a prediction held out).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fitted_here: bool,
-    /// For an audit held out: the same loop with the fixed part of a request read again
-    /// from this audit's own CPU a request, where some was left for it.
+    /// For an audit held out: the same loop with all of its path at this audit's own
+    /// speed, read from its CPU a request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub given_its_cpu: Option<GivenCpu>,
+    pub given_its_speed: Option<GivenSpeed>,
+    /// For an audit held out: the loop at the fastest and the slowest speed its
+    /// calibration audits ran, where they ran at more than one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub across_speeds: Option<SpeedBand>,
 }
 
-/// The loop of a held-out audit simulated with its run's CPU a request: the queue's model
-/// once the client's speed in that run is known, not a forecast of the run
-/// ([`heisenbench_model::client_loop::LoopCosts::with_request_cpu_of`]).
+/// A held-out audit's forecast at the fastest and the slowest speed the calibration saw
+/// (`heisenbench_sim::client_loop::predict_across_speeds`): each calibration audit's CPU
+/// a request against the costs fitted on them all, its least and greatest, and the TTFT
+/// the client adds with all of its path at each.
 #[derive(Debug, Serialize, Deserialize, Clone, Copy, PartialEq)]
-pub struct GivenCpu {
-    /// The fixed part of a request read from this audit, seconds (the fitted one is in the
-    /// prediction's costs).
-    pub per_request_s: f64,
+pub struct SpeedBand {
+    /// The fastest and the slowest speed, as factors on the fitted costs.
+    pub speeds: [f64; 2],
+    /// The calibration audits they were read from.
+    pub audits: usize,
+    /// The TTFT the client adds at each (mean, p50, p90, p99), seconds.
+    pub reported_s: [[f64; 4]; 2],
+}
+
+/// Where a measured figure lies against a band.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Below its lower edge.
+    Below,
+    /// Between its edges.
+    Inside,
+    /// Above its upper edge.
+    Above,
+}
+
+impl Place {
+    /// Where `x` lies against the band of `a` and `b` (in either order).
+    pub fn of(x: f64, a: f64, b: f64) -> Self {
+        if x < a.min(b) {
+            Self::Below
+        } else if x > a.max(b) {
+            Self::Above
+        } else {
+            Self::Inside
+        }
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            Self::Below => "below",
+            Self::Inside => "inside",
+            Self::Above => "above",
+        }
+    }
+}
+
+impl SpeedBand {
+    /// Where the measured statistic `i` (0 mean, 1 p50, 2 p90, 3 p99) lies against the
+    /// band at it.
+    pub fn place(&self, i: usize, measured: f64) -> Place {
+        Place::of(measured, self.reported_s[0][i], self.reported_s[1][i])
+    }
+}
+
+/// The loop of a held-out audit simulated at its run's speed: the queue's model once the
+/// client's speed in that run is known, not a forecast of the run
+/// ([`heisenbench_model::client_loop::LoopCosts::speed_of`]).
+#[derive(Debug, Serialize, Deserialize, Clone, Copy, PartialEq)]
+pub struct GivenSpeed {
+    /// This audit's CPU a request over what the fitted costs put on it at its load.
+    pub speed: f64,
     /// The TTFT the client adds so simulated: mean, p50, p90 and p99, seconds.
     pub reported_s: [f64; 4],
 }
@@ -187,10 +244,10 @@ impl Simulated {
         (m > 0.0).then(|| (self.prediction.reported_s[0] - m) / m)
     }
 
-    /// The relative errors of the mean and the p99 given the audit's own CPU a request
-    /// against the measured ones (None where either is missing).
-    pub fn given_cpu_errors(&self) -> Option<[Option<f64>; 2]> {
-        let g = self.given_its_cpu?;
+    /// The relative errors of the mean and the p99 given the audit's own speed against the
+    /// measured ones (None where either is missing).
+    pub fn given_speed_errors(&self) -> Option<[Option<f64>; 2]> {
+        let g = self.given_its_speed?;
         let err = |i: usize| {
             let m = self.measured_excess_s[i].filter(|m| *m > 0.0)?;
             Some((g.reported_s[i] - m) / m)
@@ -294,18 +351,44 @@ impl Simulated {
                 }
             ))
         )?;
-        if let Some(g) = self.given_its_cpu {
-            let errors = self.given_cpu_errors().unwrap_or([None, None]);
+        if let Some(g) = self.given_its_speed {
+            let errors = self.given_speed_errors().unwrap_or([None, None]);
             let pct = |e: Option<f64>| e.map_or("-".into(), |e| format!("{:+.0}%", e * 100.0));
             writeln!(
                 out,
-                "  given its own CPU a request:       {}; the mean {}, the p99 {} (a request's fixed part {}, fitted {}; \
-                 the chunks' as fitted: the loop given this run's speed, not a forecast of it)",
+                "  given its own speed:             {}; the mean {}, the p99 {} (its CPU a request {:.2} of the fitted costs' \
+                 at its load, and all of its path so, the latency beyond the CPU too: the loop given this run's speed, \
+                 not a forecast of it)",
                 cells(g.reported_s.map(Some)),
                 pct(errors[0]),
                 pct(errors[1]),
-                f(g.per_request_s),
-                f(p.costs.per_request_s)
+                g.speed
+            )?;
+        }
+        if let Some(b) = self.across_speeds {
+            let band = |i: usize| {
+                let (lo, hi) = (b.reported_s[0][i], b.reported_s[1][i]);
+                format!("{} to {}", f(lo.min(hi)), f(lo.max(hi)))
+            };
+            let place = |i: usize| self.measured_excess_s[i].map_or("-", |m| b.place(i, m).word());
+            let run = self.given_its_speed.map_or(String::new(), |g| {
+                format!(
+                    "; this run's {:.2}: {}",
+                    g.speed,
+                    Place::of(g.speed, b.speeds[0], b.speeds[1]).word()
+                )
+            });
+            writeln!(
+                out,
+                "  across the calibration's speeds: the mean {}, the p99 {}; measured: the mean {}, the p99 {} \
+                 (its {} audits ran at {:.2} to {:.2} of the fitted costs{run})",
+                band(0),
+                band(3),
+                place(0),
+                place(3),
+                b.audits,
+                b.speeds[0],
+                b.speeds[1]
             )?;
         }
         if let Some(scv) = p.arrival_scv {
@@ -513,6 +596,71 @@ fn name_of(label: Option<String>, tool: Option<String>, program: Option<&String>
 }
 
 impl AuditReport {
+    /// Prints how the forecasts of the held-out audits among `reports` fared, if any was
+    /// held out: their means and p99s within 25 % of what was measured, inside the band of
+    /// the calibration's speeds or outside it, and the runs whose own speed lay outside
+    /// the calibration's.
+    pub fn write_held_out_tally(reports: &[AuditReport], out: &mut dyn Write) -> io::Result<()> {
+        let held: Vec<&Simulated> = reports
+            .iter()
+            .filter_map(|r| r.simulated.as_ref())
+            .filter(|s| !s.fitted_here)
+            .collect();
+        if held.is_empty() {
+            return Ok(());
+        }
+        let stat = |i: usize, name: &str| {
+            let measured: Vec<(&Simulated, f64)> = held
+                .iter()
+                .filter_map(|s| Some((*s, s.measured_excess_s[i].filter(|m| *m > 0.0)?)))
+                .collect();
+            let within = measured
+                .iter()
+                .filter(|(s, m)| ((s.prediction.reported_s[i] - m) / m).abs() <= 0.25)
+                .count();
+            let places: Vec<Place> = measured
+                .iter()
+                .filter_map(|(s, m)| Some(s.across_speeds?.place(i, *m)))
+                .collect();
+            let count = |p: Place| places.iter().filter(|&&q| q == p).count();
+            let band = if places.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", inside the calibration's speeds in {} of {} ({} below, {} above)",
+                    count(Place::Inside),
+                    places.len(),
+                    count(Place::Below),
+                    count(Place::Above)
+                )
+            };
+            format!(
+                "the {name} within 25 % of the forecast in {within} of {}{band}",
+                measured.len()
+            )
+        };
+        let outside = held
+            .iter()
+            .filter_map(|s| {
+                let (g, b) = (s.given_its_speed?, s.across_speeds?);
+                Some(Place::of(g.speed, b.speeds[0], b.speeds[1]))
+            })
+            .filter(|p| *p != Place::Inside)
+            .count();
+        let speeds = if held.iter().any(|s| s.across_speeds.is_some()) {
+            format!("; {outside} ran faster or slower than every calibration audit")
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "== held out: {} audit(s); {}; {}{speeds}",
+            held.len(),
+            stat(0, "mean"),
+            stat(3, "p99")
+        )
+    }
+
     /// The name a client goes by in reports and on the figure: the `--label` given, else
     /// the tool whose results were read, else the file name of its command.
     pub fn client_name(reports: &[AuditReport]) -> String {
