@@ -376,7 +376,7 @@ EOF
 import json, os, sys
 out, n = sys.argv[1], int(sys.argv[2])
 # An audit's identity across the readings: its rate, its requests and what the server saw
-# (to nine digits: a float read and written again may move in its last one).
+# (to nine digits: files written before figures were parsed exactly may differ in the last one).
 key = lambda p: (p["observed"]["offered"]["rate_per_s"], p["observed"]["truth"]["requests"], round(p["observed"]["truth"]["achieved_rate_per_s"], 9))
 def errors(sim):
     p, m = sim["prediction"]["reported_s"], sim["measured_excess_s"]
