@@ -74,10 +74,14 @@ fn read_fixture(name: &str) -> (String, Value) {
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name);
+    // Tests run side by side in one process and may read the same fixture: each reading
+    // has a folder of its own.
+    static READINGS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
-        "heisenbench-from-{}-{}",
+        "heisenbench-from-{}-{}-{}",
         name.trim_end_matches(".json"),
-        std::process::id()
+        std::process::id(),
+        READINGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("series.json");

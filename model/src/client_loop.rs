@@ -184,9 +184,9 @@ impl LoopCosts {
     /// How fast the client ran in one audit against these costs: its CPU a request over
     /// what they put on a request at its rate and length (1: as fitted, below 1: faster).
     /// From one run of a client to the next its CPU a request moves by a tenth or more at
-    /// the same load, and its whole path with it: the latency beyond the CPU moves as the
-    /// CPU does (see bench/audit/RESULTS.md). None where the audit served nothing or
-    /// measured no CPU.
+    /// the same load, and the TTFT it adds moves with it, the latency beyond its CPU too
+    /// (see bench/audit/RESULTS.md). None where the audit served nothing or measured no
+    /// CPU.
     pub fn speed_of(&self, audit: CostSample) -> Option<f64> {
         let k = audit.cpu_per_request_s
             / (self.per_second / audit.rate_per_s + self.request_s(audit.chunks_per_request));

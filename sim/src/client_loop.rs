@@ -650,7 +650,8 @@ pub fn predict_audit(
 /// its load), with that speed: not a forecast of `a`, since one of its inputs is `a`'s,
 /// but the queue's model held against `a` once the client's speed in that run is known.
 /// Every part of the CPU and the latency beyond it are scaled alike: between runs of a
-/// Python client they move together (bench/audit/RESULTS.md). None where `a` has no CPU
+/// Python client the excess moves with the speed faster still, the median as much as the
+/// mean (bench/audit/RESULTS.md: as `k` to the power 1.7). None where `a` has no CPU
 /// a request, or where its loops are not the ones every audit of the reading found: a CPU
 /// a request read on other processes is another measure, not another speed (GuideLLM's
 /// connections are held by one process in one run and by ten in the next).

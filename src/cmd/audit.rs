@@ -388,27 +388,26 @@ fn simulate_at(
     } else {
         client_loop::predict_audit(&r.fitted, &measured, SEED).map_err(|e| e.to_string())?
     };
-    let given_its_speed = if fitted_here {
-        None
+    // A held-out audit is also simulated at its own speed, and at the calibration's
+    // fastest and slowest.
+    let (given_its_speed, across_speeds) = if fitted_here {
+        (None, None)
     } else {
-        client_loop::predict_given_speed(r, &measured, SEED)
+        let given = client_loop::predict_given_speed(r, &measured, SEED)
             .map_err(|e| e.to_string())?
             .map(|(speed, g)| GivenSpeed {
                 speed,
                 reported_s: g.reported_s,
-            })
-    };
-    let across_speeds = if fitted_here {
-        None
-    } else {
-        client_loop::predict_across_speeds(r, &measured, SEED)
+            });
+        let band = client_loop::predict_across_speeds(r, &measured, SEED)
             .map_err(|e| e.to_string())?
             .zip(r.speeds)
             .map(|([fast, slow], s)| SpeedBand {
                 speeds: [s.fastest, s.slowest],
                 audits: s.audits,
                 reported_s: [fast.reported_s, slow.reported_s],
-            })
+            });
+        (given, band)
     };
     Ok(Simulated {
         split_from: from.clone(),

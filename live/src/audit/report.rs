@@ -1187,13 +1187,17 @@ mod tests {
     use crate::mock::Served;
     use heisenbench_model::stats::Dist;
 
-    /// A figure read from an audit's file and written again is the same figure: 123.11385642452747
-    /// (an achieved rate one series held) is parsed to the nearest double, not one a unit in
-    /// the last place off, so a series read and written again keeps its bytes and tables can
-    /// match audits across readings exactly.
+    /// A figure read from an audit's file and written again is the same figure:
+    /// 123.11385642452747 (an achieved rate one series held) is parsed to the nearest
+    /// double, not one a unit in the last place off, so a series read and written again
+    /// keeps its bytes and tables can match audits across readings exactly.
     #[test]
     fn a_figure_read_and_written_again_keeps_its_digits() {
-        for text in ["123.11385642452747", "0.0007728836649544146", "45.72575432196071"] {
+        for text in [
+            "123.11385642452747",
+            "0.0007728836649544146",
+            "45.72575432196071",
+        ] {
             let x: f64 = serde_json::from_str(text).unwrap();
             assert_eq!(serde_json::to_string(&x).unwrap(), text);
             assert_eq!(x, text.parse::<f64>().unwrap());
