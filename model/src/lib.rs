@@ -19,6 +19,8 @@
 //! * [`scenario`] and [`schedule`]: the workload and client types every engine reads, and
 //!   the seeded arrival schedule they all replay ([`sample`] holds the seeded streams).
 //! * [`stats::Recorder`]: mergeable, serialisable latency histograms for reports.
+//! * [`interval::SampleInterval`]: 95 % intervals of a run's mean and a quantile, from its
+//!   samples in time order (batch means; order statistics at the effective count).
 //!
 //! # Example
 //!
@@ -52,6 +54,7 @@ pub mod dataset;
 pub mod error;
 mod fft;
 pub mod gig1;
+pub mod interval;
 pub mod layout;
 pub mod limits;
 pub mod lindley;

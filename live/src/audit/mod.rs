@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use heisenbench_model::interval::SampleInterval;
 use heisenbench_model::stats::{Dist, Recorder};
 use serde::{Deserialize, Serialize};
 
@@ -586,6 +587,12 @@ pub struct PairedExcess {
     pub p90_s: f64,
     /// 99th percentile.
     pub p99_s: f64,
+    /// The 95 % intervals of the mean and the p99, from the differences in the order the
+    /// server received their requests: how far this run's own sampling noise could have
+    /// moved them (None with fewer than 200 pairs, and in audits written before it was
+    /// read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<SampleInterval>,
     /// Where the client's records are named and in the order it sent them (vLLM's bench),
     /// what pairing by that order alone would have given: how far to trust it for the
     /// tools that leave nothing else.
@@ -623,7 +630,7 @@ impl PairedExcess {
         let in_order = sent == Some(served.len() as u64);
         // Each finished request by every key that names it; a key two requests share
         // names neither.
-        let mut truth: HashMap<RequestKey, Option<u64>> = HashMap::new();
+        let mut truth: HashMap<RequestKey, Option<(u64, u64)>> = HashMap::new();
         let mut displaced = 0;
         for (place, s) in arrivals.iter().enumerate() {
             let place = place as u64;
@@ -643,20 +650,32 @@ impl PairedExcess {
                 truth
                     .entry(k)
                     .and_modify(|t| *t = None)
-                    .or_insert(Some(ttft));
+                    .or_insert(Some((ttft, place)));
             }
         }
-        let differences = |records: &mut dyn Iterator<Item = (RequestKey, f64)>| {
-            let mut d: Vec<f64> = records
-                .filter_map(|(key, ttft_s)| Some(ttft_s - (*truth.get(&key)?)? as f64 * 1e-9))
+        // Each paired request's difference, in the order the server received them.
+        let by_arrival = |records: &mut dyn Iterator<Item = (RequestKey, f64)>| {
+            let mut d: Vec<(u64, f64)> = records
+                .filter_map(|(key, ttft_s)| {
+                    let (ttft_ns, place) = (*truth.get(&key)?)?;
+                    Some((place, ttft_s - ttft_ns as f64 * 1e-9))
+                })
                 .collect();
+            d.sort_by_key(|(place, _)| *place);
+            d.into_iter().map(|(_, x)| x).collect::<Vec<f64>>()
+        };
+        let differences = |records: &mut dyn Iterator<Item = (RequestKey, f64)>| {
+            let mut d = by_arrival(records);
             d.sort_by(f64::total_cmp);
             d
         };
-        let d = differences(&mut recorded.iter().copied());
-        if d.is_empty() || d.len() * 10 < recorded.len() * 9 {
+        let arrived = by_arrival(&mut recorded.iter().copied());
+        if arrived.is_empty() || arrived.len() * 10 < recorded.len() * 9 {
             return None;
         }
+        let interval = SampleInterval::of(&arrived, 0.99);
+        let mut d = arrived;
+        d.sort_by(f64::total_cmp);
         let order_check = in_order
             .then(|| {
                 let by_order = differences(&mut recorded.iter().filter_map(|(k, t)| match k {
@@ -680,6 +699,7 @@ impl PairedExcess {
             p50_s: nearest_rank(&d, 0.5),
             p90_s: nearest_rank(&d, 0.9),
             p99_s: nearest_rank(&d, 0.99),
+            interval,
             order_check,
         })
     }
@@ -992,6 +1012,40 @@ mod tests {
             s.complete = false;
         }
         assert_eq!(PairedExcess::of(&recorded, None, &cut), None);
+    }
+
+    /// The sampling interval reads the differences in the order the server received the
+    /// requests, not the order the client listed them: 400 requests, the first 200 to
+    /// arrive 1 ms late and the rest 3 ms, listed scrambled. In arrival order the 20
+    /// batches' means are 1 and 3 ms: their variance of the mean, 1.0526 / 20 ms², is 21
+    /// times the 1.0025 / 400 of independent requests, and the mean's half-width is
+    /// t(19) 2.093 x sqrt(1.0526 / 20) = 0.480 ms. In the listed order every batch would
+    /// have mixed the two halves, and the half-width would have been about a fifth of it.
+    #[test]
+    fn the_sampling_interval_follows_the_order_of_arrival() {
+        let served: Vec<Served> = (0..400u64)
+            .map(|i| Served {
+                id: Some(i),
+                first_token_ns: Some(i * 1_000_000 + 100_000),
+                last_token_ns: Some(i * 1_000_000 + 100_000),
+                ..served(i, 0, 1, 200)
+            })
+            .collect();
+        let late_s = |i: u64| if i < 200 { 1e-3 } else { 3e-3 };
+        let recorded: Vec<(RequestKey, f64)> = (0..400u64)
+            .map(|k| (k * 7) % 400)
+            .map(|i| (RequestKey::Response(i), 100e-6 + late_s(i)))
+            .collect();
+        let p = PairedExcess::of(&recorded, None, &served).expect("paired");
+        let i = p.interval.expect("400 pairs give an interval");
+        assert!((p.mean_s - 2e-3).abs() < 1e-9, "{p:?}");
+        assert!((i.inflation - 21.0).abs() < 0.05, "{i:?}");
+        let half = (i.mean[1] - i.mean[0]) / 2.0;
+        assert!((half - 0.480e-3).abs() < 0.002e-3, "{i:?}");
+        // The p99 is 3 ms whichever way; its interval, at 19 effective requests, reaches
+        // past the largest.
+        assert!(i.open_above && i.holds_quantile(3e-3), "{i:?}");
+        assert!((i.quantile[1] - 3e-3).abs() < 1e-9, "{i:?}");
     }
 
     /// Requests nothing names pair by the order the client sent them with the order the

@@ -15,6 +15,7 @@ use heisenbench_model::client_loop::{
 use super::adapters::Reported;
 use super::predict::Prediction;
 use super::{Observed, Wire};
+use heisenbench_model::interval::SampleInterval;
 
 /// One audit.
 #[derive(Debug, Serialize, Deserialize, Clone)]
@@ -351,6 +352,24 @@ impl Simulated {
                 }
             ))
         )?;
+        if let Some(i) = observed.paired_excess.and_then(|p| p.interval) {
+            let inside = |holds: bool| if holds { "inside" } else { "outside" };
+            writeln!(
+                out,
+                "  this run's own sampling noise (95 %, its {} paired requests in {} batches in the order they arrived, \
+                 counting as {:.0} independent ones): the mean {} to {}, the p99 {} to {}{}; the forecast's mean {}, its p99 {}",
+                i.samples,
+                i.batches,
+                i.samples as f64 / i.inflation,
+                f(i.mean[0]),
+                f(i.mean[1]),
+                f(i.quantile[0]),
+                f(i.quantile[1]),
+                if i.open_above { " or more" } else { "" },
+                inside(i.holds_mean(p.reported_s[0])),
+                inside(i.holds_quantile(p.reported_s[3]))
+            )?;
+        }
         if let Some(g) = self.given_its_speed {
             let errors = self.given_speed_errors().unwrap_or([None, None]);
             let pct = |e: Option<f64>| e.map_or("-".into(), |e| format!("{:+.0}%", e * 100.0));
@@ -585,6 +604,47 @@ impl BatchedAudit {
     }
 }
 
+/// The tally's words on the held-out audits' own sampling noise at statistic `i` (0 the
+/// mean, 3 the p99): in how many the forecast lay inside the run's 95 % interval, and how
+/// wide those intervals were at the median, as the widest reach from the measured figure
+/// over it. Empty where no audit has an interval.
+fn sampling_noise(held: &[(&Simulated, Option<SampleInterval>)], i: usize) -> String {
+    if !(i == 0 || i == 3) {
+        return String::new();
+    }
+    let read: Vec<(bool, f64)> = held
+        .iter()
+        .filter_map(|(s, interval)| {
+            let interval = (*interval)?;
+            let m = s.measured_excess_s[i].filter(|m| *m > 0.0)?;
+            let (ends, holds) = match i {
+                0 => (
+                    interval.mean,
+                    interval.holds_mean(s.prediction.reported_s[0]),
+                ),
+                _ => (
+                    interval.quantile,
+                    interval.holds_quantile(s.prediction.reported_s[3]),
+                ),
+            };
+            let reach = (m - ends[0]).abs().max((ends[1] - m).abs()) / m;
+            Some((holds, reach))
+        })
+        .collect();
+    if read.is_empty() {
+        return String::new();
+    }
+    let mut reaches: Vec<f64> = read.iter().map(|(_, r)| *r).collect();
+    reaches.sort_by(f64::total_cmp);
+    format!(
+        ", inside the run's own 95 % sampling interval in {} of {} (those intervals reach {:.0} % from the measured {} at the median)",
+        read.iter().filter(|(h, _)| *h).count(),
+        read.len(),
+        100.0 * reaches[reaches.len() / 2],
+        if i == 0 { "mean" } else { "p99" }
+    )
+}
+
 /// [`AuditReport::client_name`] from its parts: the label, the tool read, the program.
 fn name_of(label: Option<String>, tool: Option<String>, program: Option<&String>) -> String {
     label.or(tool).unwrap_or_else(|| match program {
@@ -601,11 +661,14 @@ impl AuditReport {
     /// the calibration's speeds or outside it, and the runs whose own speed lay outside
     /// the calibration's.
     pub fn write_held_out_tally(reports: &[AuditReport], out: &mut dyn Write) -> io::Result<()> {
-        let held: Vec<&Simulated> = reports
+        let with_noise: Vec<(&Simulated, Option<SampleInterval>)> = reports
             .iter()
-            .filter_map(|r| r.simulated.as_ref())
-            .filter(|s| !s.fitted_here)
+            .filter_map(|r| {
+                let s = r.simulated.as_ref().filter(|s| !s.fitted_here)?;
+                Some((s, r.observed.paired_excess.and_then(|p| p.interval)))
+            })
             .collect();
+        let held: Vec<&Simulated> = with_noise.iter().map(|(s, _)| *s).collect();
         if held.is_empty() {
             return Ok(());
         }
@@ -618,6 +681,7 @@ impl AuditReport {
                 .iter()
                 .filter(|(s, m)| ((s.prediction.reported_s[i] - m) / m).abs() <= 0.25)
                 .count();
+            let noise = sampling_noise(&with_noise, i);
             let places: Vec<Place> = measured
                 .iter()
                 .filter_map(|(s, m)| Some(s.across_speeds?.place(i, *m)))
@@ -635,7 +699,7 @@ impl AuditReport {
                 )
             };
             format!(
-                "the {name} within 25 % of the forecast in {within} of {}{band}",
+                "the {name} within 25 % of the forecast in {within} of {}{band}{noise}",
                 measured.len()
             )
         };
