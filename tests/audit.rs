@@ -933,3 +933,70 @@ fn series_read_together_are_one_calibration() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("not of"), "{err}");
 }
+
+/// A fresh SGLang series whose audits carry their own sampling intervals (r44's third
+/// sitting): each audit's mean interval is centred on its paired mean, the p99's holds its
+/// paired p99, and every simulated audit says where its forecast lies against them. The
+/// tally's counts are the ones read off the file here: the forecast and the loop given
+/// the run's own speed, each inside both intervals or not.
+#[test]
+fn each_paired_audit_carries_its_own_sampling_noise() {
+    let (text, series) = read_fixture("sglang-0.5.6-series-sampled.json");
+    let points = series["points"].as_array().expect("points");
+    let (mut held, mut inside, mut given) = (0, [0; 2], [0; 2]);
+    for p in points {
+        let paired = &p["observed"]["paired_excess"];
+        let i = &paired["interval"];
+        let ends = |k: &str| [0, 1].map(|e| i[k][e].as_f64().expect("an end"));
+        let (mean, p99) = (ends("mean"), ends("quantile"));
+        let measured = |k: &str| paired[k].as_f64().expect("a paired figure");
+        assert!(
+            ((mean[0] + mean[1]) / 2.0 - measured("mean_s")).abs() < 1e-12,
+            "{i}"
+        );
+        assert!(
+            p99[0] <= measured("p99_s") && measured("p99_s") <= p99[1],
+            "{i}"
+        );
+        assert!(i["inflation"].as_f64().unwrap() >= 1.0, "{i}");
+        let sim = &p["simulated"];
+        if sim["fitted_here"].as_bool().unwrap_or(false) {
+            continue;
+        }
+        held += 1;
+        let open = i["open_above"].as_bool().unwrap_or(false);
+        let holds = |of: &Value| {
+            let (m, q) = (of[0].as_f64().unwrap(), of[3].as_f64().unwrap());
+            [
+                mean[0] <= m && m <= mean[1],
+                p99[0] <= q && (open || q <= p99[1]),
+            ]
+        };
+        for (count, of) in [
+            (&mut inside, &sim["prediction"]["reported_s"]),
+            (&mut given, &sim["given_its_speed"]["reported_s"]),
+        ] {
+            for (c, h) in count.iter_mut().zip(holds(of)) {
+                *c += usize::from(h);
+            }
+        }
+    }
+    assert_eq!(held, 2);
+    assert_eq!(
+        text.matches("this run's own sampling noise (95 %").count(),
+        points.len(),
+        "{text}"
+    );
+    for (k, stat) in ["mean", "p99"].iter().enumerate() {
+        let words = format!(
+            "inside the run's own 95 % sampling interval in {} of 2, given its own speed in {} of 2 (those intervals reach",
+            inside[k], given[k]
+        );
+        let said = text.match_indices(&words).any(|(at, _)| {
+            let rest = &text[at + words.len()..];
+            rest[..rest.find("at the median").unwrap_or(0)]
+                .ends_with(&format!("from the measured {stat} "))
+        });
+        assert!(said, "{words}\n{text}");
+    }
+}

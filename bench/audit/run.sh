@@ -382,6 +382,14 @@ def errors(sim):
     p, m = sim["prediction"]["reported_s"], sim["measured_excess_s"]
     return None if m[0] is None or m[3] is None else ((p[0] - m[0]) / m[0], (p[3] - m[3]) / m[3])
 show = lambda e: "-" if e is None else f"{e[0] * 100:+.0f} / {e[1] * 100:+.0f} %"
+def noise(p, sim):
+    # The forecast's mean and p99 against the audit's own 95 % sampling intervals.
+    i = ((p["observed"].get("paired_excess") or {}).get("interval"))
+    if i is None:
+        return None
+    f = sim["prediction"]["reported_s"]
+    return (i["mean"][0] <= f[0] <= i["mean"][1],
+            f[3] >= i["quantile"][0] and (i.get("open_above", False) or f[3] <= i["quantile"][1]))
 def places(sim):
     # The measured mean and p99 against the band of the calibration's speeds.
     b, m = sim.get("across_speeds"), sim["measured_excess_s"]
@@ -392,8 +400,8 @@ def places(sim):
         return "below" if m[i] < lo else "above" if m[i] > hi else "inside"
     return place(0), place(3)
 print()
-print("| client | series | held out at (achieved) | measured excess mean / p99 ms | forecast from its own series: error of the mean / p99 | from every series | from the others | against the others' speeds: mean / p99 |")
-print("|---|---|---|---|---|---|---|---|")
+print("| client | series | held out at (achieved) | measured excess mean / p99 ms | forecast from its own series: error of the mean / p99 | from every series | from the others | against the others' speeds: mean / p99 | the others' forecast inside the run's own 95 % interval: mean / p99 |")
+print("|---|---|---|---|---|---|---|---|---|")
 for tool in sys.argv[3:]:
     pooled = os.path.join(out, f"{tool}-pooled.json")
     if not os.path.exists(pooled):
@@ -402,6 +410,7 @@ for tool in sys.argv[3:]:
     every = {key(p): p for p in json.load(open(pooled))["points"]}
     within = {"own": [0, 0, 0], "every": [0, 0, 0], "others": [0, 0, 0]}
     inside = [0, 0, 0]
+    held = [0, 0, 0]
     for k in range(1, n + 1):
         own = os.path.join(out, f"{tool}-split{'' if k == 1 else f'-{k}'}.json")
         without = os.path.join(out, f"{tool}-pooled-without-{k}.json")
@@ -423,6 +432,11 @@ for tool in sys.argv[3:]:
                 inside[0] += band[0] == "inside"
                 inside[1] += band[1] == "inside"
                 inside[2] += 1
+            sampled = noise(p, q) if q else None
+            if sampled is not None:
+                held[0] += sampled[0]
+                held[1] += sampled[1]
+                held[2] += 1
             for name, e in es.items():
                 if e is not None:
                     w = within[name]
@@ -431,9 +445,10 @@ for tool in sys.argv[3:]:
                     w[2] += 1
             mean_p99 = "-" if m[0] is None or m[3] is None else f"{m[0] * 1e3:.2f} / {m[3] * 1e3:.2f}"
             print(f"| {tool} | {k} | {o['offered']['rate_per_s']:g} ({o['truth']['achieved_rate_per_s']:.0f}) | {mean_p99} "
-                  f"| {show(es['own'])} | {show(es['every'])} | {show(es['others'])} | {'-' if band is None else ' / '.join(band)} |")
+                  f"| {show(es['own'])} | {show(es['every'])} | {show(es['others'])} | {'-' if band is None else ' / '.join(band)} "
+                  f"| {'-' if sampled is None else ' / '.join('yes' if x else 'no' for x in sampled)} |")
     print(f"| {tool} | within 25 %, mean / p99 | | | " + " | ".join(f"{w[0]} / {w[1]} of {w[2]}" for w in within.values())
-          + f" | inside: {inside[0]} / {inside[1]} of {inside[2]} |")
+          + f" | inside: {inside[0]} / {inside[1]} of {inside[2]} | inside: {held[0]} / {held[1]} of {held[2]} |")
 EOF
   fi
   if [ -n "${KNEE:-}" ]; then

@@ -605,40 +605,51 @@ impl BatchedAudit {
 }
 
 /// The tally's words on the held-out audits' own sampling noise at statistic `i` (0 the
-/// mean, 3 the p99): in how many the forecast lay inside the run's 95 % interval, and how
-/// wide those intervals were at the median, as the widest reach from the measured figure
-/// over it. Empty where no audit has an interval.
+/// mean, 3 the p99): in how many the forecast lay inside the run's 95 % interval, in how
+/// many the loop given the run's own speed did, and how wide those intervals were at the
+/// median, as the farther end's distance from the measured figure. Empty where no audit has
+/// an interval.
 fn sampling_noise(held: &[(&Simulated, Option<SampleInterval>)], i: usize) -> String {
-    if !(i == 0 || i == 3) {
-        return String::new();
-    }
-    let read: Vec<(bool, f64)> = held
+    let holds = |interval: &SampleInterval, x: f64| match i {
+        0 => interval.holds_mean(x),
+        _ => interval.holds_quantile(x),
+    };
+    let read: Vec<(bool, Option<bool>, f64)> = held
         .iter()
         .filter_map(|(s, interval)| {
-            let interval = (*interval)?;
+            let interval = interval.as_ref().filter(|_| i == 0 || i == 3)?;
             let m = s.measured_excess_s[i].filter(|m| *m > 0.0)?;
-            let (ends, holds) = match i {
-                0 => (
-                    interval.mean,
-                    interval.holds_mean(s.prediction.reported_s[0]),
-                ),
-                _ => (
-                    interval.quantile,
-                    interval.holds_quantile(s.prediction.reported_s[3]),
-                ),
+            let ends = if i == 0 {
+                interval.mean
+            } else {
+                interval.quantile
             };
             let reach = (m - ends[0]).abs().max((ends[1] - m).abs()) / m;
-            Some((holds, reach))
+            Some((
+                holds(interval, s.prediction.reported_s[i]),
+                s.given_its_speed.map(|g| holds(interval, g.reported_s[i])),
+                reach,
+            ))
         })
         .collect();
     if read.is_empty() {
         return String::new();
     }
-    let mut reaches: Vec<f64> = read.iter().map(|(_, r)| *r).collect();
+    let mut reaches: Vec<f64> = read.iter().map(|r| r.2).collect();
     reaches.sort_by(f64::total_cmp);
+    let given: Vec<bool> = read.iter().filter_map(|r| r.1).collect();
+    let given = if given.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", given its own speed in {} of {}",
+            given.iter().filter(|h| **h).count(),
+            given.len()
+        )
+    };
     format!(
-        ", inside the run's own 95 % sampling interval in {} of {} (those intervals reach {:.0} % from the measured {} at the median)",
-        read.iter().filter(|(h, _)| *h).count(),
+        ", inside the run's own 95 % sampling interval in {} of {}{given} (those intervals reach {:.0} % from the measured {} at the median)",
+        read.iter().filter(|r| r.0).count(),
         read.len(),
         100.0 * reaches[reaches.len() / 2],
         if i == 0 { "mean" } else { "p99" }
