@@ -26,6 +26,23 @@ pub const BATCHES: usize = 20;
 /// Fewest samples an interval is read from: ten a batch.
 pub const MIN_SAMPLES: usize = 10 * BATCHES;
 
+/// The 0.975 quantile of Student's t with `dof` degrees of freedom (at least 1): the
+/// factor of a 95 % interval's half-width.
+pub fn student_t_975(dof: usize) -> f64 {
+    StudentsT::new(0.0, 1.0, dof.max(1) as f64)
+        .expect("a t distribution with positive degrees of freedom")
+        .inverse_cdf(0.975)
+}
+
+/// Which of a [`SampleInterval`]'s two statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Statistic {
+    /// The mean.
+    Mean,
+    /// The quantile the interval was read at.
+    Quantile,
+}
+
 /// The 95 % intervals of a run's mean and of one quantile of its samples.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SampleInterval {
@@ -74,10 +91,7 @@ impl SampleInterval {
         } else {
             1.0
         };
-        let t = StudentsT::new(0.0, 1.0, (BATCHES - 1) as f64)
-            .expect("a t distribution with positive degrees of freedom")
-            .inverse_cdf(0.975);
-        let half = t * of_batches.sqrt();
+        let half = student_t_975(BATCHES - 1) * of_batches.sqrt();
         let mut sorted = in_order.to_vec();
         sorted.sort_by(f64::total_cmp);
         let z = Normal::standard().inverse_cdf(0.975);
@@ -100,15 +114,30 @@ impl SampleInterval {
         })
     }
 
+    /// The interval of `which`: lower and upper end.
+    pub fn ends(&self, which: Statistic) -> [f64; 2] {
+        match which {
+            Statistic::Mean => self.mean,
+            Statistic::Quantile => self.quantile,
+        }
+    }
+
+    /// Whether `x` lies inside the interval of `which` (for the quantile, at or above its
+    /// upper end too where that end is open).
+    pub fn holds(&self, which: Statistic, x: f64) -> bool {
+        let [low, high] = self.ends(which);
+        x >= low && (x <= high || (which == Statistic::Quantile && self.open_above))
+    }
+
     /// Whether `x` lies inside the mean's interval.
     pub fn holds_mean(&self, x: f64) -> bool {
-        (self.mean[0]..=self.mean[1]).contains(&x)
+        self.holds(Statistic::Mean, x)
     }
 
     /// Whether `x` lies inside the quantile's interval (at or above its upper end too,
     /// where that end is open).
     pub fn holds_quantile(&self, x: f64) -> bool {
-        x >= self.quantile[0] && (self.open_above || x <= self.quantile[1])
+        self.holds(Statistic::Quantile, x)
     }
 }
 

@@ -212,7 +212,7 @@ impl Batches {
             }
             let mean = self.done.iter().map(|x| x[i]).sum::<f64>() / b as f64;
             let var = self.done.iter().map(|x| (x[i] - mean).powi(2)).sum::<f64>() / (b - 1) as f64;
-            student_t_975(b - 1) * (var / b as f64).sqrt()
+            heisenbench_model::interval::student_t_975(b - 1) * (var / b as f64).sqrt()
         };
         QueueResult {
             engine: engine.to_string(),
@@ -241,16 +241,6 @@ impl Batches {
             little: None,
         }
     }
-}
-
-/// The 0.975 quantile of Student's t with `dof` degrees of freedom, by the
-/// Cornish-Fisher expansion around the normal (error below 1e-3 for dof >= 5).
-pub fn student_t_975(dof: usize) -> f64 {
-    let z: f64 = 1.959_963_984_540_054;
-    let v = dof.max(1) as f64;
-    z + (z.powi(3) + z) / (4.0 * v)
-        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * v * v)
-        + (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / (384.0 * v.powi(3))
 }
 
 /// The Lindley fast path.

@@ -15,7 +15,7 @@ use heisenbench_model::client_loop::{
 use super::adapters::Reported;
 use super::predict::Prediction;
 use super::{Observed, Wire};
-use heisenbench_model::interval::SampleInterval;
+use heisenbench_model::interval::{SampleInterval, Statistic};
 
 /// One audit.
 #[derive(Debug, Serialize, Deserialize, Clone)]
@@ -610,24 +610,22 @@ impl BatchedAudit {
 /// median, as the farther end's distance from the measured figure. Empty where no audit has
 /// an interval.
 fn sampling_noise(held: &[(&Simulated, Option<SampleInterval>)], i: usize) -> String {
-    let holds = |interval: &SampleInterval, x: f64| match i {
-        0 => interval.holds_mean(x),
-        _ => interval.holds_quantile(x),
+    let which = if i == 0 {
+        Statistic::Mean
+    } else {
+        Statistic::Quantile
     };
     let read: Vec<(bool, Option<bool>, f64)> = held
         .iter()
         .filter_map(|(s, interval)| {
             let interval = interval.as_ref().filter(|_| i == 0 || i == 3)?;
             let m = s.measured_excess_s[i].filter(|m| *m > 0.0)?;
-            let ends = if i == 0 {
-                interval.mean
-            } else {
-                interval.quantile
-            };
+            let ends = interval.ends(which);
             let reach = (m - ends[0]).abs().max((ends[1] - m).abs()) / m;
             Some((
-                holds(interval, s.prediction.reported_s[i]),
-                s.given_its_speed.map(|g| holds(interval, g.reported_s[i])),
+                interval.holds(which, s.prediction.reported_s[i]),
+                s.given_its_speed
+                    .map(|g| interval.holds(which, g.reported_s[i])),
                 reach,
             ))
         })
