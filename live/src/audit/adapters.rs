@@ -64,6 +64,11 @@ pub struct Reported {
     /// keeps its requests: for pairing with the server's records; not written out.
     #[serde(skip)]
     pub ttft_by_id: Vec<(RequestKey, f64)>,
+    /// Each request's TTFT counted from the tool's own send, keyed as `ttft_by_id`, where
+    /// the tool counts its TTFT from elsewhere (the intended send) and its records say when
+    /// it sent: heisenbench's `requests.csv`. Not written out.
+    #[serde(skip)]
+    pub ttft_from_own_send_by_id: Vec<(RequestKey, f64)>,
     /// How many requests the tool sent, failed ones too, where its records give each
     /// request's place in the order it sent them (vLLM's and SGLang's benches list them
     /// so; inference-perf's records, by their start): what pairing by that order checks
@@ -171,6 +176,10 @@ pub fn read(file: &Path) -> Option<Reported> {
         .or_else(|| heisenbench(&v))?;
     if r.tool == "AIPerf" {
         r.ttft_by_id = aiperf_records(&file.with_file_name("profile_export.jsonl"));
+    }
+    if r.tool == "heisenbench run" {
+        let rows = heisenbench_rows(&file.with_file_name("requests.csv"));
+        (r.ttft_by_id, r.ttft_from_own_send_by_id) = rows.into_iter().unzip();
     }
     if r.tool == "inference-perf" {
         let per_request = file.with_file_name("per_request_lifecycle_metrics.json");
@@ -455,6 +464,43 @@ fn millisecond_keys(v: &Value, tool: &str, e2e: &str) -> Reported {
         e2e: s(e2e),
         ..Reported::default()
     }
+}
+
+/// heisenbench's per-request rows beside its report (`requests.csv`, written by `run
+/// --csv`): each measured completed request by its index (which its `x-request-id` ends
+/// with), with its TTFT from the intended send and from its own send, seconds. Empty where
+/// there is no such file or its header lacks a column read.
+fn heisenbench_rows(file: &Path) -> Vec<((RequestKey, f64), (RequestKey, f64))> {
+    let Ok(text) = crate::files::read_bounded(file, crate::files::FileKind::Report) else {
+        return Vec::new();
+    };
+    let text = String::from_utf8_lossy(&text);
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name);
+    let (Some(index), Some(outcome), Some(intended), Some(sent), Some(first), Some(warmup)) = (
+        column("index"),
+        column("outcome"),
+        column("intended_ns"),
+        column("sent_ns"),
+        column("first_token_ns"),
+        column("warmup"),
+    ) else {
+        return Vec::new();
+    };
+    lines
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split(',').collect();
+            let cell = |i: usize| cells.get(i).and_then(|c| c.parse::<u64>().ok());
+            if cells.get(outcome) != Some(&"completed") || cells.get(warmup) != Some(&"0") {
+                return None;
+            }
+            let key = RequestKey::RequestIndex(cell(index)?);
+            let first = cell(first)?;
+            let from = |t: u64| first.checked_sub(t).map(|d| d as f64 * 1e-9);
+            Some(((key, from(cell(intended)?)?), (key, from(cell(sent)?)?)))
+        })
+        .collect()
 }
 
 /// heisenbench's own `run --out` report: TTFT and E2E from the intended send.

@@ -537,10 +537,17 @@ pub struct Observed {
 impl Observed {
     /// The audit with the client's records paired with the server's, where they can be.
     fn paired(mut self) -> Self {
-        self.paired_excess = self
-            .reported
-            .as_ref()
-            .and_then(|r| PairedExcess::of(&r.ttft_by_id, r.sent, &self.served));
+        self.paired_excess = self.reported.as_ref().and_then(|r| {
+            let mut p = PairedExcess::of(&r.ttft_by_id, r.sent, &self.served)?;
+            p.from_own_send = PairedExcess::of(&r.ttft_from_own_send_by_id, r.sent, &self.served)
+                .map(|o| OwnSendExcess {
+                    paired: o.paired,
+                    mean_s: o.mean_s,
+                    p99_s: o.p99_s,
+                    interval: o.interval,
+                });
+            Some(p)
+        });
         self
     }
 
@@ -598,6 +605,26 @@ pub struct PairedExcess {
     /// tools that leave nothing else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order_check: Option<OrderCheck>,
+    /// The same requests' excess with the client's TTFT counted from its own send, where
+    /// it counts from the intended send and its records say when it sent (heisenbench's):
+    /// what it added beyond its own lateness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_own_send: Option<OwnSendExcess>,
+}
+
+/// The excess of a client whose TTFT counts from the intended send, counted from its own
+/// send instead: its lateness left out.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OwnSendExcess {
+    /// Requests paired.
+    pub paired: u64,
+    /// Mean of the differences, seconds.
+    pub mean_s: f64,
+    /// Their 99th percentile.
+    pub p99_s: f64,
+    /// The 95 % intervals of the mean and the p99, as [`PairedExcess::interval`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<SampleInterval>,
 }
 
 /// Pairing by send order held against pairing by name, on the same requests.
@@ -701,6 +728,7 @@ impl PairedExcess {
             p99_s: nearest_rank(&d, 0.99),
             interval,
             order_check,
+            from_own_send: None,
         })
     }
 }

@@ -14,7 +14,7 @@ use heisenbench_model::client_loop::{
 
 use super::adapters::Reported;
 use super::predict::Prediction;
-use super::{Observed, Wire};
+use super::{Observed, OwnSendExcess, Wire};
 use heisenbench_model::interval::{SampleInterval, Statistic};
 
 /// One audit.
@@ -604,6 +604,45 @@ impl BatchedAudit {
     }
 }
 
+/// What a client whose TTFT counts from the intended send added beyond its own lateness
+/// (`own`: its excess counted from its own send), and beyond the wire both ways where that
+/// was measured: with the run's 95 % interval of the mean, whether any remains.
+fn write_beyond_lateness(
+    out: &mut dyn Write,
+    own: &OwnSendExcess,
+    wire: Option<&Wire>,
+) -> io::Result<()> {
+    let f = format_seconds;
+    let range = |shift: f64| {
+        own.interval.map_or(String::new(), |i| {
+            format!(" (95 % {} to {})", f(i.mean[0] - shift), f(i.mean[1] - shift))
+        })
+    };
+    writeln!(
+        out,
+        "  from its own send instead (its lateness left out): the excess's mean {}{}, p99 {}",
+        f(own.mean_s),
+        range(0.0),
+        f(own.p99_s)
+    )?;
+    let Some(w) = wire else {
+        return Ok(());
+    };
+    let both = 2.0 * w.one_way.mean_s;
+    let verdict = match own.interval {
+        Some(i) if i.mean[0] - both > 0.0 => ": more than the wire, beyond this run's sampling noise",
+        Some(_) => ": none beyond the wire that this run's sampling noise can tell",
+        None => "",
+    };
+    writeln!(
+        out,
+        "  beyond the wire both ways ({} by lone messages at its rate): the mean {}{}{verdict}",
+        f(both),
+        f(own.mean_s - both),
+        range(both)
+    )
+}
+
 /// The tally's words on the held-out audits' own sampling noise at statistic `i` (0 the
 /// mean, 3 the p99): in how many the forecast lay inside the run's 95 % interval, in how
 /// many the loop given the run's own speed did, and how wide those intervals were at the
@@ -1157,6 +1196,9 @@ impl AuditReport {
                     f(c.mean_s),
                     f(c.p99_s)
                 )?;
+            }
+            if let Some(own) = &pe.from_own_send {
+                write_beyond_lateness(out, own, o.wire.as_ref())?;
             }
         }
         // With the requests paired, the excess is not the difference of the two figures.

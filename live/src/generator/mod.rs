@@ -111,6 +111,13 @@ pub enum ShardError {
     Missing,
 }
 
+/// The `x-request-id` request `index` of the schedule carries (the `index` column of
+/// `requests.csv`), so a server's own log joins the run's rows. The name repeats from one
+/// run to the next: two runs sent at once to one server share names.
+pub fn request_id(index: u64) -> String {
+    format!("heisenbench-{index}")
+}
+
 /// Options that are not part of the run's identity.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {

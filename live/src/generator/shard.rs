@@ -372,7 +372,7 @@ async fn request(ctx: &Rc<Ctx>, p: Planned, woken: Option<Woken>, payload: Vec<u
         ..Exchanged::default()
     };
     let outcome = tokio::select! {
-        o = tokio::time::timeout(ctx.timeout, exchange(ctx, payload, &mut seen)) => {
+        o = tokio::time::timeout(ctx.timeout, exchange(ctx, p.index, payload, &mut seen)) => {
             o.unwrap_or(Outcome::TimedOut)
         }
         () = ctx.cancel.stopped() => Outcome::Cancelled,

@@ -97,10 +97,20 @@ impl Wire {
         })
     }
 
-    /// Sends `body` and reads the response's head.
-    pub(crate) async fn post(&self, body: &[u8]) -> Result<Response<'_>, WireError> {
-        let mut request = Vec::with_capacity(self.head.len() + 32 + body.len());
+    /// Sends `body`, named `request_id` (an `x-request-id` header) where one is given, and
+    /// reads the response's head.
+    pub(crate) async fn post(
+        &self,
+        body: &[u8],
+        request_id: Option<&str>,
+    ) -> Result<Response<'_>, WireError> {
+        let mut request = Vec::with_capacity(self.head.len() + 80 + body.len());
         request.extend_from_slice(&self.head);
+        if let Some(id) = request_id {
+            request.extend_from_slice(b"x-request-id: ");
+            request.extend_from_slice(id.as_bytes());
+            request.extend_from_slice(b"\r\n");
+        }
         request.extend_from_slice(b"content-length: ");
         request.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
         request.extend_from_slice(b"\r\n\r\n");
@@ -614,7 +624,7 @@ mod tests {
     }
 
     async fn body(w: &Wire) -> Result<(u16, Vec<u8>), WireError> {
-        let mut r = w.post(b"{}").await?;
+        let mut r = w.post(b"{}", None).await?;
         let mut all = Vec::new();
         while let Some(piece) = r.chunk().await? {
             let s = piece.stamps;

@@ -156,9 +156,13 @@ impl Reply<'_> {
 
 /// Sends the request; its outcome and the cause (refused, TLS, DNS: what a user needs to
 /// fix the run) when no response came.
-async fn send<'c>(ctx: &'c Ctx, payload: Vec<u8>) -> Result<Reply<'c>, (Outcome, String)> {
+async fn send<'c>(
+    ctx: &'c Ctx,
+    payload: Vec<u8>,
+    request_id: &str,
+) -> Result<Reply<'c>, (Outcome, String)> {
     if let Some(wire) = &ctx.wire {
-        return match wire.post(&payload).await {
+        return match wire.post(&payload, Some(request_id)).await {
             Ok(r) => Ok(Reply::Own(r)),
             Err(e) => Err((broken(&e), e.to_string())),
         };
@@ -167,6 +171,7 @@ async fn send<'c>(ctx: &'c Ctx, payload: Vec<u8>) -> Result<Reply<'c>, (Outcome,
         .client
         .post(&ctx.endpoint)
         .header("content-type", "application/json")
+        .header("x-request-id", request_id)
         .body(payload);
     if let Some(a) = &ctx.auth {
         req = req.header("authorization", a);
@@ -177,8 +182,14 @@ async fn send<'c>(ctx: &'c Ctx, payload: Vec<u8>) -> Result<Reply<'c>, (Outcome,
     }
 }
 
-pub(super) async fn exchange(ctx: &Rc<Ctx>, payload: Vec<u8>, seen: &mut Exchanged) -> Outcome {
-    let mut resp = match send(ctx, payload).await {
+/// Sends request `index` of the schedule and reads its answer into `seen`.
+pub(super) async fn exchange(
+    ctx: &Rc<Ctx>,
+    index: u64,
+    payload: Vec<u8>,
+    seen: &mut Exchanged,
+) -> Outcome {
+    let mut resp = match send(ctx, payload, &super::super::request_id(index)).await {
         Ok(r) => r,
         Err((outcome, cause)) => {
             seen.stream.error = Some(format!("{}: {cause}", outcome.key()));
