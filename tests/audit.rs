@@ -1000,3 +1000,73 @@ fn each_paired_audit_carries_its_own_sampling_noise() {
         assert!(said, "{words}\n{text}");
     }
 }
+
+/// heisenbench audited by itself, its `run --csv` rows read: every request pairs with the
+/// server's by the `x-request-id` it sent, the paired mean is the difference of the two
+/// reported means (no request lost or mismatched on the way), and counting its TTFT from
+/// its own send instead of the intended one takes exactly its reported lateness out.
+#[test]
+fn heisenbench_audited_by_itself_pairs_every_request_and_takes_its_lateness_out() {
+    let hb = env!("CARGO_BIN_EXE_heisenbench");
+    let flags = ["--rate", "100", "--duration", "3s", "--output-tokens", "20"];
+    let client = [
+        hb,
+        "run",
+        "--url",
+        "{url}",
+        "--model",
+        "{model}",
+        "--qps",
+        "{rate}",
+        "--duration",
+        "{duration}s",
+        "--output-tokens",
+        "{output_tokens}",
+        "--shards",
+        "1",
+        "--server-metrics",
+        "off",
+        "--csv",
+        "--out",
+        "{out}",
+    ];
+    let (code, report, err) = audit(&flags, &client);
+    assert_eq!(code, 0, "{err}");
+    let r = report.expect("a JSON report");
+    let o = &r["observed"];
+    let num = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("a number: {v}"));
+    assert_eq!(o["reported"]["tool"], "heisenbench run", "{o}");
+    let completed = o["truth"]["completed"].as_u64().expect("completed");
+    assert!(
+        completed >= 200,
+        "{completed} requests: too few for an interval"
+    );
+    let pe = &o["paired_excess"];
+    assert_eq!(pe["paired"].as_u64(), Some(completed), "{pe}");
+    assert_eq!(pe["recorded"].as_u64(), Some(completed), "{pe}");
+    assert_ne!(pe["by_order"], true, "{pe}");
+    // Both reports keep their latencies in histograms of three significant digits: each
+    // mean is within 1e-3 of the exact one.
+    let (reported, truth) = (
+        num(&o["reported"]["ttft"]["mean_s"]),
+        num(&o["truth"]["ttft"]["mean_s"]),
+    );
+    let excess = num(&pe["mean_s"]);
+    assert!(
+        (excess - (reported - truth)).abs() <= 1e-3 * (reported + truth) + 1e-9,
+        "paired {excess} against {reported} - {truth}"
+    );
+    let own = &pe["from_own_send"];
+    assert_eq!(own["paired"].as_u64(), Some(completed), "{own}");
+    let lag = num(&o["reported"]["send_lag"]["mean_s"]);
+    let own_mean = num(&own["mean_s"]);
+    assert!(
+        (excess - own_mean - lag).abs() <= 1e-3 * (reported + lag) + 1e-9,
+        "from the intended send {excess}, from its own {own_mean}, its lateness {lag}"
+    );
+    for i in [&pe["interval"], &own["interval"]] {
+        let (low, high) = (num(&i["mean"][0]), num(&i["mean"][1]));
+        assert!(low < high, "{i}");
+    }
+    assert!(num(&own["interval"]["mean"][0]) <= own_mean, "{own}");
+}

@@ -5,7 +5,10 @@
 # Prints a Markdown table of the mean TTFT excess taken apart: the wire both ways (lone
 # messages over loopback at the audit's request rate, measured after each audit), the
 # run's own lateness against its schedule (inside its TTFT, which counts from the
-# intended send), and what is left; beside it the simulated loop's mean.
+# intended send), and what is left; beside it the simulated loop's mean. The run writes
+# its rows (`--csv`), so each request pairs with the server's by its `x-request-id`: the
+# rest is also read request by request from the run's own send, with the 95 % interval of
+# its mean (the run's own sampling noise).
 #
 #   bash bench/audit/self.sh
 #   RATES="100 1000" FIT_ON=1 DURATION=5s bash bench/audit/self.sh
@@ -25,15 +28,15 @@ mkdir -p "$OUT"
 "$HB" audit --rates "${RATES// /,}" --duration "$DURATION" --output-tokens 200 \
   --cost-split 20 --fit-on "$FIT_ON" --loops 2 --wire --out "$OUT/self.json" -- \
   "$HB" run --url {url} --model {model} --qps {rate} --duration {duration}s \
-  --output-tokens {output_tokens} --shards 2 --server-metrics off --out {out} \
+  --output-tokens {output_tokens} --shards 2 --server-metrics off --csv --out {out} \
   > "$OUT/self.txt"
 echo "audit: $OUT/self.json, printout: $OUT/self.txt" >&2
 python3 - "$OUT/self.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 us = lambda s: "-" if s is None else f"{s * 1e6:.1f}"
-print("| audit | achieved | mean excess (us) | its lateness | wire both ways (one way x 2) | the rest | simulated mean (us) |")
-print("|---|---|---|---|---|---|---|")
+print("| audit | achieved | mean excess (us) | its lateness | wire both ways (one way x 2) | the rest | the rest, paired from its own send (95 %) | simulated mean (us) |")
+print("|---|---|---|---|---|---|---|---|")
 for a in r.get("calibration", []) + r["points"]:
     o = a["observed"]
     rep, truth, wire = o.get("reported") or {}, o["truth"], o.get("wire")
@@ -42,11 +45,18 @@ for a in r.get("calibration", []) + r["points"]:
     late = (rep.get("send_lag") or {}).get("mean_s")
     both = None if wire is None else 2 * wire["one_way"]["mean_s"]
     rest = None if None in (excess, late, both) else excess - late - both
+    own = (o.get("paired_excess") or {}).get("from_own_send")
+    paired = "-"
+    if own and both is not None:
+        paired = us(own["mean_s"] - both)
+        if own.get("interval"):
+            low, high = (x - both for x in own["interval"]["mean"])
+            paired += f" ({us(low)} to {us(high)})"
     sim, fitted = a.get("simulated"), ""
     if sim:
         fitted = " (fitted on)" if sim.get("fitted_here") else " (held out)"
     simulated = us(sim["prediction"]["reported_s"][0]) + fitted if sim else "-"
     off = o["offered"]
     print(f"| {off['rate_per_s']:g} req/s x {off['output_tokens']} | {truth['achieved_rate_per_s']:.0f}"
-          f" | {us(excess)} | {us(late)} | {us(both)} | {us(rest)} | {simulated} |")
+          f" | {us(excess)} | {us(late)} | {us(both)} | {us(rest)} | {paired} | {simulated} |")
 PY

@@ -825,4 +825,41 @@ mod tests {
         assert!(r.tpot.is_none() && r.e2e.is_none());
         assert_eq!((r.completed, r.requests_per_s), (Some(10), Some(9.5)));
     }
+
+    #[test]
+    fn heisenbench_rows_read_completed_measured_requests_by_their_index() {
+        let dir = std::env::temp_dir().join(format!("hb-run-rows-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        let file = dir.join("requests.csv");
+        // Columns in another order than `run` writes them: they are found by name.
+        std::fs::write(
+            &file,
+            "warmup,index,outcome,sent_ns,intended_ns,first_token_ns\n\
+             0,0,completed,1500,1000,4000\n\
+             1,1,completed,2500,2000,5000\n\
+             0,2,http_500,3000,3000,\n\
+             0,3,completed,7000,6000,6500\n\
+             0,4,completed,9000,8000,10000\n",
+        )
+        .expect("written");
+        let rows = heisenbench_rows(&file);
+        let ns = |x: f64| (x * 1e9).round() as u64;
+        let read: Vec<(RequestKey, u64, u64)> = rows
+            .iter()
+            .map(|((k, a), (_, b))| (*k, ns(*a), ns(*b)))
+            .collect();
+        // The warm-up row, the failed one and the one whose first token precedes its send
+        // are left out.
+        assert_eq!(
+            read,
+            [
+                (RequestKey::RequestIndex(0), 3000, 2500),
+                (RequestKey::RequestIndex(4), 2000, 1000),
+            ]
+        );
+        std::fs::write(&file, "index,outcome\n0,completed\n").expect("written");
+        assert!(heisenbench_rows(&file).is_empty());
+        assert!(heisenbench_rows(&dir.join("none.csv")).is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -615,7 +615,11 @@ fn write_beyond_lateness(
     let f = format_seconds;
     let range = |shift: f64| {
         own.interval.map_or(String::new(), |i| {
-            format!(" (95 % {} to {})", f(i.mean[0] - shift), f(i.mean[1] - shift))
+            format!(
+                " (95 % {} to {})",
+                f(i.mean[0] - shift),
+                f(i.mean[1] - shift)
+            )
         })
     };
     writeln!(
@@ -630,7 +634,12 @@ fn write_beyond_lateness(
     };
     let both = 2.0 * w.one_way.mean_s;
     let verdict = match own.interval {
-        Some(i) if i.mean[0] - both > 0.0 => ": more than the wire, beyond this run's sampling noise",
+        Some(i) if i.mean[0] - both > 0.0 => {
+            ": more than the wire, beyond this run's sampling noise"
+        }
+        Some(i) if i.mean[1] - both < 0.0 => {
+            ": less than the lone messages' wire, beyond this run's sampling noise (its requests crossed faster)"
+        }
         Some(_) => ": none beyond the wire that this run's sampling noise can tell",
         None => "",
     };
