@@ -1003,8 +1003,9 @@ fn each_paired_audit_carries_its_own_sampling_noise() {
 
 /// heisenbench audited by itself, its `run --csv` rows read: every request pairs with the
 /// server's by the `x-request-id` it sent, the paired mean is the difference of the two
-/// reported means (no request lost or mismatched on the way), and counting its TTFT from
-/// its own send instead of the intended one takes exactly its reported lateness out.
+/// reported means (no request lost or mismatched on the way), counting its TTFT from its
+/// own send instead of the intended one takes exactly its reported lateness out, and the
+/// rest splits into the request's way and the response's on the clock both share.
 #[test]
 fn heisenbench_audited_by_itself_pairs_every_request_and_takes_its_lateness_out() {
     let hb = env!("CARGO_BIN_EXE_heisenbench");
@@ -1069,4 +1070,22 @@ fn heisenbench_audited_by_itself_pairs_every_request_and_takes_its_lateness_out(
         assert!(low < high, "{i}");
     }
     assert!(num(&own["interval"]["mean"][0]) <= own_mean, "{own}");
+    // On the clock both share, the request's way and the response's add up to the excess
+    // from its own send, request by request; and each is positive (nothing arrives before
+    // it was sent), which a run's start placed wrongly on the clock would break.
+    let legs = &pe["legs"];
+    let (request, response) = (
+        num(&legs["request"]["mean_s"]),
+        num(&legs["response"]["mean_s"]),
+    );
+    assert!(
+        (request + response - own_mean).abs() < 1e-9,
+        "{request} + {response} against {own_mean}"
+    );
+    assert!(request > 0.0 && response > 0.0, "{legs}");
+    assert_eq!(
+        legs["request"]["paired"].as_u64(),
+        Some(completed),
+        "{legs}"
+    );
 }

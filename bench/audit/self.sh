@@ -8,7 +8,9 @@
 # intended send), and what is left; beside it the simulated loop's mean. The run writes
 # its rows (`--csv`), so each request pairs with the server's by its `x-request-id`: the
 # rest is also read request by request from the run's own send, with the 95 % interval of
-# its mean (the run's own sampling noise).
+# its mean (the run's own sampling noise), and taken apart on the clock the run shares
+# with the mock: its send to the mock's having the request, and the mock's first token to
+# the run's stamp of it, each beyond the wire one way.
 #
 #   bash bench/audit/self.sh
 #   RATES="100 1000" FIT_ON=1 DURATION=5s bash bench/audit/self.sh
@@ -35,8 +37,8 @@ python3 - "$OUT/self.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 us = lambda s: "-" if s is None else f"{s * 1e6:.1f}"
-print("| audit | achieved | mean excess (us) | its lateness | wire both ways (one way x 2) | the rest | the rest, paired from its own send (95 %) | simulated mean (us) |")
-print("|---|---|---|---|---|---|---|---|")
+print("| audit | achieved | mean excess (us) | its lateness | wire both ways (one way x 2) | the rest | the rest, paired from its own send (95 %) | of it the request's way | the response's way | simulated mean (us) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for a in r.get("calibration", []) + r["points"]:
     o = a["observed"]
     rep, truth, wire = o.get("reported") or {}, o["truth"], o.get("wire")
@@ -45,18 +47,24 @@ for a in r.get("calibration", []) + r["points"]:
     late = (rep.get("send_lag") or {}).get("mean_s")
     both = None if wire is None else 2 * wire["one_way"]["mean_s"]
     rest = None if None in (excess, late, both) else excess - late - both
-    own = (o.get("paired_excess") or {}).get("from_own_send")
-    paired = "-"
-    if own and both is not None:
-        paired = us(own["mean_s"] - both)
-        if own.get("interval"):
-            low, high = (x - both for x in own["interval"]["mean"])
-            paired += f" ({us(low)} to {us(high)})"
+    pe = o.get("paired_excess") or {}
+    def beyond(figure, shift):
+        if not figure or shift is None:
+            return "-"
+        text = us(figure["mean_s"] - shift)
+        if figure.get("interval"):
+            low, high = (x - shift for x in figure["interval"]["mean"])
+            text += f" ({us(low)} to {us(high)})"
+        return text
+    legs = pe.get("legs") or {}
+    paired = beyond(pe.get("from_own_send"), both)
+    one = None if both is None else both / 2
+    ways = f"{beyond(legs.get('request'), one)} | {beyond(legs.get('response'), one)}"
     sim, fitted = a.get("simulated"), ""
     if sim:
         fitted = " (fitted on)" if sim.get("fitted_here") else " (held out)"
     simulated = us(sim["prediction"]["reported_s"][0]) + fitted if sim else "-"
     off = o["offered"]
     print(f"| {off['rate_per_s']:g} req/s x {off['output_tokens']} | {truth['achieved_rate_per_s']:.0f}"
-          f" | {us(excess)} | {us(late)} | {us(both)} | {us(rest)} | {paired} | {simulated} |")
+          f" | {us(excess)} | {us(late)} | {us(both)} | {us(rest)} | {paired} | {ways} | {simulated} |")
 PY

@@ -69,6 +69,12 @@ pub struct Reported {
     /// it sent: heisenbench's `requests.csv`. Not written out.
     #[serde(skip)]
     pub ttft_from_own_send_by_id: Vec<(RequestKey, f64)>,
+    /// Each request's own send and the tool's stamp of its first token on this machine's
+    /// CLOCK_MONOTONIC (nanoseconds), keyed as `ttft_by_id`, where the tool says where its
+    /// clock stands (heisenbench's report): on the server's clock too, they split its
+    /// excess into the request's way and the response's. Not written out.
+    #[serde(skip)]
+    pub stamps_by_id: Vec<(RequestKey, [u64; 2])>,
     /// How many requests the tool sent, failed ones too, where its records give each
     /// request's place in the order it sent them (vLLM's and SGLang's benches list them
     /// so; inference-perf's records, by their start): what pairing by that order checks
@@ -179,7 +185,21 @@ pub fn read(file: &Path) -> Option<Reported> {
     }
     if r.tool == "heisenbench run" {
         let rows = heisenbench_rows(&file.with_file_name("requests.csv"));
-        (r.ttft_by_id, r.ttft_from_own_send_by_id) = rows.into_iter().unzip();
+        let seconds = |ns: u64| ns as f64 * 1e-9;
+        r.ttft_by_id = rows
+            .iter()
+            .map(|w| (w.key, seconds(w.first_ns - w.intended_ns)))
+            .collect();
+        r.ttft_from_own_send_by_id = rows
+            .iter()
+            .map(|w| (w.key, seconds(w.first_ns - w.sent_ns)))
+            .collect();
+        if let Some(start) = v.get("start_monotonic_ns").and_then(Value::as_u64) {
+            r.stamps_by_id = rows
+                .iter()
+                .map(|w| (w.key, [start + w.sent_ns, start + w.first_ns]))
+                .collect();
+        }
     }
     if r.tool == "inference-perf" {
         let per_request = file.with_file_name("per_request_lifecycle_metrics.json");
@@ -466,11 +486,21 @@ fn millisecond_keys(v: &Value, tool: &str, e2e: &str) -> Reported {
     }
 }
 
+/// One measured completed request of a heisenbench run, from its `requests.csv`: times in
+/// nanoseconds from the run's start, its first token at or after both sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RunRow {
+    /// Its index (which its `x-request-id` ends with).
+    key: RequestKey,
+    intended_ns: u64,
+    sent_ns: u64,
+    first_ns: u64,
+}
+
 /// heisenbench's per-request rows beside its report (`requests.csv`, written by `run
-/// --csv`): each measured completed request by its index (which its `x-request-id` ends
-/// with), with its TTFT from the intended send and from its own send, seconds. Empty where
-/// there is no such file or its header lacks a column read.
-fn heisenbench_rows(file: &Path) -> Vec<((RequestKey, f64), (RequestKey, f64))> {
+/// --csv`): its measured completed requests. Empty where there is no such file or its
+/// header lacks a column read.
+fn heisenbench_rows(file: &Path) -> Vec<RunRow> {
     let Ok(text) = crate::files::read_bounded(file, crate::files::FileKind::Report) else {
         return Vec::new();
     };
@@ -495,10 +525,13 @@ fn heisenbench_rows(file: &Path) -> Vec<((RequestKey, f64), (RequestKey, f64))> 
             if cells.get(outcome) != Some(&"completed") || cells.get(warmup) != Some(&"0") {
                 return None;
             }
-            let key = RequestKey::RequestIndex(cell(index)?);
-            let first = cell(first)?;
-            let from = |t: u64| first.checked_sub(t).map(|d| d as f64 * 1e-9);
-            Some(((key, from(cell(intended)?)?), (key, from(cell(sent)?)?)))
+            let row = RunRow {
+                key: RequestKey::RequestIndex(cell(index)?),
+                intended_ns: cell(intended)?,
+                sent_ns: cell(sent)?,
+                first_ns: cell(first)?,
+            };
+            (row.first_ns >= row.intended_ns.max(row.sent_ns)).then_some(row)
         })
         .collect()
 }
@@ -843,20 +876,15 @@ mod tests {
         )
         .expect("written");
         let rows = heisenbench_rows(&file);
-        let ns = |x: f64| (x * 1e9).round() as u64;
-        let read: Vec<(RequestKey, u64, u64)> = rows
-            .iter()
-            .map(|((k, a), (_, b))| (*k, ns(*a), ns(*b)))
-            .collect();
+        let row = |i, intended_ns, sent_ns, first_ns| RunRow {
+            key: RequestKey::RequestIndex(i),
+            intended_ns,
+            sent_ns,
+            first_ns,
+        };
         // The warm-up row, the failed one and the one whose first token precedes its send
         // are left out.
-        assert_eq!(
-            read,
-            [
-                (RequestKey::RequestIndex(0), 3000, 2500),
-                (RequestKey::RequestIndex(4), 2000, 1000),
-            ]
-        );
+        assert_eq!(rows, [row(0, 1000, 1500, 4000), row(4, 8000, 9000, 10000)]);
         std::fs::write(&file, "index,outcome\n0,completed\n").expect("written");
         assert!(heisenbench_rows(&file).is_empty());
         assert!(heisenbench_rows(&dir.join("none.csv")).is_empty());

@@ -540,12 +540,13 @@ impl Observed {
         self.paired_excess = self.reported.as_ref().and_then(|r| {
             let mut p = PairedExcess::of(&r.ttft_by_id, r.sent, &self.served)?;
             p.from_own_send = PairedExcess::of(&r.ttft_from_own_send_by_id, r.sent, &self.served)
-                .map(|o| OwnSendExcess {
+                .map(|o| PairedFigure {
                     paired: o.paired,
                     mean_s: o.mean_s,
                     p99_s: o.p99_s,
                     interval: o.interval,
                 });
+            p.legs = Legs::of(&r.stamps_by_id, &self.served);
             Some(p)
         });
         self
@@ -609,22 +610,11 @@ pub struct PairedExcess {
     /// it counts from the intended send and its records say when it sent (heisenbench's):
     /// what it added beyond its own lateness.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from_own_send: Option<OwnSendExcess>,
-}
-
-/// The excess of a client whose TTFT counts from the intended send, counted from its own
-/// send instead: its lateness left out.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct OwnSendExcess {
-    /// Requests paired.
-    pub paired: u64,
-    /// Mean of the differences, seconds.
-    pub mean_s: f64,
-    /// Their 99th percentile.
-    pub p99_s: f64,
-    /// The 95 % intervals of the mean and the p99, as [`PairedExcess::interval`].
+    pub from_own_send: Option<PairedFigure>,
+    /// That excess from its own send taken apart, where the client's stamps and the
+    /// server's share a clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interval: Option<SampleInterval>,
+    pub legs: Option<Legs>,
 }
 
 /// Pairing by send order held against pairing by name, on the same requests.
@@ -639,6 +629,117 @@ pub struct OrderCheck {
     pub p99_s: f64,
 }
 
+/// One figure read request by request from paired records: seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PairedFigure {
+    /// Requests paired.
+    pub paired: u64,
+    /// Mean.
+    pub mean_s: f64,
+    /// 99th percentile.
+    pub p99_s: f64,
+    /// The 95 % intervals of the mean and the p99, as [`PairedExcess::interval`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<SampleInterval>,
+}
+
+impl PairedFigure {
+    /// The figure of `in_arrival_order` (the requests in the order the server received
+    /// them). None where it is empty.
+    fn of(in_arrival_order: &[f64]) -> Option<Self> {
+        if in_arrival_order.is_empty() {
+            return None;
+        }
+        let mut sorted = in_arrival_order.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        Some(Self {
+            paired: sorted.len() as u64,
+            mean_s: mean(&sorted),
+            p99_s: nearest_rank(&sorted, 0.99),
+            interval: SampleInterval::of(in_arrival_order, 0.99),
+        })
+    }
+}
+
+/// A client's TTFT excess from its own send, taken apart request by request on the clock
+/// it shares with the server (a client on the server's machine that says where its times
+/// stand on CLOCK_MONOTONIC: heisenbench). The two add up to that excess.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Legs {
+    /// The client's send to the server's having the whole request: the client's own path
+    /// before its write, and the wire.
+    pub request: PairedFigure,
+    /// The server's first token handed to the connection to the client's stamp of it: the
+    /// wire, and whatever lies between the server's stamp and its write.
+    pub response: PairedFigure,
+}
+
+impl Legs {
+    /// Pairs `stamps` (what names each request; its send and its first token's stamp on
+    /// the server's clock) with the server's records. None where fewer than nine in ten
+    /// pair, as [`PairedExcess::of`].
+    pub fn of(stamps: &[(RequestKey, [u64; 2])], served: &[Served]) -> Option<Self> {
+        let (server, _) = by_key(served, None);
+        let mut legs: Vec<(u64, f64, f64)> = stamps
+            .iter()
+            .filter_map(|(key, [sent, first])| {
+                let (s, place) = (*server.get(key)?)?;
+                let ns = |later: u64, earlier: u64| (later as f64 - earlier as f64) * 1e-9;
+                Some((
+                    place,
+                    ns(s.received(), *sent),
+                    ns(*first, s.first_token_ns?),
+                ))
+            })
+            .collect();
+        if legs.is_empty() || legs.len() * 10 < stamps.len() * 9 {
+            return None;
+        }
+        legs.sort_by_key(|l| l.0);
+        let request: Vec<f64> = legs.iter().map(|l| l.1).collect();
+        let response: Vec<f64> = legs.iter().map(|l| l.2).collect();
+        Some(Self {
+            request: PairedFigure::of(&request)?,
+            response: PairedFigure::of(&response)?,
+        })
+    }
+}
+
+/// The server's finished requests by every key that names one (a key two requests share
+/// names neither), each with its place among the arrivals; and how many requests named by
+/// their index arrived out of that place. `sent`: as [`PairedExcess::of`].
+fn by_key(
+    served: &[Served],
+    sent: Option<u64>,
+) -> (HashMap<RequestKey, Option<(&Served, u64)>>, u64) {
+    let mut arrivals: Vec<&Served> = served.iter().collect();
+    arrivals.sort_by_key(|s| (s.arrival_ns, s.received()));
+    let in_order = sent == Some(served.len() as u64);
+    let mut server: HashMap<RequestKey, Option<(&Served, u64)>> = HashMap::new();
+    let mut displaced = 0;
+    for (place, s) in arrivals.into_iter().enumerate() {
+        let place = place as u64;
+        let index = s.request_tag.and_then(|t| t.index);
+        displaced += u64::from(index.is_some_and(|i| i != place));
+        if !(s.first_token_ns.is_some() && s.status == 200 && s.complete) {
+            continue;
+        }
+        let keys = [
+            s.id.map(RequestKey::Response),
+            s.request_tag.map(|t| RequestKey::RequestId(t.hash)),
+            index.map(RequestKey::RequestIndex),
+            in_order.then_some(RequestKey::Sent(place)),
+        ];
+        for k in keys.into_iter().flatten() {
+            server
+                .entry(k)
+                .and_modify(|t| *t = None)
+                .or_insert(Some((s, place)));
+        }
+    }
+    (server, displaced)
+}
+
 impl PairedExcess {
     /// Pairs `recorded` (what names each request, the client's TTFT in seconds) with the
     /// server's records; `sent` is how many requests the client sent where its records give
@@ -651,40 +752,14 @@ impl PairedExcess {
         sent: Option<u64>,
         served: &[Served],
     ) -> Option<Self> {
-        // The server's requests in the order they arrived.
-        let mut arrivals: Vec<&Served> = served.iter().collect();
-        arrivals.sort_by_key(|s| (s.arrival_ns, s.received()));
         let in_order = sent == Some(served.len() as u64);
-        // Each finished request by every key that names it; a key two requests share
-        // names neither.
-        let mut truth: HashMap<RequestKey, Option<(u64, u64)>> = HashMap::new();
-        let mut displaced = 0;
-        for (place, s) in arrivals.iter().enumerate() {
-            let place = place as u64;
-            let index = s.request_tag.and_then(|t| t.index);
-            displaced += u64::from(index.is_some_and(|i| i != place));
-            let Some(first) = s.first_token_ns.filter(|_| s.status == 200 && s.complete) else {
-                continue;
-            };
-            let ttft = first.saturating_sub(s.received());
-            let keys = [
-                s.id.map(RequestKey::Response),
-                s.request_tag.map(|t| RequestKey::RequestId(t.hash)),
-                index.map(RequestKey::RequestIndex),
-                in_order.then_some(RequestKey::Sent(place)),
-            ];
-            for k in keys.into_iter().flatten() {
-                truth
-                    .entry(k)
-                    .and_modify(|t| *t = None)
-                    .or_insert(Some((ttft, place)));
-            }
-        }
+        let (truth, displaced) = by_key(served, sent);
         // Each paired request's difference, in the order the server received them.
         let by_arrival = |records: &mut dyn Iterator<Item = (RequestKey, f64)>| {
             let mut d: Vec<(u64, f64)> = records
                 .filter_map(|(key, ttft_s)| {
-                    let (ttft_ns, place) = (*truth.get(&key)?)?;
+                    let (s, place) = (*truth.get(&key)?)?;
+                    let ttft_ns = s.first_token_ns?.saturating_sub(s.received());
                     Some((place, ttft_s - ttft_ns as f64 * 1e-9))
                 })
                 .collect();
@@ -729,6 +804,7 @@ impl PairedExcess {
             interval,
             order_check,
             from_own_send: None,
+            legs: None,
         })
     }
 }

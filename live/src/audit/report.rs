@@ -14,7 +14,7 @@ use heisenbench_model::client_loop::{
 
 use super::adapters::Reported;
 use super::predict::Prediction;
-use super::{Observed, OwnSendExcess, Wire};
+use super::{Observed, PairedExcess, PairedFigure, Wire};
 use heisenbench_model::interval::{SampleInterval, Statistic};
 
 /// One audit.
@@ -605,51 +605,72 @@ impl BatchedAudit {
 }
 
 /// What a client whose TTFT counts from the intended send added beyond its own lateness
-/// (`own`: its excess counted from its own send), and beyond the wire both ways where that
-/// was measured: with the run's 95 % interval of the mean, whether any remains.
+/// (its excess counted from its own send), beyond the wire where that was measured, and on
+/// which way, where its stamps share the server's clock: each with the run's 95 % interval
+/// of its mean, and whether any remains beyond the wire.
 fn write_beyond_lateness(
     out: &mut dyn Write,
-    own: &OwnSendExcess,
+    paired: &PairedExcess,
     wire: Option<&Wire>,
 ) -> io::Result<()> {
     let f = format_seconds;
-    let range = |shift: f64| {
-        own.interval.map_or(String::new(), |i| {
-            format!(
-                " (95 % {} to {})",
-                f(i.mean[0] - shift),
-                f(i.mean[1] - shift)
-            )
-        })
+    let Some(own) = &paired.from_own_send else {
+        return Ok(());
+    };
+    // The figure's mean less `shift`, its interval, and what the interval says of it.
+    let beyond = |figure: &PairedFigure, shift: f64| {
+        let Some(i) = figure.interval else {
+            return f(figure.mean_s - shift);
+        };
+        let [low, high] = i.mean.map(|end| end - shift);
+        let verdict = if low > 0.0 {
+            "more, beyond this run's sampling noise"
+        } else if high < 0.0 {
+            "less, beyond this run's sampling noise (it crossed faster than lone messages)"
+        } else {
+            "none that this run's sampling noise can tell"
+        };
+        format!(
+            "{} (95 % {} to {}: {verdict})",
+            f(figure.mean_s - shift),
+            f(low),
+            f(high)
+        )
     };
     writeln!(
         out,
-        "  from its own send instead (its lateness left out): the excess's mean {}{}, p99 {}",
-        f(own.mean_s),
-        range(0.0),
+        "  from its own send instead (its lateness left out): the excess's mean {}, p99 {}",
+        match own.interval {
+            Some(i) => format!(
+                "{} (95 % {} to {})",
+                f(own.mean_s),
+                f(i.mean[0]),
+                f(i.mean[1])
+            ),
+            None => f(own.mean_s),
+        },
         f(own.p99_s)
     )?;
     let Some(w) = wire else {
         return Ok(());
     };
-    let both = 2.0 * w.one_way.mean_s;
-    let verdict = match own.interval {
-        Some(i) if i.mean[0] - both > 0.0 => {
-            ": more than the wire, beyond this run's sampling noise"
-        }
-        Some(i) if i.mean[1] - both < 0.0 => {
-            ": less than the lone messages' wire, beyond this run's sampling noise (its requests crossed faster)"
-        }
-        Some(_) => ": none beyond the wire that this run's sampling noise can tell",
-        None => "",
-    };
+    let one_way = w.one_way.mean_s;
     writeln!(
         out,
-        "  beyond the wire both ways ({} by lone messages at its rate): the mean {}{}{verdict}",
-        f(both),
-        f(own.mean_s - both),
-        range(both)
-    )
+        "  beyond the wire both ways ({} by lone messages at its rate): {}",
+        f(2.0 * one_way),
+        beyond(own, 2.0 * one_way)
+    )?;
+    if let Some(legs) = &paired.legs {
+        writeln!(
+            out,
+            "  on the clock it shares with the server, beyond the wire one way: its send to the server's having the request {}; \
+             the server's first token to its stamp of it {}",
+            beyond(&legs.request, one_way),
+            beyond(&legs.response, one_way)
+        )?;
+    }
+    Ok(())
 }
 
 /// The tally's words on the held-out audits' own sampling noise at statistic `i` (0 the
@@ -1206,9 +1227,7 @@ impl AuditReport {
                     f(c.p99_s)
                 )?;
             }
-            if let Some(own) = &pe.from_own_send {
-                write_beyond_lateness(out, own, o.wire.as_ref())?;
-            }
+            write_beyond_lateness(out, pe, o.wire.as_ref())?;
         }
         // With the requests paired, the excess is not the difference of the two figures.
         let how = if o.paired_excess.is_some() {

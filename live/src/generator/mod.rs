@@ -272,6 +272,7 @@ pub fn run(cfg: &Checked, opts: &RunOptions) -> Result<RunReport, RunError> {
         .collect::<Vec<_>>();
     let scrapes = scraper.map(scrape::Scraper::finish);
     let mut rep = report(cfg, opts, outcomes);
+    rep.start_monotonic_ns = Some(start);
     rep.interrupted |= opts.stop.is_stopped();
     rep.server_note = server_note;
     if let Some(s) = &scrapes {
@@ -643,6 +644,7 @@ pub fn report(
         machine: None,
         server: None,
         server_note: None,
+        start_monotonic_ns: None,
         merged,
     }
 }

@@ -736,6 +736,11 @@ pub struct RunReport {
     /// Why the server's side is missing, when it was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_note: Option<String>,
+    /// The run's time zero on this machine's CLOCK_MONOTONIC, nanoseconds: what the times
+    /// of `requests.csv` count from, so a process on the same machine (a server's own
+    /// stamps) can place them on its clock (None: a report merged from shard files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_monotonic_ns: Option<u64>,
     /// The merged raw result (histograms included), so reports can be merged again.
     pub merged: ShardResult,
 }
