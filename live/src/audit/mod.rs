@@ -705,17 +705,18 @@ impl Legs {
     }
 }
 
+/// The server's finished requests by the keys that name them, each with its place among
+/// the arrivals (None: a key two requests share).
+type ByKey<'a> = HashMap<RequestKey, Option<(&'a Served, u64)>>;
+
 /// The server's finished requests by every key that names one (a key two requests share
 /// names neither), each with its place among the arrivals; and how many requests named by
 /// their index arrived out of that place. `sent`: as [`PairedExcess::of`].
-fn by_key(
-    served: &[Served],
-    sent: Option<u64>,
-) -> (HashMap<RequestKey, Option<(&Served, u64)>>, u64) {
+fn by_key(served: &[Served], sent: Option<u64>) -> (ByKey<'_>, u64) {
     let mut arrivals: Vec<&Served> = served.iter().collect();
     arrivals.sort_by_key(|s| (s.arrival_ns, s.received()));
     let in_order = sent == Some(served.len() as u64);
-    let mut server: HashMap<RequestKey, Option<(&Served, u64)>> = HashMap::new();
+    let mut server: ByKey = HashMap::new();
     let mut displaced = 0;
     for (place, s) in arrivals.into_iter().enumerate() {
         let place = place as u64;
