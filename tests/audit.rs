@@ -1088,4 +1088,15 @@ fn heisenbench_audited_by_itself_pairs_every_request_and_takes_its_lateness_out(
         Some(completed),
         "{legs}"
     );
+    // The request's way splits at the start of its write, which the run kept: its own
+    // path before it, and the write to the mock's having the request.
+    let (before, after) = (
+        num(&legs["before_write"]["mean_s"]),
+        num(&legs["after_write"]["mean_s"]),
+    );
+    assert!(
+        (before + after - request).abs() < 1e-9,
+        "{before} + {after} against {request}"
+    );
+    assert!(before > 0.0 && after > 0.0, "{legs}");
 }

@@ -154,18 +154,20 @@ fn run_writes_report_and_csv_atomically() {
     // token's arrival (one host, one clock), so a row's overhead can be read off it.
     let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
-    let (sent, first, server) = (
+    // The write of the request begins after its send and before the mock's first token.
+    let (sent, write, first, server) = (
         col("sent_ns"),
+        col("write_ns"),
         col("first_token_ns"),
         col("first_token_server_ns"),
     );
     for row in csv.lines().skip(1) {
         let f: Vec<&str> = row.split(',').collect();
         let ns = |i: usize| -> u64 { f[i].parse().unwrap() };
-        let (s, m, a) = (ns(sent), ns(server), ns(first));
+        let (s, w, m, a) = (ns(sent), ns(write), ns(server), ns(first));
         assert!(
-            s <= m && m <= a,
-            "sent {s}, server stamp {m}, arrival {a}: {row}"
+            s <= w && w <= m && m <= a,
+            "sent {s}, write {w}, server stamp {m}, arrival {a}: {row}"
         );
     }
     assert!(

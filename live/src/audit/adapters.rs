@@ -74,13 +74,24 @@ pub struct Reported {
     /// clock stands (heisenbench's report): on the server's clock too, they split its
     /// excess into the request's way and the response's. Not written out.
     #[serde(skip)]
-    pub stamps_by_id: Vec<(RequestKey, [u64; 2])>,
+    pub stamps_by_id: Vec<(RequestKey, ClientStamps)>,
     /// How many requests the tool sent, failed ones too, where its records give each
     /// request's place in the order it sent them (vLLM's and SGLang's benches list them
     /// so; inference-perf's records, by their start): what pairing by that order checks
     /// against the server's arrivals. Not written out.
     #[serde(skip)]
     pub sent: Option<u64>,
+}
+
+/// A request as the client stamped it on this machine's CLOCK_MONOTONIC, nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientStamps {
+    /// Its send, where the client's TTFT from its own send starts.
+    pub sent_ns: u64,
+    /// When the write of the request began, where the client says.
+    pub write_ns: Option<u64>,
+    /// Its first token's arrival.
+    pub first_ns: u64,
 }
 
 /// What ties a tool's record of a request to the server's.
@@ -197,7 +208,14 @@ pub fn read(file: &Path) -> Option<Reported> {
         if let Some(start) = v.get("start_monotonic_ns").and_then(Value::as_u64) {
             r.stamps_by_id = rows
                 .iter()
-                .map(|w| (w.key, [start + w.sent_ns, start + w.first_ns]))
+                .map(|w| {
+                    let stamps = ClientStamps {
+                        sent_ns: start + w.sent_ns,
+                        write_ns: w.write_ns.map(|t| start + t),
+                        first_ns: start + w.first_ns,
+                    };
+                    (w.key, stamps)
+                })
                 .collect();
         }
     }
@@ -494,6 +512,8 @@ struct RunRow {
     key: RequestKey,
     intended_ns: u64,
     sent_ns: u64,
+    /// When its write began, at or after its send (None: not kept).
+    write_ns: Option<u64>,
     first_ns: u64,
 }
 
@@ -518,6 +538,7 @@ fn heisenbench_rows(file: &Path) -> Vec<RunRow> {
     ) else {
         return Vec::new();
     };
+    let write = column("write_ns");
     lines
         .filter_map(|line| {
             let cells: Vec<&str> = line.split(',').collect();
@@ -529,9 +550,12 @@ fn heisenbench_rows(file: &Path) -> Vec<RunRow> {
                 key: RequestKey::RequestIndex(cell(index)?),
                 intended_ns: cell(intended)?,
                 sent_ns: cell(sent)?,
+                write_ns: write.and_then(cell),
                 first_ns: cell(first)?,
             };
-            (row.first_ns >= row.intended_ns.max(row.sent_ns)).then_some(row)
+            let ordered = row.first_ns >= row.intended_ns.max(row.sent_ns)
+                && row.write_ns.is_none_or(|w| w >= row.sent_ns);
+            ordered.then_some(row)
         })
         .collect()
 }
@@ -867,24 +891,32 @@ mod tests {
         // Columns in another order than `run` writes them: they are found by name.
         std::fs::write(
             &file,
-            "warmup,index,outcome,sent_ns,intended_ns,first_token_ns\n\
-             0,0,completed,1500,1000,4000\n\
-             1,1,completed,2500,2000,5000\n\
-             0,2,http_500,3000,3000,\n\
-             0,3,completed,7000,6000,6500\n\
-             0,4,completed,9000,8000,10000\n",
+            "warmup,index,outcome,sent_ns,intended_ns,first_token_ns,write_ns\n\
+             0,0,completed,1500,1000,4000,1600\n\
+             1,1,completed,2500,2000,5000,2600\n\
+             0,2,http_500,3000,3000,,\n\
+             0,3,completed,7000,6000,6500,7100\n\
+             0,4,completed,9000,8000,10000,\n\
+             0,5,completed,9000,8000,10000,8999\n",
         )
         .expect("written");
         let rows = heisenbench_rows(&file);
-        let row = |i, intended_ns, sent_ns, first_ns| RunRow {
+        let row = |i, intended_ns, sent_ns, write_ns, first_ns| RunRow {
             key: RequestKey::RequestIndex(i),
             intended_ns,
             sent_ns,
+            write_ns,
             first_ns,
         };
-        // The warm-up row, the failed one and the one whose first token precedes its send
-        // are left out.
-        assert_eq!(rows, [row(0, 1000, 1500, 4000), row(4, 8000, 9000, 10000)]);
+        // The warm-up row, the failed one and those whose first token precedes their send,
+        // or their write their send, are left out; a write not kept reads as None.
+        assert_eq!(
+            rows,
+            [
+                row(0, 1000, 1500, Some(1600), 4000),
+                row(4, 8000, 9000, None, 10000)
+            ]
+        );
         std::fs::write(&file, "index,outcome\n0,completed\n").expect("written");
         assert!(heisenbench_rows(&file).is_empty());
         assert!(heisenbench_rows(&dir.join("none.csv")).is_empty());

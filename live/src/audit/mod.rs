@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::mock::config::MockConfig;
 use crate::mock::{MockError, MockServer, Served};
 use crate::time::thread_cpu_ns;
-use adapters::{Reported, RequestKey};
+use adapters::{ClientStamps, Reported, RequestKey};
 
 /// The placeholders a client command may hold, and what each becomes.
 pub const PLACEHOLDERS: [(&str, &str); 10] = [
@@ -672,23 +672,32 @@ pub struct Legs {
     /// The server's first token handed to the connection to the client's stamp of it: the
     /// wire, and whatever lies between the server's stamp and its write.
     pub response: PairedFigure,
+    /// Of the request's way, the client's own path from its send to the start of its
+    /// write, where it says when that began (heisenbench's own reader).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_write: Option<PairedFigure>,
+    /// The rest of the request's way: the start of the client's write to the server's
+    /// having the request, what the wire one way measures for a lone message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_write: Option<PairedFigure>,
 }
 
 impl Legs {
     /// Pairs `stamps` (what names each request; its send and its first token's stamp on
     /// the server's clock) with the server's records. None where fewer than nine in ten
     /// pair, as [`PairedExcess::of`].
-    pub fn of(stamps: &[(RequestKey, [u64; 2])], served: &[Served]) -> Option<Self> {
+    pub fn of(stamps: &[(RequestKey, ClientStamps)], served: &[Served]) -> Option<Self> {
         let (server, _) = by_key(served, None);
-        let mut legs: Vec<(u64, f64, f64)> = stamps
+        let ns = |later: u64, earlier: u64| (later as f64 - earlier as f64) * 1e-9;
+        let mut legs: Vec<(u64, f64, f64, Option<f64>)> = stamps
             .iter()
-            .filter_map(|(key, [sent, first])| {
+            .filter_map(|(key, c)| {
                 let (s, place) = (*server.get(key)?)?;
-                let ns = |later: u64, earlier: u64| (later as f64 - earlier as f64) * 1e-9;
                 Some((
                     place,
-                    ns(s.received(), *sent),
-                    ns(*first, s.first_token_ns?),
+                    ns(s.received(), c.sent_ns),
+                    ns(c.first_ns, s.first_token_ns?),
+                    c.write_ns.map(|w| ns(w, c.sent_ns)),
                 ))
             })
             .collect();
@@ -698,9 +707,15 @@ impl Legs {
         legs.sort_by_key(|l| l.0);
         let request: Vec<f64> = legs.iter().map(|l| l.1).collect();
         let response: Vec<f64> = legs.iter().map(|l| l.2).collect();
+        let before_write: Option<Vec<f64>> = legs.iter().map(|l| l.3).collect();
+        let after_write: Option<Vec<f64>> = before_write
+            .as_ref()
+            .map(|b| request.iter().zip(b).map(|(r, b)| r - b).collect());
         Some(Self {
             request: PairedFigure::of(&request)?,
             response: PairedFigure::of(&response)?,
+            before_write: before_write.and_then(|b| PairedFigure::of(&b)),
+            after_write: after_write.and_then(|a| PairedFigure::of(&a)),
         })
     }
 }

@@ -669,6 +669,15 @@ fn write_beyond_lateness(
             beyond(&legs.request, one_way),
             beyond(&legs.response, one_way)
         )?;
+        if let (Some(before), Some(after)) = (&legs.before_write, &legs.after_write) {
+            writeln!(
+                out,
+                "  the request's way at the start of its write: its own path before it {}; the write to the server's having it, \
+                 beyond the wire one way, {}",
+                beyond(before, 0.0),
+                beyond(after, one_way)
+            )?;
+        }
     }
     Ok(())
 }

@@ -100,6 +100,11 @@ pub struct Row {
     pub intended_ns: u64,
     /// Actual send.
     pub sent_ns: u64,
+    /// When the write of the request began, where the generator's own HTTP/1.1 reader
+    /// wrote it (None through reqwest, and in rows written before it was kept): from the
+    /// actual send to here is the generator's own path before the wire.
+    #[serde(default)]
+    pub write_ns: Option<u64>,
     /// Response headers.
     pub headers_ns: Option<u64>,
     /// First token's arrival.

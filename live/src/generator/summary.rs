@@ -26,12 +26,12 @@ impl RunReport {
             let mut rows = report.merged.rows.clone();
             rows.sort_by_key(|r| r.index);
             let mut text = String::from(
-                "index,shard,outcome,intended_ns,sent_ns,headers_ns,first_token_ns,end_ns,tokens_stream,tokens_usage,first_token_server_ns,last_token_ns,max_itl_ns,warmup\n",
+                "index,shard,outcome,intended_ns,sent_ns,headers_ns,first_token_ns,end_ns,tokens_stream,tokens_usage,first_token_server_ns,last_token_ns,max_itl_ns,warmup,write_ns\n",
             );
             let opt = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
             for r in rows {
                 text += &format!(
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                     r.index,
                     r.shard,
                     r.outcome,
@@ -45,7 +45,8 @@ impl RunReport {
                     opt(r.first_token_server_ns),
                     opt(r.last_token_ns),
                     opt(r.max_itl_ns),
-                    u8::from(r.warmup)
+                    u8::from(r.warmup),
+                    opt(r.write_ns)
                 );
             }
             write_atomic(&dir.join("requests.csv"), text.as_bytes())?;

@@ -132,7 +132,7 @@ impl Wire {
             let reused = self.idle.borrow_mut().pop();
             let fresh = reused.is_none();
             let mut sock = match reused {
-                Some(s) if still_open(&s) => s,
+                Some(s) if open_since_idle(&s) => s,
                 Some(_) => continue,
                 None => {
                     let s = TcpStream::connect(&self.addr)
@@ -143,6 +143,7 @@ impl Wire {
                     s
                 }
             };
+            let write_ns = crate::time::mono_ns();
             if let Err(e) = sock.write_all(request).await {
                 if fresh {
                     return Err(WireError::Broken(format!("writing the request: {e}")));
@@ -151,7 +152,7 @@ impl Wire {
             }
             let mut buf = Inbox::default();
             match read_head(&mut sock, &mut buf).await {
-                Ok(head) => return Ok(Response::new(self, sock, buf, head)),
+                Ok(head) => return Ok(Response::new(self, sock, buf, head, write_ns)),
                 // The server closed a kept-alive connection as the request went out: it was
                 // not answered, so it goes again on a new connection.
                 Err(Unanswered) if !fresh => continue,
@@ -166,10 +167,22 @@ impl Wire {
     }
 }
 
-/// Whether an idle connection is still open: a closed one reads its end at once.
+/// Whether a connection is open with nothing unread: a closed one reads its end at once.
+/// A read that finds nothing also clears the reactor's readiness, which
+/// [`open_since_idle`] then reads.
 fn still_open(s: &TcpStream) -> bool {
     let mut probe = [0u8; 1];
     matches!(s.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+}
+
+/// Whether an idle connection, probed by [`still_open`] as it went idle, is still open.
+/// Where the reactor has seen nothing arrive on it since, it is, and no system call is
+/// made on the request's way to its write; else it is probed again. A close the reactor
+/// has not yet seen is met as a request unanswered, and the request goes again on a new
+/// connection.
+fn open_since_idle(s: &TcpStream) -> bool {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    s.poll_read_ready(&mut cx).is_pending() || still_open(s)
 }
 
 /// What a response's head says.
@@ -394,6 +407,9 @@ pub(crate) struct Response<'w> {
     framing: Framing,
     keep_alive: bool,
     done: bool,
+    /// When the write of the request that was answered began ([`crate::time::mono_ns`]):
+    /// the end of the client's own path before the wire.
+    pub(crate) write_ns: u64,
     /// The status code.
     pub(crate) status: u16,
     /// The Date header, if any.
@@ -405,9 +421,16 @@ pub(crate) struct Response<'w> {
 }
 
 impl<'w> Response<'w> {
-    fn new(wire: &'w Wire, sock: TcpStream, mut buf: Inbox, head: ResponseHead) -> Self {
+    fn new(
+        wire: &'w Wire,
+        sock: TcpStream,
+        mut buf: Inbox,
+        head: ResponseHead,
+        write_ns: u64,
+    ) -> Self {
         buf.consume(head.len);
         let mut r = Self {
+            write_ns,
             wire,
             sock: Some(sock),
             buf,
@@ -561,6 +584,7 @@ impl<'w> Response<'w> {
             if let Some(sock) = self.sock.take()
                 && self.keep_alive
                 && self.buf.is_empty()
+                && still_open(&sock)
             {
                 self.wire.idle.borrow_mut().push(sock);
             }

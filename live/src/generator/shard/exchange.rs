@@ -21,6 +21,8 @@ use crate::time::mono_ns;
 #[derive(Default)]
 pub(super) struct Exchanged {
     pub(super) headers: Option<u64>,
+    /// When the write of the request began, where the shard's own reader wrote it.
+    pub(super) write: Option<u64>,
     pub(super) first_arrival: Option<u64>,
     /// The server's stamp on the first token's chunk, when it sends one.
     pub(super) first_sent: Option<u64>,
@@ -197,6 +199,9 @@ pub(super) async fn exchange(
         }
     };
     seen.headers = Some(mono_ns());
+    if let Reply::Own(r) = &resp {
+        seen.write = Some(r.write_ns);
+    }
     if ctx.result.borrow().clock_offset_estimate_s.is_none()
         && let Some(date) = resp.date().and_then(|d| httpdate::parse_http_date(d).ok())
     {
