@@ -9,8 +9,9 @@
 # its rows (`--csv`), so each request pairs with the server's by its `x-request-id`: the
 # rest is also read request by request from the run's own send, with the 95 % interval of
 # its mean (the run's own sampling noise), and taken apart on the clock the run shares
-# with the mock: its send to the mock's having the request, and the mock's first token to
-# the run's stamp of it, each beyond the wire one way.
+# with the mock: its own path from its send to the start of its write, the write to the
+# mock's having the request, and the mock's first token to the run's stamp of it (the last
+# two beyond the wire one way).
 #
 #   bash bench/audit/self.sh
 #   RATES="100 1000" FIT_ON=1 DURATION=5s bash bench/audit/self.sh
@@ -37,8 +38,8 @@ python3 - "$OUT/self.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 us = lambda s: "-" if s is None else f"{s * 1e6:.1f}"
-print("| audit | achieved | mean excess (us) | its lateness | wire both ways (one way x 2) | the rest | the rest, paired from its own send (95 %) | of it the request's way | the response's way | simulated mean (us) |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| audit | achieved | mean excess (us) | its lateness | wire both ways (one way x 2) | the rest | the rest, paired from its own send (95 %) | of it: its path to its write | its write to the mock, beyond the wire | the mock's first token to its stamp, beyond the wire | simulated mean (us) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for a in r.get("calibration", []) + r["points"]:
     o = a["observed"]
     rep, truth, wire = o.get("reported") or {}, o["truth"], o.get("wire")
@@ -59,7 +60,8 @@ for a in r.get("calibration", []) + r["points"]:
     legs = pe.get("legs") or {}
     paired = beyond(pe.get("from_own_send"), both)
     one = None if both is None else both / 2
-    ways = f"{beyond(legs.get('request'), one)} | {beyond(legs.get('response'), one)}"
+    ways = " | ".join([beyond(legs.get("before_write"), 0.0), beyond(legs.get("after_write"), one),
+                       beyond(legs.get("response"), one)])
     sim, fitted = a.get("simulated"), ""
     if sim:
         fitted = " (fitted on)" if sim.get("fitted_here") else " (held out)"
