@@ -1100,3 +1100,62 @@ fn heisenbench_audited_by_itself_pairs_every_request_and_takes_its_lateness_out(
     );
     assert!(before > 0.0 && after > 0.0, "{legs}");
 }
+
+/// A held-out audit's forecast range is the band of the calibration's speeds, the forecast
+/// included, each end widened by the median relative half-width of the calibration audits'
+/// own 95 % intervals of the mean: recomputed here from the series written, and the
+/// tally's count of measured figures inside it read off the same file.
+#[test]
+fn a_held_out_forecast_is_a_range_widened_by_the_calibrations_own_noise() {
+    let (text, series) = read_fixture("sglang-0.5.6-series-sampled.json");
+    let points = series["points"].as_array().expect("points");
+    let num = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("a number: {v}"));
+    let mut relative: Vec<f64> = points
+        .iter()
+        .filter(|p| p["simulated"]["fitted_here"] == true)
+        .map(|p| {
+            let pe = &p["observed"]["paired_excess"];
+            let i = &pe["interval"]["mean"];
+            (num(&i[1]) - num(&i[0])) / 2.0 / num(&pe["mean_s"])
+        })
+        .collect();
+    relative.sort_by(f64::total_cmp);
+    let h = relative[relative.len() / 2];
+    let (mut held, mut inside) = (0, [0; 2]);
+    for p in points {
+        let sim = &p["simulated"];
+        if sim["fitted_here"] == true {
+            continue;
+        }
+        let r = &sim["forecast_range"];
+        assert!((num(&r["widened_by"]) - h).abs() < 1e-12, "{r} against {h}");
+        for (k, (stat, key)) in [(0, "mean_s"), (3, "p99_s")].into_iter().enumerate() {
+            let band = &sim["across_speeds"]["reported_s"];
+            let ends = [
+                num(&sim["prediction"]["reported_s"][stat]),
+                num(&band[0][stat]),
+                num(&band[1][stat]),
+            ];
+            let low = ends.iter().copied().fold(f64::INFINITY, f64::min) / (1.0 + h);
+            let high = ends.iter().copied().fold(f64::NEG_INFINITY, f64::max) * (1.0 + h);
+            assert!((num(&r[key][0]) - low).abs() < 1e-12, "{r}");
+            assert!((num(&r[key][1]) - high).abs() < 1e-12, "{r}");
+            let measured = num(&sim["measured_excess_s"][stat]);
+            inside[k] += usize::from(low <= measured && measured <= high);
+        }
+        held += 1;
+    }
+    assert_eq!(held, 2);
+    for (k, stat) in ["mean", "p99"].iter().enumerate() {
+        let said = format!("inside the forecast's range in {} of 2", inside[k]);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("== held out"))
+            .expect("the tally");
+        let part = line
+            .split("; ")
+            .find(|p| p.starts_with(&format!("the {stat} ")))
+            .expect("the statistic's part");
+        assert!(part.contains(&said), "{said}\n{line}");
+    }
+}

@@ -7,7 +7,8 @@ use crate::flags::audit::AuditFlags;
 use heisenbench_figures::{AuditPoint, AuditedClient};
 use heisenbench_live::audit::predict;
 use heisenbench_live::audit::report::{
-    AuditReport, AuditSeries, BatchedAudit, GivenSpeed, HeldOut, Simulated, SpeedBand, SplitFrom,
+    AuditReport, AuditSeries, BatchedAudit, ForecastRange, GivenSpeed, HeldOut, Simulated,
+    SpeedBand, SplitFrom,
 };
 use heisenbench_live::audit::{self, AuditConfig, AuditError};
 use heisenbench_model::client_loop::{
@@ -361,6 +362,7 @@ fn read_client_loop(
         long: longs[0].sample(),
         short_measured_excess_s: s[0].excess_s,
         short_predicted_s: r.shorter[0].reported_s,
+        mean_noise: SplitFrom::noise_of(fit_on.iter().copied()),
         short_at_other_rate: s.get(1).zip(r.shorter.get(1)).map(|(s, p)| HeldOut {
             sample: s.sample(),
             measured_excess_s: s.excess_s,
@@ -409,6 +411,9 @@ fn simulate_at(
             });
         (given, band)
     };
+    let forecast_range = across_speeds
+        .zip(from.mean_noise)
+        .map(|(band, h)| ForecastRange::of(&prediction.reported_s, &band, h));
     Ok(Simulated {
         split_from: from.clone(),
         prediction,
@@ -416,6 +421,7 @@ fn simulate_at(
         fitted_here,
         given_its_speed,
         across_speeds,
+        forecast_range,
     })
 }
 

@@ -132,6 +132,10 @@ pub struct Simulated {
     /// calibration audits ran, where they ran at more than one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub across_speeds: Option<SpeedBand>,
+    /// For an audit held out: the forecast as a range, where the band was read and the
+    /// calibration's audits carry their sampling noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forecast_range: Option<ForecastRange>,
 }
 
 /// A held-out audit's forecast at the fastest and the slowest speed the calibration saw
@@ -217,6 +221,64 @@ pub struct SplitFrom {
     /// second from the CPU spent per request (absent: one rate, no part per second).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub short_at_other_rate: Option<HeldOut>,
+    /// The sampling noise of the audits the loop was fitted on: the median, over those
+    /// whose records paired, of their mean excess's 95 % half-width over that mean (None
+    /// where none paired, and in series written before it was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_noise: Option<f64>,
+}
+
+impl SplitFrom {
+    /// [`SplitFrom::mean_noise`] of the audits `fitted_on`.
+    pub fn noise_of<'a>(fitted_on: impl IntoIterator<Item = &'a AuditReport>) -> Option<f64> {
+        let mut relative: Vec<f64> = fitted_on
+            .into_iter()
+            .filter_map(|a| {
+                let p = a.observed.paired_excess?;
+                let i = p.interval?;
+                (p.mean_s > 0.0).then(|| (i.mean[1] - i.mean[0]) / 2.0 / p.mean_s)
+            })
+            .collect();
+        relative.sort_by(f64::total_cmp);
+        relative.get(relative.len() / 2).copied()
+    }
+}
+
+/// A held-out audit's forecast as a range: the band of the calibration's speeds (the
+/// forecast itself included), each end widened by the calibration's own sampling noise of
+/// the mean, `[low / (1 + h), high * (1 + h)]`. What it covers is measured, not assumed:
+/// see docs/audit.md.
+#[derive(Debug, Serialize, Deserialize, Clone, Copy, PartialEq)]
+pub struct ForecastRange {
+    /// The widening, `h`: [`SplitFrom::mean_noise`].
+    pub widened_by: f64,
+    /// The mean excess's range, seconds.
+    pub mean_s: [f64; 2],
+    /// The p99's, seconds.
+    pub p99_s: [f64; 2],
+}
+
+impl ForecastRange {
+    /// The range of `forecast` (mean, p50, p90, p99) across `band`, widened by `h`.
+    pub fn of(forecast: &[f64; 4], band: &SpeedBand, h: f64) -> Self {
+        let range = |i: usize| {
+            let ends = [forecast[i], band.reported_s[0][i], band.reported_s[1][i]];
+            let low = ends.iter().copied().fold(f64::INFINITY, f64::min);
+            let high = ends.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            [low / (1.0 + h), high * (1.0 + h)]
+        };
+        Self {
+            widened_by: h,
+            mean_s: range(0),
+            p99_s: range(3),
+        }
+    }
+
+    /// Whether the measured statistic `i` (0 the mean, 3 the p99) lies inside.
+    pub fn holds(&self, i: usize, measured: f64) -> bool {
+        let [low, high] = if i == 0 { self.mean_s } else { self.p99_s };
+        (low..=high).contains(&measured)
+    }
 }
 
 /// A calibration audit held against what the fitted loop predicts for it.
@@ -408,6 +470,24 @@ impl Simulated {
                 b.audits,
                 b.speeds[0],
                 b.speeds[1]
+            )?;
+        }
+        if let Some(r) = self.forecast_range {
+            let inside = |i: usize| {
+                self.measured_excess_s[i]
+                    .map_or("-", |m| if r.holds(i, m) { "inside" } else { "outside" })
+            };
+            writeln!(
+                out,
+                "  the forecast's range (those speeds, each end widened by the calibration's own sampling noise of the mean, \
+                 {:.0} %): the mean {} to {}, the p99 {} to {}; measured: the mean {}, the p99 {}",
+                100.0 * r.widened_by,
+                f(r.mean_s[0]),
+                f(r.mean_s[1]),
+                f(r.p99_s[0]),
+                f(r.p99_s[1]),
+                inside(0),
+                inside(3)
             )?;
         }
         if let Some(scv) = p.arrival_scv {
@@ -783,6 +863,19 @@ impl AuditReport {
                     places.len(),
                     count(Place::Below),
                     count(Place::Above)
+                )
+            };
+            let ranged: Vec<bool> = measured
+                .iter()
+                .filter_map(|(s, m)| Some(s.forecast_range?.holds(i, *m)))
+                .collect();
+            let band = if ranged.is_empty() {
+                band
+            } else {
+                format!(
+                    "{band}, inside the forecast's range in {} of {}",
+                    ranged.iter().filter(|h| **h).count(),
+                    ranged.len()
                 )
             };
             format!(
