@@ -390,6 +390,12 @@ def noise(p, sim):
     f = sim["prediction"]["reported_s"]
     return (i["mean"][0] <= f[0] <= i["mean"][1],
             f[3] >= i["quantile"][0] and (i.get("open_above", False) or f[3] <= i["quantile"][1]))
+def ranged(sim):
+    # The measured mean and p99 inside the forecast's range, or not.
+    r, m = sim.get("forecast_range"), sim["measured_excess_s"]
+    if r is None or m[0] is None or m[3] is None:
+        return None
+    return (r["mean_s"][0] <= m[0] <= r["mean_s"][1], r["p99_s"][0] <= m[3] <= r["p99_s"][1])
 def places(sim):
     # The measured mean and p99 against the band of the calibration's speeds.
     b, m = sim.get("across_speeds"), sim["measured_excess_s"]
@@ -400,8 +406,8 @@ def places(sim):
         return "below" if m[i] < lo else "above" if m[i] > hi else "inside"
     return place(0), place(3)
 print()
-print("| client | series | held out at (achieved) | measured excess mean / p99 ms | forecast from its own series: error of the mean / p99 | from every series | from the others | against the others' speeds: mean / p99 | the others' forecast inside the run's own 95 % interval: mean / p99 |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| client | series | held out at (achieved) | measured excess mean / p99 ms | forecast from its own series: error of the mean / p99 | from every series | from the others | against the others' speeds: mean / p99 | inside the others' forecast range: mean / p99 | the others' forecast inside the run's own 95 % interval: mean / p99 |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for tool in sys.argv[3:]:
     pooled = os.path.join(out, f"{tool}-pooled.json")
     if not os.path.exists(pooled):
@@ -410,6 +416,7 @@ for tool in sys.argv[3:]:
     every = {key(p): p for p in json.load(open(pooled))["points"]}
     within = {"own": [0, 0, 0], "every": [0, 0, 0], "others": [0, 0, 0]}
     inside = [0, 0, 0]
+    in_range = [0, 0, 0]
     held = [0, 0, 0]
     for k in range(1, n + 1):
         own = os.path.join(out, f"{tool}-split{'' if k == 1 else f'-{k}'}.json")
@@ -432,6 +439,11 @@ for tool in sys.argv[3:]:
                 inside[0] += band[0] == "inside"
                 inside[1] += band[1] == "inside"
                 inside[2] += 1
+            within_range = ranged(q) if q else None
+            if within_range is not None:
+                in_range[0] += within_range[0]
+                in_range[1] += within_range[1]
+                in_range[2] += 1
             sampled = noise(p, q) if q else None
             if sampled is not None:
                 held[0] += sampled[0]
@@ -446,9 +458,11 @@ for tool in sys.argv[3:]:
             mean_p99 = "-" if m[0] is None or m[3] is None else f"{m[0] * 1e3:.2f} / {m[3] * 1e3:.2f}"
             print(f"| {tool} | {k} | {o['offered']['rate_per_s']:g} ({o['truth']['achieved_rate_per_s']:.0f}) | {mean_p99} "
                   f"| {show(es['own'])} | {show(es['every'])} | {show(es['others'])} | {'-' if band is None else ' / '.join(band)} "
+                  f"| {'-' if within_range is None else ' / '.join('yes' if x else 'no' for x in within_range)} "
                   f"| {'-' if sampled is None else ' / '.join('yes' if x else 'no' for x in sampled)} |")
     print(f"| {tool} | within 25 %, mean / p99 | | | " + " | ".join(f"{w[0]} / {w[1]} of {w[2]}" for w in within.values())
-          + f" | inside: {inside[0]} / {inside[1]} of {inside[2]} | inside: {held[0]} / {held[1]} of {held[2]} |")
+          + f" | inside: {inside[0]} / {inside[1]} of {inside[2]} | inside: {in_range[0]} / {in_range[1]} of {in_range[2]}"
+          + f" | inside: {held[0]} / {held[1]} of {held[2]} |")
 EOF
   fi
   if [ -n "${KNEE:-}" ]; then
