@@ -697,22 +697,25 @@ fn write_beyond_lateness(
     let Some(own) = &paired.from_own_send else {
         return Ok(());
     };
-    // The figure's mean less `shift`, its interval, and what the interval says of it.
-    let beyond = |figure: &PairedFigure, shift: f64| {
+    // The figure's mean less `shift`, with its interval; where a shift is given, whether
+    // any of it remains beyond that.
+    let shown = |figure: &PairedFigure, shift: Option<f64>| {
+        let by = shift.unwrap_or(0.0);
         let Some(i) = figure.interval else {
-            return f(figure.mean_s - shift);
+            return f(figure.mean_s - by);
         };
-        let [low, high] = i.mean.map(|end| end - shift);
-        let verdict = if low > 0.0 {
-            "more, beyond this run's sampling noise"
-        } else if high < 0.0 {
-            "less, beyond this run's sampling noise (it crossed faster than lone messages)"
-        } else {
-            "none that this run's sampling noise can tell"
+        let [low, high] = i.mean.map(|end| end - by);
+        let verdict = match shift {
+            None => "",
+            Some(_) if low > 0.0 => ": more, beyond this run's sampling noise",
+            Some(_) if high < 0.0 => {
+                ": less, beyond this run's sampling noise (it crossed faster than lone messages)"
+            }
+            Some(_) => ": none that this run's sampling noise can tell",
         };
         format!(
-            "{} (95 % {} to {}: {verdict})",
-            f(figure.mean_s - shift),
+            "{} (95 % {} to {}{verdict})",
+            f(figure.mean_s - by),
             f(low),
             f(high)
         )
@@ -720,44 +723,45 @@ fn write_beyond_lateness(
     writeln!(
         out,
         "  from its own send instead (its lateness left out): the excess's mean {}, p99 {}",
-        match own.interval {
-            Some(i) => format!(
-                "{} (95 % {} to {})",
-                f(own.mean_s),
-                f(i.mean[0]),
-                f(i.mean[1])
-            ),
-            None => f(own.mean_s),
-        },
+        shown(own, None),
         f(own.p99_s)
     )?;
-    let Some(w) = wire else {
-        return Ok(());
-    };
-    let one_way = w.one_way.mean_s;
-    writeln!(
-        out,
-        "  beyond the wire both ways ({} by lone messages at its rate): {}",
-        f(2.0 * one_way),
-        beyond(own, 2.0 * one_way)
-    )?;
-    if let Some(legs) = &paired.legs {
+    let one_way = wire.map(|w| w.one_way.mean_s);
+    if let Some(one) = one_way {
         writeln!(
             out,
-            "  on the clock it shares with the server, beyond the wire one way: its send to the server's having the request {}; \
-             the server's first token to its stamp of it {}",
-            beyond(&legs.request, one_way),
-            beyond(&legs.response, one_way)
+            "  beyond the wire both ways ({} by lone messages at its rate): {}",
+            f(2.0 * one),
+            shown(own, Some(2.0 * one))
         )?;
-        if let (Some(before), Some(after)) = (&legs.before_write, &legs.after_write) {
-            writeln!(
-                out,
-                "  the request's way at the start of its write: its own path before it {}; the write to the server's having it, \
-                 beyond the wire one way, {}",
-                beyond(before, 0.0),
-                beyond(after, one_way)
-            )?;
-        }
+    }
+    let Some(legs) = &paired.legs else {
+        return Ok(());
+    };
+    let beyond = if one_way.is_some() {
+        ", beyond the wire one way"
+    } else {
+        " (the wire not measured: --wire)"
+    };
+    writeln!(
+        out,
+        "  on the clock it shares with the server{beyond}: its send to the server's having the request {}; \
+         the server's first token to its stamp of it {}",
+        shown(&legs.request, one_way),
+        shown(&legs.response, one_way)
+    )?;
+    if let (Some(before), Some(after)) = (&legs.before_write, &legs.after_write) {
+        writeln!(
+            out,
+            "  the request's way at the start of its write: its own path before it {}; the write to the server's having it{} {}",
+            shown(before, Some(0.0)),
+            if one_way.is_some() {
+                ", beyond the wire one way,"
+            } else {
+                ""
+            },
+            shown(after, one_way)
+        )?;
     }
     Ok(())
 }
