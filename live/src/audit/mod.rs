@@ -538,15 +538,14 @@ impl Observed {
     /// The audit with the client's records paired with the server's, where they can be.
     fn paired(mut self) -> Self {
         self.paired_excess = self.reported.as_ref().and_then(|r| {
-            let mut p = PairedExcess::of(&r.ttft_by_id, r.sent, &self.served)?;
-            p.from_own_send = PairedExcess::of(&r.ttft_from_own_send_by_id, r.sent, &self.served)
-                .map(|o| PairedFigure {
-                    paired: o.paired,
-                    mean_s: o.mean_s,
-                    p99_s: o.p99_s,
-                    interval: o.interval,
-                });
-            p.legs = Legs::of(&r.stamps_by_id, &self.served);
+            let (server, displaced) = by_key(&self.served, r.sent);
+            let in_order = r.sent == Some(self.served.len() as u64);
+            let mut p = PairedExcess::of_keys(&r.ttft_by_id, in_order, &server, displaced)?;
+            let own = &r.ttft_from_own_send_by_id;
+            p.from_own_send = Some(ttft_differences(own.iter().copied(), &server))
+                .filter(|d| enough(d.len(), own.len()))
+                .and_then(|d| PairedFigure::of(&d));
+            p.legs = Legs::of(&r.stamps_by_id, &server);
             Some(p)
         });
         self
@@ -686,8 +685,7 @@ impl Legs {
     /// Pairs `stamps` (what names each request; its send and its first token's stamp on
     /// the server's clock) with the server's records. None where fewer than nine in ten
     /// pair, as [`PairedExcess::of`].
-    pub fn of(stamps: &[(RequestKey, ClientStamps)], served: &[Served]) -> Option<Self> {
-        let (server, _) = by_key(served, None);
+    fn of(stamps: &[(RequestKey, ClientStamps)], server: &ByKey) -> Option<Self> {
         let ns = |later: u64, earlier: u64| (later as f64 - earlier as f64) * 1e-9;
         let mut legs: Vec<(u64, f64, f64, Option<f64>)> = stamps
             .iter()
@@ -701,7 +699,7 @@ impl Legs {
                 ))
             })
             .collect();
-        if legs.is_empty() || legs.len() * 10 < stamps.len() * 9 {
+        if !enough(legs.len(), stamps.len()) {
             return None;
         }
         legs.sort_by_key(|l| l.0);
@@ -718,6 +716,28 @@ impl Legs {
             after_write: after_write.and_then(|a| PairedFigure::of(&a)),
         })
     }
+}
+
+/// Each record of `records` (what names a request, the client's TTFT in seconds) that
+/// names a finished request of the server's, less the server's own TTFT: in the order the
+/// server received the requests.
+fn ttft_differences(records: impl Iterator<Item = (RequestKey, f64)>, server: &ByKey) -> Vec<f64> {
+    let mut d: Vec<(u64, f64)> = records
+        .filter_map(|(key, ttft_s)| {
+            let (s, place) = (*server.get(&key)?)?;
+            let ttft_ns = s.first_token_ns?.saturating_sub(s.received());
+            Some((place, ttft_s - ttft_ns as f64 * 1e-9))
+        })
+        .collect();
+    d.sort_by_key(|(place, _)| *place);
+    d.into_iter().map(|(_, x)| x).collect()
+}
+
+/// Whether `paired` of `recorded` records are enough to describe them: some, and nine in
+/// ten at least (fewer: the names are not the server's, and the differences would
+/// describe a chosen few).
+fn enough(paired: usize, recorded: usize) -> bool {
+    paired > 0 && paired * 10 >= recorded * 9
 }
 
 /// The server's finished requests by the keys that name them, each with its place among
@@ -768,27 +788,26 @@ impl PairedExcess {
         sent: Option<u64>,
         served: &[Served],
     ) -> Option<Self> {
-        let in_order = sent == Some(served.len() as u64);
-        let (truth, displaced) = by_key(served, sent);
-        // Each paired request's difference, in the order the server received them.
-        let by_arrival = |records: &mut dyn Iterator<Item = (RequestKey, f64)>| {
-            let mut d: Vec<(u64, f64)> = records
-                .filter_map(|(key, ttft_s)| {
-                    let (s, place) = (*truth.get(&key)?)?;
-                    let ttft_ns = s.first_token_ns?.saturating_sub(s.received());
-                    Some((place, ttft_s - ttft_ns as f64 * 1e-9))
-                })
-                .collect();
-            d.sort_by_key(|(place, _)| *place);
-            d.into_iter().map(|(_, x)| x).collect::<Vec<f64>>()
-        };
-        let differences = |records: &mut dyn Iterator<Item = (RequestKey, f64)>| {
-            let mut d = by_arrival(records);
-            d.sort_by(f64::total_cmp);
-            d
-        };
-        let arrived = by_arrival(&mut recorded.iter().copied());
-        if arrived.is_empty() || arrived.len() * 10 < recorded.len() * 9 {
+        let (server, displaced) = by_key(served, sent);
+        Self::of_keys(
+            recorded,
+            sent == Some(served.len() as u64),
+            &server,
+            displaced,
+        )
+    }
+
+    /// [`PairedExcess::of`] on the server's requests by key; `in_order`: they carry their
+    /// place among the arrivals as [`RequestKey::Sent`] too, of which `displaced` arrived
+    /// out of their index's place.
+    fn of_keys(
+        recorded: &[(RequestKey, f64)],
+        in_order: bool,
+        server: &ByKey,
+        displaced: u64,
+    ) -> Option<Self> {
+        let arrived = ttft_differences(recorded.iter().copied(), server);
+        if !enough(arrived.len(), recorded.len()) {
             return None;
         }
         let interval = SampleInterval::of(&arrived, 0.99);
@@ -796,10 +815,12 @@ impl PairedExcess {
         d.sort_by(f64::total_cmp);
         let order_check = in_order
             .then(|| {
-                let by_order = differences(&mut recorded.iter().filter_map(|(k, t)| match k {
+                let as_sent = recorded.iter().filter_map(|(k, t)| match k {
                     RequestKey::RequestIndex(i) => Some((RequestKey::Sent(*i), *t)),
                     _ => None,
-                }));
+                });
+                let mut by_order = ttft_differences(as_sent, server);
+                by_order.sort_by(f64::total_cmp);
                 (by_order.len() == d.len()).then(|| OrderCheck {
                     displaced,
                     mean_s: mean(&by_order),
