@@ -710,6 +710,38 @@ fn a_tool_that_sleeps_each_gap_is_read_for_its_lateness() {
             "asked {asked}: sends {sends}, seen {seen}"
         );
     }
+    // Whether each audit's own length of gaps could hold 95 % at its rate, over the draws:
+    // the printed chance against a second method, the Wilson-Hilferty normal of the draws'
+    // gamma sum (within a point of the exact for a hundred gaps or more).
+    let chances: Vec<f64> = text
+        .lines()
+        .filter_map(|l| {
+            let rest = l.split(" hold with chance ").nth(1)?;
+            rest.split('%').next()?.parse().ok()
+        })
+        .collect();
+    assert_eq!(chances.len(), 4, "{text}");
+    let normal = statrs::distribution::Normal::standard();
+    for (p, printed) in points.iter().zip(&chances) {
+        use statrs::distribution::ContinuousCDF;
+        let late = p["simulated"]["prediction"]["gap_lateness"]["late_s"]
+            .as_f64()
+            .unwrap();
+        let asked = p["observed"]["offered"]["rate_per_s"].as_f64().unwrap();
+        let n = p["observed"]["truth"]["completed"].as_f64().unwrap() - 1.0;
+        // Held where the draws' sum stays under n (1 / (0.95 asked) - late).
+        let scaled = (1.0 / (0.95 * asked) - late) * asked;
+        let z = (scaled.cbrt() - (1.0 - 1.0 / (9.0 * n))) / (1.0 / (9.0 * n)).sqrt();
+        let chance = 100.0 * normal.cdf(z);
+        assert!(
+            (printed - chance).abs() <= 1.5,
+            "{asked}/s x {n}: printed {printed} %, normal {chance} %"
+        );
+    }
+    assert!(
+        text.contains("at 0.85 of its limit"),
+        "how long a knee step must be: {text}"
+    );
 }
 
 /// A series vLLM 0.33's bench ran under `bench/audit/run.sh` with `BATCHED=1s` (r27 in

@@ -460,6 +460,51 @@ impl GapLateness {
         self.is_measured()
             .then(|| (1.0 / share - 1.0) / self.late_s)
     }
+
+    /// The chance that a run of `gaps` gaps asked at `offered_per_s` sends at least `share`
+    /// of that rate, over the draws a seed may give. The draws' sum `S` is a gamma of shape
+    /// `gaps` and rate `offered_per_s`; the run sends `gaps / (S + gaps * late)` a second,
+    /// so it holds where `S <= gaps * (1 / (share * offered) - late)`. A short run below the
+    /// held limit can fall short on its draws alone, and one above it can hold: at the
+    /// limit itself the chance is about a half whatever the length. (A seed fixes the
+    /// draws, so one seed's runs hold or not alike in every sitting.)
+    pub fn held_chance(&self, offered_per_s: f64, gaps: u64, share: f64) -> f64 {
+        let n = gaps as f64;
+        let most = n * (1.0 / (share * offered_per_s) - self.late_s.max(0.0));
+        if gaps == 0 || most <= 0.0 {
+            return 0.0;
+        }
+        statrs::function::gamma::gamma_lr(n, offered_per_s * most)
+    }
+
+    /// The fewest gaps for which a run asked at `offered_per_s` sends `share` of it with
+    /// chance `sure` or more ([`Self::held_chance`]): how long a step must be for the
+    /// held rule to read the tool's lateness and not its draws. None at or above the held
+    /// limit (for `sure` above a half, which no length makes), or where more than `2^40`
+    /// gaps would be needed.
+    pub fn gaps_to_hold(&self, offered_per_s: f64, share: f64, sure: f64) -> Option<u64> {
+        // At the limit the draws' mean decides, and it errs either way alike.
+        if offered_per_s * self.late_s.max(0.0) >= 1.0 / share - 1.0 && sure > 0.5 {
+            return None;
+        }
+        let holds = |n: u64| self.held_chance(offered_per_s, n, share) >= sure;
+        // Doubling to a length that holds, then halving the bracket; the chance grows
+        // with the length below the limit (the draws' mean settles on the one asked for).
+        let mut high = 1u64;
+        while !holds(high) {
+            high = high.checked_mul(2).filter(|h| *h <= 1 << 40)?;
+        }
+        let mut low = high / 2;
+        while high - low > 1 {
+            let mid = low + (high - low) / 2;
+            if holds(mid) {
+                high = mid;
+            } else {
+                low = mid;
+            }
+        }
+        Some(high)
+    }
 }
 
 /// Least squares of `y` on the first `k` (1 to 3) columns of `x`, by the normal equations
@@ -1332,6 +1377,62 @@ mod tests {
             "spread {sd}, stderr {stderr}"
         );
         assert!(fits.iter().all(GapLateness::is_measured));
+    }
+
+    /// The chance a run holds 95 %, against sittings drawn as SGLang's bench draws them,
+    /// and the length it takes against the normal approximation of the draws' mean.
+    #[test]
+    fn whether_a_short_run_holds_is_a_chance_over_its_draws() {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, Exp};
+        // 1.22 ms a gap: 95 % held up to 43.1 req/s.
+        let g = GapLateness {
+            late_s: 1.22e-3,
+            stderr_s: 0.1e-3,
+            audits: 4,
+        };
+        let limit = g.held_per_s(0.95).unwrap();
+        assert!((limit - 43.14).abs() < 0.01, "{limit}");
+        let mut rng = crate::sample::SimRng::seed_from_u64(11);
+        let sittings = 4_000;
+        for (rate, gaps) in [(34.0, 339u64), (39.0, 389), (25.0, 2_000), (60.0, 599)] {
+            let exp = Exp::new(rate).unwrap();
+            let held = (0..sittings)
+                .filter(|_| {
+                    let span: f64 = (0..gaps).map(|_| exp.sample(&mut rng) + g.late_s).sum();
+                    gaps as f64 / span >= 0.95 * rate
+                })
+                .count() as f64
+                / f64::from(sittings);
+            let p = g.held_chance(rate, gaps, 0.95);
+            // Four binomial standard errors of the sittings' share.
+            let tolerance = 4.0 * (p * (1.0 - p) / f64::from(sittings)).sqrt();
+            assert!(
+                (held - p).abs() <= tolerance,
+                "{rate}/s x {gaps}: drawn {held}, computed {p}"
+            );
+        }
+        // Ten seconds a step is a coin toss near the limit: 34 and 39 req/s hold with
+        // chance 0.5-0.65, and a run just below the limit barely more than a half.
+        assert!((0.5..0.65).contains(&g.held_chance(34.0, 339, 0.95)));
+        assert!((0.5..0.6).contains(&g.held_chance(39.0, 389, 0.95)));
+        assert!((g.held_chance(limit, 1_000_000, 0.95) - 0.5).abs() < 0.01);
+        assert!(g.held_chance(200.0, 2_000, 0.95) < 1e-9);
+        // The length that makes 0.85 of the limit 95 % sure. The draws' mean is normal
+        // to a good approximation this long: relative spread 1 / sqrt(n) against the
+        // margin 1/0.95 - 1 - rate * late, so n near (1.645 / margin)^2.
+        let rate = 0.85 * limit;
+        let n = g.gaps_to_hold(rate, 0.95, 0.95).unwrap();
+        let margin = 1.0 / 0.95 - 1.0 - rate * g.late_s;
+        let normal = (1.644_853_6 / margin).powi(2);
+        assert!(
+            (n as f64 / normal - 1.0).abs() < 0.05,
+            "{n} against {normal}"
+        );
+        assert!(g.held_chance(rate, n, 0.95) >= 0.95);
+        assert!(g.held_chance(rate, n - 1, 0.95) < 0.95);
+        // At the limit and above no length makes it sure.
+        assert_eq!(g.gaps_to_hold(limit * 1.01, 0.95, 0.95), None);
     }
 
     #[test]

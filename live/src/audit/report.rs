@@ -9,7 +9,7 @@ use heisenbench_model::units::format_seconds;
 use serde::{Deserialize, Serialize};
 
 use heisenbench_model::client_loop::{
-    AuditedLoad, BatchedBound, ClockStart, CostSample, HELD_SHARE, LoopPrediction,
+    AuditedLoad, BatchedBound, ClockStart, CostSample, GapLateness, HELD_SHARE, LoopPrediction,
 };
 
 use super::adapters::Reported;
@@ -633,9 +633,40 @@ impl Simulated {
                     None => "the lateness is within the draws' own spread".into(),
                 }
             )?;
+            if g.is_measured() {
+                write_held_chance(out, &g, observed)?;
+            }
         }
         Ok(())
     }
+}
+
+/// How far a run's length lets the held rule read a tool that sleeps each gap: the chance
+/// this audit's gaps at its rate send [`HELD_SHARE`] of it over the draws a seed may give
+/// ([`GapLateness::held_chance`]), and how many requests make a run at 0.85 of the held
+/// limit sure of it to 95 % ([`GapLateness::gaps_to_hold`]).
+fn write_held_chance(out: &mut dyn Write, g: &GapLateness, observed: &Observed) -> io::Result<()> {
+    let offered = observed.offered.rate_per_s;
+    let gaps = observed.truth.completed.saturating_sub(1);
+    let sent = observed.truth.achieved_rate_per_s / offered;
+    let chance = g.held_chance(offered, gaps, HELD_SHARE);
+    let near = g.held_per_s(HELD_SHARE).map(|h| 0.85 * h);
+    let sure = near.and_then(|r| Some((r, g.gaps_to_hold(r, HELD_SHARE, 0.95)?)));
+    writeln!(
+        out,
+        "  whether a run holds {:.0}% is its draws' too: this audit's {gaps} gaps asked at {offered:.0} req/s \
+         (it sent {:.1}%) hold with chance {:.0}% over the draws a seed may give{}",
+        HELD_SHARE * 100.0,
+        sent * 100.0,
+        chance * 100.0,
+        match sure {
+            Some((r, n)) => format!(
+                "; at 0.85 of its limit ({r:.0} req/s) 95% sure takes {n} requests ({:.1} min)",
+                n as f64 / r / 60.0
+            ),
+            None => String::new(),
+        }
+    )
 }
 
 /// `audit --rates`: one report per rate (without the per-request records).
