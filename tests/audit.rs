@@ -724,6 +724,12 @@ fn a_tool_that_sleeps_each_gap_is_read_for_its_lateness() {
     let normal = statrs::distribution::Normal::standard();
     for (p, printed) in points.iter().zip(&chances) {
         use statrs::distribution::ContinuousCDF;
+        // The file carries what the text prints.
+        let stored = p["simulated"]["held_chance"].as_f64().expect("a chance");
+        assert!(
+            (100.0 * stored - printed).abs() <= 0.5,
+            "{stored} {printed}"
+        );
         let late = p["simulated"]["prediction"]["gap_lateness"]["late_s"]
             .as_f64()
             .unwrap();

@@ -50,7 +50,9 @@
 # median within 50 ms of the quietest step's), and ends with the knee's
 # bracket (the highest step held, the next one not) against the prediction, and each step's
 # CPU a request: the knee read in the same sitting, on the same machine, as the series that
-# predicted it.
+# predicted it. For a tool that sleeps each gap, each step also gets the chance its own
+# draws gave it of holding (`audit --from` the series `--held-out` the steps): near the
+# limit a ten-second step holds or not about as often as a coin lands heads.
 #
 # Environment: PYTHON (Python 3.12; default: pyenv's 3.12), HEISENBENCH (the binary;
 # default target/release/heisenbench, built if missing), CACHE (default
@@ -270,6 +272,14 @@ EOF
           if [ "$short" -ge 2 ]; then break; fi
         fi
       done
+      # The steps read against the series: for a tool that sleeps each gap, the chance each
+      # step's own draws gave it of holding (the knee's table prints it).
+      knees=("$OUT/$tool"-knee-*.json)
+      if [ -f "${knees[0]}" ]; then
+        "$HB" audit --from "$OUT/$tool-split.json" --held-out "$(IFS=,; echo "${knees[*]}")" \
+          --out "$OUT/$tool-knees-read.json" > "$OUT/$tool-knees-read.txt" 2>&1 \
+          || echo "[audit] $tool knee read against its series: exit $?"
+      fi
     fi
     continue
   fi
@@ -484,11 +494,19 @@ out = sys.argv[1]
 BOUND = 0.95
 SERVER_PACE_S = 0.05
 print()
-print("| client | offered req/s | achieved | held | server's true TTFT p50 ms | busiest holder, cores / machine busy | CPU a request ms: tree / busiest holder / its main thread | holders' turns a request (share preempted) | late a gap ms | reported TTFT p50 ms |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| client | offered req/s | achieved | held | server's true TTFT p50 ms | busiest holder, cores / machine busy | CPU a request ms: tree / busiest holder / its main thread | holders' turns a request (share preempted) | late a gap ms | chance its draws gave it of holding | reported TTFT p50 ms |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 verdicts = []
 for tool in sys.argv[2:]:
     series = os.path.join(out, f"{tool}-split.json")
+    # A tool that sleeps each gap: the chance each step's draws gave it, as the series reads it.
+    read = os.path.join(out, f"{tool}-knees-read.json")
+    chances = {}
+    if os.path.exists(read):
+        for p in json.load(open(read))["points"]:
+            c = (p.get("simulated") or {}).get("held_chance")
+            if c is not None:
+                chances[(p["observed"]["offered"]["rate_per_s"], p["observed"]["truth"]["requests"])] = c
     steps = []
     for path in glob.glob(os.path.join(out, f"{tool}-knee-*.json")):
         o = json.load(open(path))["observed"]
@@ -514,13 +532,15 @@ for tool in sys.argv[2:]:
             # What each gap between arrivals gained over the offered one: a tool that
             # sleeps each gap after the last (SGLang's) adds its sleep's lateness to each.
             "late": "-" if not got else f"{(1 / got - 1 / rate) * 1e3:.2f}",
+            "chance": chances.get((rate, t["requests"])),
         })
     steps.sort(key=lambda s: s["rate"])
     quietest = min((s["true_p50"] for s in steps if s["delivered"]), default=0.0)
     for s in steps:
         s["held"] = s["delivered"] and s["true_p50"] <= quietest + SERVER_PACE_S
         held = "yes" if s["held"] else "no" if not s["delivered"] else "no (the server's queue)"
-        print(f"| {tool} | {s['rate']:g} | {s['got']:.0f} | {held} | {s['true_p50'] * 1e3:.2f} | {s['cores']} / {s['share']} | {s['cpu']} | {s['turns']} | {s['late']} | {s['p50']} |")
+        chance = "-" if s["chance"] is None else f"{s['chance'] * 100:.0f} %"
+        print(f"| {tool} | {s['rate']:g} | {s['got']:.0f} | {held} | {s['true_p50'] * 1e3:.2f} | {s['cores']} / {s['share']} | {s['cpu']} | {s['turns']} | {s['late']} | {chance} | {s['p50']} |")
     sims = [p["simulated"] for p in json.load(open(series))["points"] if p.get("simulated")] if os.path.exists(series) else []
     if not sims or not steps:
         verdicts.append(f"{tool}: no knee read")
@@ -555,6 +575,9 @@ for tool in sys.argv[2:]:
         # Its pacing, not its CPU, bounds the rate it holds: that bracket against it.
         as_filled += f", {paced:.0f} held as it paces (each gap {prediction['gap_lateness']['late_s'] * 1e3:.2f} ms late)"
         held_verdict = bracket("throughput held, against the pacing's", lo, hi, lambda k: err(paced, k))
+        drawn = [f"{s['rate']:g}: {s['chance'] * 100:.0f} %" for s in steps if s["chance"] is not None]
+        if drawn:
+            held_verdict += "; the chance each step's draws gave it of holding, " + ", ".join(drawn)
     top = prediction.get("batched_saturation_per_s")
     if top is not None and paced is None:
         # The throughput its CPU a request with the work met in batches bounds.

@@ -414,7 +414,11 @@ fn simulate_at(
     let forecast_range = across_speeds
         .zip(from.mean_noise)
         .map(|(band, h)| ForecastRange::of(&prediction.reported_s, &band, h));
+    let held_chance = prediction
+        .gap_lateness
+        .and_then(|g| Simulated::held_chance_of(&g, &this.observed));
     Ok(Simulated {
+        held_chance,
         split_from: from.clone(),
         prediction,
         measured_excess_s: measured.excess_s,

@@ -136,6 +136,11 @@ pub struct Simulated {
     /// calibration's audits carry their sampling noise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forecast_range: Option<ForecastRange>,
+    /// For a tool that sleeps each gap, where its lateness was told from the draws' spread:
+    /// the chance that this audit's gaps, at the rate asked, send [`HELD_SHARE`] of it
+    /// over the draws a seed may give ([`GapLateness::held_chance`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_chance: Option<f64>,
 }
 
 /// A held-out audit's forecast at the fastest and the slowest speed the calibration saw
@@ -301,6 +306,17 @@ impl HeldOut {
 }
 
 impl Simulated {
+    /// [`Simulated::held_chance`] of the audit `observed` under the lateness `g`.
+    pub fn held_chance_of(g: &GapLateness, observed: &Observed) -> Option<f64> {
+        g.is_measured().then(|| {
+            g.held_chance(
+                observed.offered.rate_per_s,
+                observed.truth.completed.saturating_sub(1),
+                HELD_SHARE,
+            )
+        })
+    }
+
     /// The relative error of the predicted mean excess against the measured one.
     pub fn mean_error(&self) -> Option<f64> {
         let m = self.measured_excess_s[0]?;
@@ -633,8 +649,8 @@ impl Simulated {
                     None => "the lateness is within the draws' own spread".into(),
                 }
             )?;
-            if g.is_measured() {
-                write_held_chance(out, &g, observed)?;
+            if let Some(chance) = self.held_chance {
+                write_held_chance(out, &g, chance, observed)?;
             }
         }
         Ok(())
@@ -642,14 +658,18 @@ impl Simulated {
 }
 
 /// How far a run's length lets the held rule read a tool that sleeps each gap: the chance
-/// this audit's gaps at its rate send [`HELD_SHARE`] of it over the draws a seed may give
-/// ([`GapLateness::held_chance`]), and how many requests make a run at 0.85 of the held
+/// this audit's gaps at its rate sent [`HELD_SHARE`] of it over the draws a seed may give
+/// ([`Simulated::held_chance`]), and how many requests make a run at 0.85 of the held
 /// limit sure of it to 95 % ([`GapLateness::gaps_to_hold`]).
-fn write_held_chance(out: &mut dyn Write, g: &GapLateness, observed: &Observed) -> io::Result<()> {
+fn write_held_chance(
+    out: &mut dyn Write,
+    g: &GapLateness,
+    chance: f64,
+    observed: &Observed,
+) -> io::Result<()> {
     let offered = observed.offered.rate_per_s;
     let gaps = observed.truth.completed.saturating_sub(1);
     let sent = observed.truth.achieved_rate_per_s / offered;
-    let chance = g.held_chance(offered, gaps, HELD_SHARE);
     let near = g.held_per_s(HELD_SHARE).map(|h| 0.85 * h);
     let sure = near.and_then(|r| Some((r, g.gaps_to_hold(r, HELD_SHARE, 0.95)?)));
     writeln!(
