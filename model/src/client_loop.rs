@@ -471,10 +471,15 @@ impl GapLateness {
     pub fn held_chance(&self, offered_per_s: f64, gaps: u64, share: f64) -> f64 {
         let n = gaps as f64;
         let most = n * (1.0 / (share * offered_per_s) - self.late_s.max(0.0));
-        if gaps == 0 || most <= 0.0 {
+        if gaps == 0 || !(offered_per_s > 0.0 && most > 0.0) {
             return 0.0;
         }
-        statrs::function::gamma::gamma_lr(n, offered_per_s * most)
+        // Refused only for arguments outside its domain (an infinite bound): then nothing
+        // is read.
+        statrs::function::gamma::checked_gamma_lr(n, offered_per_s * most)
+            .ok()
+            .filter(|p| p.is_finite())
+            .unwrap_or(0.0)
     }
 
     /// The fewest gaps for which a run asked at `offered_per_s` sends `share` of it with
@@ -1433,6 +1438,10 @@ mod tests {
         assert!(g.held_chance(rate, n - 1, 0.95) < 0.95);
         // At the limit and above no length makes it sure.
         assert_eq!(g.gaps_to_hold(limit * 1.01, 0.95, 0.95), None);
+        // No rate asked, or none sensible: no chance, and nothing panics.
+        for rate in [0.0, -1.0, f64::NAN, f64::MIN_POSITIVE / 4.0] {
+            assert_eq!(g.held_chance(rate, 100, 0.95), 0.0, "{rate}");
+        }
     }
 
     #[test]
