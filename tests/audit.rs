@@ -750,6 +750,132 @@ fn a_tool_that_sleeps_each_gap_is_read_for_its_lateness() {
     );
 }
 
+/// Held-out audits of a tool that sleeps each gap, read as a knee walk: the steps are the
+/// SGLang fixture's audit at 50 req/s written again at rising rates, with the share of each
+/// rate the server saw set as a walk might have met them. What these steps read follows
+/// the walk's rule, and what a walk reads over the draws is checked against a second
+/// method: every pattern of held and short steps enumerated, each step held with the
+/// chance the audit stored for it.
+#[test]
+fn a_paced_tools_held_out_steps_are_read_as_a_knee_walk() {
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sglang-0.5.6-series.json");
+    let series: Value = serde_json::from_slice(&std::fs::read(&fixture).unwrap()).unwrap();
+    let dir = std::env::temp_dir().join(format!("heisenbench-walk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Held, short, held, short, short (the walk stops), then held past the stop.
+    let walked = [
+        (40.0, 0.97),
+        (45.0, 0.93),
+        (50.0, 0.96),
+        (55.0, 0.90),
+        (60.0, 0.91),
+        (65.0, 0.99),
+    ];
+    let mut files = Vec::new();
+    for (rate, sent) in walked {
+        let mut step = series["points"][0].clone();
+        step["observed"]["offered"]["rate_per_s"] = Value::from(rate);
+        step["observed"]["truth"]["achieved_rate_per_s"] = Value::from(rate * sent);
+        let f = dir.join(format!("step-{rate}.json"));
+        std::fs::write(&f, step.to_string()).unwrap();
+        files.push(f.display().to_string());
+    }
+    // Given out of order: the walk goes up the rates.
+    files.reverse();
+    let held = files.join(",");
+    let written = dir.join("read.json");
+    let text = String::from_utf8_lossy(&audit_ok(&[
+        "--from".as_ref(),
+        fixture.as_os_str(),
+        "--held-out".as_ref(),
+        held.as_ref(),
+        "--out".as_ref(),
+        written.as_os_str(),
+    ]))
+    .into_owned();
+    let json: Value = serde_json::from_slice(&std::fs::read(&written).unwrap()).expect("JSON");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let walk = &json["knee_walk"];
+    let rates: Vec<f64> = walk["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| s["rate_per_s"].as_f64().unwrap())
+        .collect();
+    assert_eq!(rates, [40.0, 45.0, 50.0, 55.0, 60.0, 65.0]);
+    // The highest held before two in a row fell short: 50 req/s, not the 65 past the stop.
+    assert_eq!(walk["read"], Value::from(2), "{walk}");
+    assert!(text.contains("read 50 req/s"), "{text}");
+    // Each step's chance as its own audit stored it, by rate.
+    let points = json["points"].as_array().unwrap();
+    let chance_at = |rate: f64| {
+        points
+            .iter()
+            .rev()
+            .find(|p| p["observed"]["offered"]["rate_per_s"].as_f64() == Some(rate))
+            .and_then(|p| p["simulated"]["held_chance"].as_f64())
+            .expect("a chance")
+    };
+    let chances: Vec<f64> = rates.iter().map(|r| chance_at(*r)).collect();
+    // Every pattern of held (bit set) and short, walked by the rule; its reading weighed by
+    // its chance.
+    let mut none = 0.0;
+    let mut highest = vec![0.0; rates.len()];
+    let mut walking_on = 0.0;
+    for pattern in 0u32..1 << rates.len() {
+        let weight: f64 = chances
+            .iter()
+            .enumerate()
+            .map(|(k, p)| if pattern >> k & 1 == 1 { *p } else { 1.0 - p })
+            .product();
+        let (mut best, mut shorts, mut stopped) = (None, 0, false);
+        for k in 0..rates.len() {
+            if pattern >> k & 1 == 1 {
+                (best, shorts) = (Some(k), 0);
+            } else {
+                shorts += 1;
+                if shorts == 2 {
+                    stopped = true;
+                    break;
+                }
+            }
+        }
+        match best {
+            Some(k) => highest[k] += weight,
+            None => none += weight,
+        }
+        if !stopped {
+            walking_on += weight;
+        }
+    }
+    let predicted = &walk["predicted"];
+    let close = |a: &Value, b: f64| (a.as_f64().unwrap() - b).abs() < 1e-9;
+    assert!(close(&predicted["none"], none), "{predicted} {none}");
+    assert!(
+        close(&predicted["walking_on"], walking_on),
+        "{predicted} {walking_on}"
+    );
+    for (k, h) in highest.iter().enumerate() {
+        assert!(
+            close(&predicted["highest"][k], *h),
+            "{predicted} {highest:?}"
+        );
+    }
+    let at_most = none + highest[..3].iter().sum::<f64>();
+    assert!(close(&walk["at_most"], at_most), "{walk}");
+    // The text prints what the file holds.
+    let line = format!(
+        "a walk reads that or lower with chance {:.0}%",
+        at_most * 100.0
+    );
+    assert!(text.contains(&line), "{line}: {text}");
+    assert!(
+        text.contains(&format!("none with chance {:.0}%", none * 100.0)),
+        "{text}"
+    );
+}
+
 /// A series vLLM 0.33's bench ran under `bench/audit/run.sh` with `BATCHED=1s` (r27 in
 /// bench/audit/RESULTS.md: 50 and 100 req/s fitted, 200-token streams, 20 s each, and the
 /// batched audit at 100 req/s with the mock releasing the responses together every

@@ -510,6 +510,72 @@ impl GapLateness {
         }
         Some(high)
     }
+
+    /// What a walk up `steps` (each a rate asked and its gaps, in the order walked) reads
+    /// as its knee: the highest step that sends `share` of its rate, walking on until
+    /// `stop_after` steps in a row fall short. Each step holds with its own
+    /// [`Self::held_chance`], the steps' draws apart from one another (a tool that draws
+    /// its prompts from the seed before its gaps, as SGLang's bench does, starts each
+    /// length's gaps elsewhere in the stream). A walk that has not stopped by the last step
+    /// reads the highest held so far, and is counted in [`KneeWalk::walking_on`] too.
+    pub fn knee_walk(&self, steps: &[(f64, u64)], share: f64, stop_after: usize) -> KneeWalk {
+        let stop_after = stop_after.max(1);
+        // The chance of each walk still going: indexed by the highest step held so far
+        // (0 for none, k + 1 for step k) and the steps short since it.
+        let mut going = vec![vec![0.0f64; stop_after]; steps.len() + 1];
+        going[0][0] = 1.0;
+        let mut stopped = vec![0.0f64; steps.len() + 1];
+        for (k, &(rate, gaps)) in steps.iter().enumerate() {
+            let p = self.held_chance(rate, gaps, share);
+            let mut next = vec![vec![0.0f64; stop_after]; steps.len() + 1];
+            for (best, shorts) in going.iter().enumerate() {
+                for (s, &mass) in shorts.iter().enumerate() {
+                    if mass == 0.0 {
+                        continue;
+                    }
+                    next[k + 1][0] += mass * p;
+                    if s + 1 >= stop_after {
+                        stopped[best] += mass * (1.0 - p);
+                    } else {
+                        next[best][s + 1] += mass * (1.0 - p);
+                    }
+                }
+            }
+            going = next;
+        }
+        let walking_on: f64 = going.iter().flatten().sum();
+        let mut reads: Vec<f64> = stopped
+            .iter()
+            .zip(&going)
+            .map(|(s, g)| s + g.iter().sum::<f64>())
+            .collect();
+        let none = reads.remove(0);
+        KneeWalk {
+            none,
+            highest: reads,
+            walking_on,
+        }
+    }
+}
+
+/// What a walk up a tool's rates reads as its knee, over the draws a seed may give
+/// ([`GapLateness::knee_walk`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KneeWalk {
+    /// The chance that no step holds before the walk stops.
+    pub none: f64,
+    /// For each step, in the order walked: the chance it is the highest held.
+    pub highest: Vec<f64>,
+    /// The chance the walk has not stopped by the last step (it would read that step's
+    /// reading or higher, had it gone on).
+    pub walking_on: f64,
+}
+
+impl KneeWalk {
+    /// The chance the walk reads no higher than step `k` (None: no step held).
+    pub fn at_most(&self, k: Option<usize>) -> f64 {
+        self.none + k.map_or(0.0, |k| self.highest.iter().take(k + 1).sum())
+    }
 }
 
 /// Least squares of `y` on the first `k` (1 to 3) columns of `x`, by the normal equations
@@ -1442,6 +1508,80 @@ mod tests {
         for rate in [0.0, -1.0, f64::NAN, f64::MIN_POSITIVE / 4.0] {
             assert_eq!(g.held_chance(rate, 100, 0.95), 0.0, "{rate}");
         }
+    }
+
+    #[test]
+    fn a_walk_up_short_steps_reads_its_draws_as_much_as_the_limit() {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, Gamma};
+        let g = GapLateness {
+            late_s: 1.22e-3,
+            stderr_s: 0.1e-3,
+            audits: 4,
+        };
+        // Ten-second steps at 0.8 to 1.5 of the 43 req/s limit, as `run.sh` walks them.
+        let steps: Vec<(f64, u64)> = [34.0, 39.0, 43.0, 47.0, 52.0, 58.0, 64.0]
+            .iter()
+            .map(|&r| (r, (r * 10.0) as u64 - 1))
+            .collect();
+        let walk = g.knee_walk(&steps, 0.95, 2);
+        let total = walk.none + walk.highest.iter().sum::<f64>();
+        assert!((total - 1.0).abs() < 1e-12, "{walk:?}");
+        // A second method: the walk drawn, each step's gaps a gamma sum of its own.
+        let mut rng = crate::sample::SimRng::seed_from_u64(5);
+        let sittings = 20_000u32;
+        let mut counts = vec![0u32; steps.len() + 1];
+        let mut went_on = 0u32;
+        for _ in 0..sittings {
+            let (mut best, mut shorts, mut stopped) = (0usize, 0, false);
+            for (k, &(rate, gaps)) in steps.iter().enumerate() {
+                let drawn = Gamma::new(gaps as f64, 1.0 / rate)
+                    .unwrap()
+                    .sample(&mut rng);
+                if gaps as f64 / (drawn + gaps as f64 * g.late_s) >= 0.95 * rate {
+                    (best, shorts) = (k + 1, 0);
+                } else {
+                    shorts += 1;
+                    if shorts == 2 {
+                        stopped = true;
+                        break;
+                    }
+                }
+            }
+            counts[best] += 1;
+            went_on += u32::from(!stopped);
+        }
+        let computed = std::iter::once(walk.none).chain(walk.highest.iter().copied());
+        let drawn = counts.iter().map(|c| f64::from(*c) / f64::from(sittings));
+        for (k, (p, share)) in computed
+            .chain([walk.walking_on])
+            .zip(drawn.chain([f64::from(went_on) / f64::from(sittings)]))
+            .enumerate()
+        {
+            let tolerance = 4.0 * (p * (1.0 - p) / f64::from(sittings)).sqrt();
+            assert!(
+                (p - share).abs() <= tolerance,
+                "outcome {k}: computed {p}, drawn {share}"
+            );
+        }
+        // What it shows: no reading is likely. Every outcome from none to the top step has
+        // a chance between 5 and 30 %, and 1.5 times the limit is read about as often as
+        // the limit itself.
+        for p in std::iter::once(walk.none).chain(walk.highest.iter().copied()) {
+            assert!((0.05..0.3).contains(&p), "{walk:?}");
+        }
+        // Closed cases. One step: its own chance. Steps far below the limit all hold, and
+        // the walk goes on; far above, none holds and it stops after two.
+        let one = g.knee_walk(&steps[..1], 0.95, 2);
+        let p = g.held_chance(34.0, 339, 0.95);
+        assert!((one.highest[0] - p).abs() < 1e-12 && (one.none - (1.0 - p)).abs() < 1e-12);
+        assert!((one.walking_on - 1.0).abs() < 1e-12);
+        let low = g.knee_walk(&[(5.0, 5_000), (6.0, 6_000), (7.0, 7_000)], 0.95, 2);
+        assert!(low.highest[2] > 0.999 && low.walking_on > 0.999, "{low:?}");
+        let high = g.knee_walk(&[(200.0, 2_000), (300.0, 3_000), (5.0, 5_000)], 0.95, 2);
+        assert!(high.none > 0.999 && high.walking_on < 1e-6, "{high:?}");
+        assert!((walk.at_most(None) - walk.none).abs() < 1e-12);
+        assert!((walk.at_most(Some(steps.len() - 1)) - 1.0).abs() < 1e-12);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use heisenbench_figures::{AuditPoint, AuditedClient};
 use heisenbench_live::audit::predict;
 use heisenbench_live::audit::report::{
     AuditReport, AuditSeries, BatchedAudit, ForecastRange, GivenSpeed, HeldOut, Simulated,
-    SpeedBand, SplitFrom,
+    SpeedBand, SplitFrom, WalkRead,
 };
 use heisenbench_live::audit::{self, AuditConfig, AuditError};
 use heisenbench_model::client_loop::{
@@ -344,7 +344,7 @@ fn read_client_loop(
             .map(|a| GapReading {
                 offered_per_s: a.observed.offered.rate_per_s,
                 achieved_per_s: a.observed.truth.achieved_rate_per_s,
-                gaps: a.observed.truth.completed.saturating_sub(1),
+                gaps: a.observed.truth.gaps(),
             })
             .collect();
         GapLateness::fit(&readings).ok()
@@ -531,6 +531,7 @@ fn read_again(
     let fit_on = fitted.len();
     let on: Vec<&AuditReport> = fitted.iter().map(|(p, _)| p).collect();
     let reading = read_client_loop(&calibration, &on, a.clock, a.preemptions, batched.as_ref());
+    let held_from = fit_on + rest.len();
     let mut points = Vec::new();
     for (i, (mut p, from)) in fitted
         .into_iter()
@@ -573,12 +574,21 @@ fn read_again(
         };
         points.push(p);
     }
+    // A tool that sleeps each gap: its held-out audits read as a walk up their rates.
+    let knee_walk = reading.as_ref().ok().and_then(|(r, _)| {
+        let held: Vec<&AuditReport> = points[held_from..].iter().collect();
+        WalkRead::of(&r.fitted.gap_lateness?, &held)
+    });
     if !a.json {
         AuditReport::write_held_out_tally(&points, out)?;
+        if let Some(w) = &knee_walk {
+            w.write(out)?;
+        }
     }
     let again = AuditSeries {
         calibration,
         batched,
+        knee_walk,
         ..AuditSeries::new(points)
     };
     if let Some(p) = &a.out {

@@ -402,6 +402,12 @@ pub struct Truth {
 }
 
 impl Truth {
+    /// The gaps between the completed requests' arrivals, over which the achieved rate is
+    /// read.
+    pub fn gaps(&self) -> u64 {
+        self.completed.saturating_sub(1)
+    }
+
     /// Reads the journal.
     pub fn of(served: &[Served]) -> Self {
         let mut errors: Vec<(u16, u64)> = Vec::new();

@@ -9,7 +9,8 @@ use heisenbench_model::units::format_seconds;
 use serde::{Deserialize, Serialize};
 
 use heisenbench_model::client_loop::{
-    AuditedLoad, BatchedBound, ClockStart, CostSample, GapLateness, HELD_SHARE, LoopPrediction,
+    AuditedLoad, BatchedBound, ClockStart, CostSample, GapLateness, HELD_SHARE, KneeWalk,
+    LoopPrediction,
 };
 
 use super::adapters::Reported;
@@ -311,7 +312,7 @@ impl Simulated {
         g.is_measured().then(|| {
             g.held_chance(
                 observed.offered.rate_per_s,
-                observed.truth.completed.saturating_sub(1),
+                observed.truth.gaps(),
                 HELD_SHARE,
             )
         })
@@ -668,7 +669,7 @@ fn write_held_chance(
     observed: &Observed,
 ) -> io::Result<()> {
     let offered = observed.offered.rate_per_s;
-    let gaps = observed.truth.completed.saturating_sub(1);
+    let gaps = observed.truth.gaps();
     let sent = observed.truth.achieved_rate_per_s / offered;
     let near = g.held_per_s(HELD_SHARE).map(|h| 0.85 * h);
     let sure = near.and_then(|r| Some((r, g.gaps_to_hold(r, HELD_SHARE, 0.95)?)));
@@ -706,6 +707,137 @@ pub struct AuditSeries {
     /// the throughput the client holds is read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batched: Option<BatchedAudit>,
+    /// The held-out audits of a tool that sleeps each gap, read as a walk up their rates
+    /// (`audit --from --held-out` with two or more).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee_walk: Option<WalkRead>,
+}
+
+/// One step of a knee walk: an audit at a rate, and whether it sent [`HELD_SHARE`] of it.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+pub struct WalkStep {
+    /// The rate asked, per second.
+    pub rate_per_s: f64,
+    /// The gaps between its arrivals at the server.
+    pub gaps: u64,
+    /// The share of the rate the server saw.
+    pub sent: f64,
+}
+
+impl WalkStep {
+    /// Whether it sent [`HELD_SHARE`] of its rate.
+    pub fn held(&self) -> bool {
+        self.sent >= HELD_SHARE
+    }
+}
+
+/// Audits of a tool that sleeps each gap, at rising rates, read as a walk up them until
+/// two in a row send less than [`HELD_SHARE`] (as `bench/audit/run.sh` walks to a knee), by
+/// the rate sent alone: what such a walk reads over the draws a seed may give
+/// ([`GapLateness::knee_walk`]), against what these steps read.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+pub struct WalkRead {
+    /// The steps, by rate.
+    pub steps: Vec<WalkStep>,
+    /// The walk's reading over the draws.
+    pub predicted: KneeWalk,
+    /// The highest step these audits held before two in a row fell short (an index into
+    /// `steps`), None where none did.
+    pub read: Option<usize>,
+    /// The chance a walk reads no higher than they did.
+    pub at_most: f64,
+    /// The highest rate of which the tool sends [`HELD_SHARE`], for draws of the mean
+    /// asked.
+    pub limit_per_s: Option<f64>,
+}
+
+/// Steps short in a row that end a walk.
+const WALK_STOPS_AFTER: usize = 2;
+
+impl WalkRead {
+    /// The walk up `audits` under the lateness `g`: None for fewer than two, or where the
+    /// lateness is within the draws' own spread.
+    pub fn of(g: &GapLateness, audits: &[&AuditReport]) -> Option<Self> {
+        if audits.len() < 2 || !g.is_measured() {
+            return None;
+        }
+        let mut steps: Vec<WalkStep> = audits
+            .iter()
+            .map(|a| {
+                let t = &a.observed.truth;
+                let rate = a.observed.offered.rate_per_s;
+                WalkStep {
+                    rate_per_s: rate,
+                    gaps: t.gaps(),
+                    sent: t.achieved_rate_per_s / rate,
+                }
+            })
+            .collect();
+        steps.sort_by(|a, b| a.rate_per_s.total_cmp(&b.rate_per_s));
+        let asked: Vec<(f64, u64)> = steps.iter().map(|s| (s.rate_per_s, s.gaps)).collect();
+        let predicted = g.knee_walk(&asked, HELD_SHARE, WALK_STOPS_AFTER);
+        let (mut read, mut shorts) = (None, 0);
+        for (k, s) in steps.iter().enumerate() {
+            if s.held() {
+                (read, shorts) = (Some(k), 0);
+            } else {
+                shorts += 1;
+                if shorts == WALK_STOPS_AFTER {
+                    break;
+                }
+            }
+        }
+        Some(Self {
+            at_most: predicted.at_most(read),
+            steps,
+            predicted,
+            read,
+            limit_per_s: g.held_per_s(HELD_SHARE),
+        })
+    }
+
+    /// The reading, its chances, and where these steps' reading falls among them.
+    pub fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        let chances: Vec<String> = std::iter::once(format!(
+            "none with chance {:.0}%",
+            self.predicted.none * 100.0
+        ))
+        .chain(
+            self.steps
+                .iter()
+                .zip(&self.predicted.highest)
+                .map(|(s, p)| format!("{:.0} req/s {:.0}%", s.rate_per_s, p * 100.0)),
+        )
+        .collect();
+        let read = match self.read {
+            Some(k) => format!("{:.0} req/s", self.steps[k].rate_per_s),
+            None => "none".into(),
+        };
+        let sent: Vec<String> = self
+            .steps
+            .iter()
+            .map(|s| format!("{:.0} {:.1}%", s.rate_per_s, s.sent * 100.0))
+            .collect();
+        writeln!(
+            out,
+            "== the held-out audits as a knee walk (up the rates until two in a row send under {:.0}%, \
+             by the pacing alone, each step's draws its own): the highest step held is {}; the walk goes on past the \
+             last step with chance {:.0}%",
+            HELD_SHARE * 100.0,
+            chances.join(", "),
+            self.predicted.walking_on * 100.0
+        )?;
+        writeln!(
+            out,
+            "  these steps (req/s and the share sent: {}) read {read}; a walk reads that or lower with chance {:.0}%{}",
+            sent.join(", "),
+            self.at_most * 100.0,
+            match self.limit_per_s {
+                Some(l) => format!("; the limit, for draws of the mean asked, is {l:.0} req/s"),
+                None => String::new(),
+            }
+        )
+    }
 }
 
 /// An audit whose server released its responses together on a period
@@ -1450,6 +1582,7 @@ impl AuditSeries {
             points,
             calibration: Vec::new(),
             batched: None,
+            knee_walk: None,
         }
     }
 
