@@ -52,7 +52,9 @@
 # CPU a request: the knee read in the same sitting, on the same machine, as the series that
 # predicted it. For a tool that sleeps each gap, each step also gets the chance its own
 # draws gave it of holding (`audit --from` the series `--held-out` the steps): near the
-# limit a ten-second step holds or not about as often as a coin lands heads.
+# limit a ten-second step holds or not about as often as a coin lands heads. The steps read
+# together as a walk then give the chance of each reading the walk could have made, and
+# where the one made lies among them.
 #
 # Environment: PYTHON (Python 3.12; default: pyenv's 3.12), HEISENBENCH (the binary;
 # default target/release/heisenbench, built if missing), CACHE (default
@@ -501,9 +503,12 @@ for tool in sys.argv[2:]:
     series = os.path.join(out, f"{tool}-split.json")
     # A tool that sleeps each gap: the chance each step's draws gave it, as the series reads it.
     read = os.path.join(out, f"{tool}-knees-read.json")
-    chances = {}
+    chances, walk = {}, None
     if os.path.exists(read):
-        for p in json.load(open(read))["points"]:
+        knees_read = json.load(open(read))
+        # The steps as a walk: what such a walk reads over its draws (`audit --from`'s).
+        walk = knees_read.get("knee_walk")
+        for p in knees_read["points"]:
             c = (p.get("simulated") or {}).get("held_chance")
             if c is not None:
                 chances[(p["observed"]["offered"]["rate_per_s"], p["observed"]["truth"]["requests"])] = c
@@ -578,6 +583,11 @@ for tool in sys.argv[2:]:
         drawn = [f"{s['rate']:g}: {s['chance'] * 100:.0f} %" for s in steps if s["chance"] is not None]
         if drawn:
             held_verdict += "; the chance each step's draws gave it of holding, " + ", ".join(drawn)
+        if walk:
+            w = walk["predicted"]
+            reads = [("none", w["none"])] + [(f"{s['rate_per_s']:g}", p) for s, p in zip(walk["steps"], w["highest"])]
+            held_verdict += ("; a walk up these steps reads " + ", ".join(f"{r} {p * 100:.0f} %" for r, p in reads)
+                             + f" (on past the last {w['walking_on'] * 100:.0f} %), this one's reading or lower {walk['at_most'] * 100:.0f} %")
     top = prediction.get("batched_saturation_per_s")
     if top is not None and paced is None:
         # The throughput its CPU a request with the work met in batches bounds.
