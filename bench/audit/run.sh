@@ -59,7 +59,10 @@
 # Environment: PYTHON (Python 3.12; default: pyenv's 3.12), HEISENBENCH (the binary;
 # default target/release/heisenbench, built if missing), CACHE (default
 # ~/.cache/heisenbench/peers), OUT (default: a fresh temporary directory), DURATION
-# (default 10s), TOKENS (output tokens, default 200), MOCK (flags of the embedded mock for
+# (default 10s), TOKENS (output tokens, default 200), SEED (SGLang's --seed, which fixes
+# its gaps' draws; default 1), SERIES_FROM (a directory of an earlier run: each tool's
+# series is copied from it rather than run, so that KNEE walks again, say at another SEED),
+# MOCK (flags of the embedded mock for
 # every audit, e.g. MOCK="--release-every 200ms --max-num-seqs 100000": responses leave
 # together on a 200 ms period).
 set -euo pipefail
@@ -78,6 +81,7 @@ FIT_ON=${FIT_ON:-1}
 REPEAT=${REPEAT:-1}
 SERIES=${SERIES:-1}
 KNEE_DURATION=${KNEE_DURATION:-10s}
+SEED=${SEED:-1}
 OUT=${OUT:-$(mktemp -d)}
 IP_VERSION=0.7.0
 VLLM_VERSION=0.33.0
@@ -176,7 +180,7 @@ for tool in $TOOLS; do
         --backend sglang-oai --base-url {url} --model {model} --tokenizer "$TOK"
         --dataset-name random-ids --random-input-len {prompt_tokens}
         --random-output-len {output_tokens} --random-range-ratio 1 --num-prompts {requests}
-        --request-rate {rate} --seed 1 --disable-tqdm --warmup-requests 0
+        --request-rate {rate} --seed "$SEED" --disable-tqdm --warmup-requests 0
         --output-file {out}/sglang-result.json --output-details)
       EXTRA=(--label "SGLang bench_serving" --timeout 300s) ;;
     *) echo "unknown tool $tool" >&2; exit 2 ;;
@@ -192,6 +196,12 @@ for tool in $TOOLS; do
     for k in $(seq 1 "$SERIES"); do
       name=$tool-split
       if [ "$k" -gt 1 ]; then name=$name-$k; echo "[audit] $tool: series $k of $SERIES"; fi
+      if [ -n "${SERIES_FROM:-}" ]; then
+        # Another sitting's series, read again rather than run (for its knee at another seed).
+        cp "$SERIES_FROM/$name.json" "$OUT/$name.json"
+        series+=("$OUT/$name.json")
+        continue
+      fi
       "$HB" audit --rates "${RATES// /,}" --cost-split "$SPLIT" --fit-on "$FIT_ON" "${HOLD[@]}" \
         --duration "$DURATION" --output-tokens "$TOKENS" --work-dir "$OUT/$name" --out "$OUT/$name.json" \
         "${EXTRA[@]}" -- "${CMD[@]}" > "$OUT/$name.txt" 2>&1 || echo "[audit] $name: exit $?"
