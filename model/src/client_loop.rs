@@ -513,21 +513,47 @@ impl GapLateness {
 
     /// What a walk up `steps` (each a rate asked and its gaps, in the order walked) reads
     /// as its knee: the highest step that sends `share` of its rate, walking on until
-    /// `stop_after` steps in a row fall short. Each step holds with its own
-    /// [`Self::held_chance`], the steps' draws apart from one another (a tool that draws
-    /// its prompts from the seed before its gaps, as SGLang's bench does, starts each
-    /// length's gaps elsewhere in the stream). A walk that has not stopped by the last step
-    /// reads the highest held so far, and is counted in [`KneeWalk::walking_on`] too.
+    /// `stop_after` steps in a row fall short ([`KneeWalk::of_chances`]). Each step holds
+    /// with its own [`Self::held_chance`], the steps' draws apart from one another (a tool
+    /// that draws its prompts from the seed before its gaps, as SGLang's bench does, starts
+    /// each length's gaps elsewhere in the stream).
     pub fn knee_walk(&self, steps: &[(f64, u64)], share: f64, stop_after: usize) -> KneeWalk {
+        let chances: Vec<f64> = steps
+            .iter()
+            .map(|&(rate, gaps)| self.held_chance(rate, gaps, share))
+            .collect();
+        KneeWalk::of_chances(&chances, stop_after)
+    }
+}
+
+/// What a walk up a tool's rates reads as its knee, over the draws a seed may give
+/// ([`GapLateness::knee_walk`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KneeWalk {
+    /// The chance that no step holds before the walk stops.
+    pub none: f64,
+    /// For each step, in the order walked: the chance it is the highest held.
+    pub highest: Vec<f64>,
+    /// The chance the walk has not stopped by the last step (it would read that step's
+    /// reading or higher, had it gone on).
+    pub walking_on: f64,
+}
+
+impl KneeWalk {
+    /// A walk up steps that hold with the chances given, one apart from another, in the
+    /// order walked: the highest held before `stop_after` steps in a row fall short. A walk
+    /// that has not stopped by the last step reads the highest held so far, and is counted
+    /// in [`Self::walking_on`] too. Chances of 0 and 1 give the one reading a walk of known
+    /// steps makes, with chance 1.
+    pub fn of_chances(chances: &[f64], stop_after: usize) -> Self {
         let stop_after = stop_after.max(1);
         // The chance of each walk still going: indexed by the highest step held so far
         // (0 for none, k + 1 for step k) and the steps short since it.
-        let mut going = vec![vec![0.0f64; stop_after]; steps.len() + 1];
+        let mut going = vec![vec![0.0f64; stop_after]; chances.len() + 1];
         going[0][0] = 1.0;
-        let mut stopped = vec![0.0f64; steps.len() + 1];
-        for (k, &(rate, gaps)) in steps.iter().enumerate() {
-            let p = self.held_chance(rate, gaps, share);
-            let mut next = vec![vec![0.0f64; stop_after]; steps.len() + 1];
+        let mut stopped = vec![0.0f64; chances.len() + 1];
+        for (k, &p) in chances.iter().enumerate() {
+            let mut next = vec![vec![0.0f64; stop_after]; chances.len() + 1];
             for (best, shorts) in going.iter().enumerate() {
                 for (s, &mass) in shorts.iter().enumerate() {
                     if mass == 0.0 {
@@ -550,28 +576,24 @@ impl GapLateness {
             .map(|(s, g)| s + g.iter().sum::<f64>())
             .collect();
         let none = reads.remove(0);
-        KneeWalk {
+        Self {
             none,
             highest: reads,
             walking_on,
         }
     }
-}
 
-/// What a walk up a tool's rates reads as its knee, over the draws a seed may give
-/// ([`GapLateness::knee_walk`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KneeWalk {
-    /// The chance that no step holds before the walk stops.
-    pub none: f64,
-    /// For each step, in the order walked: the chance it is the highest held.
-    pub highest: Vec<f64>,
-    /// The chance the walk has not stopped by the last step (it would read that step's
-    /// reading or higher, had it gone on).
-    pub walking_on: f64,
-}
+    /// The step most likely read (None: no step held); for a walk of known steps, the one
+    /// it reads.
+    pub fn likeliest(&self) -> Option<usize> {
+        let (k, p) = self
+            .highest
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))?;
+        (*p > self.none).then_some(k)
+    }
 
-impl KneeWalk {
     /// The chance the walk reads no higher than step `k` (None: no step held).
     pub fn at_most(&self, k: Option<usize>) -> f64 {
         self.none + k.map_or(0.0, |k| self.highest.iter().take(k + 1).sum())
@@ -1580,6 +1602,13 @@ mod tests {
         assert!(low.highest[2] > 0.999 && low.walking_on > 0.999, "{low:?}");
         let high = g.knee_walk(&[(200.0, 2_000), (300.0, 3_000), (5.0, 5_000)], 0.95, 2);
         assert!(high.none > 0.999 && high.walking_on < 1e-6, "{high:?}");
+        // Steps known to hold or not: the one reading, with chance 1. Held, short, held,
+        // short, short (stopped), held: the third step, and not the sixth past the stop.
+        let known = KneeWalk::of_chances(&[1.0, 0.0, 1.0, 0.0, 0.0, 1.0], 2);
+        assert_eq!(known.highest[2], 1.0, "{known:?}");
+        assert_eq!((known.likeliest(), known.walking_on), (Some(2), 0.0));
+        let none = KneeWalk::of_chances(&[0.0, 0.0, 1.0], 2);
+        assert_eq!((none.none, none.likeliest()), (1.0, None));
         assert!((walk.at_most(None) - walk.none).abs() < 1e-12);
         assert!((walk.at_most(Some(steps.len() - 1)) - 1.0).abs() < 1e-12);
     }

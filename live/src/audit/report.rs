@@ -776,17 +776,12 @@ impl WalkRead {
         steps.sort_by(|a, b| a.rate_per_s.total_cmp(&b.rate_per_s));
         let asked: Vec<(f64, u64)> = steps.iter().map(|s| (s.rate_per_s, s.gaps)).collect();
         let predicted = g.knee_walk(&asked, HELD_SHARE, WALK_STOPS_AFTER);
-        let (mut read, mut shorts) = (None, 0);
-        for (k, s) in steps.iter().enumerate() {
-            if s.held() {
-                (read, shorts) = (Some(k), 0);
-            } else {
-                shorts += 1;
-                if shorts == WALK_STOPS_AFTER {
-                    break;
-                }
-            }
-        }
+        // What these steps read: the same walk with each step's outcome known.
+        let known: Vec<f64> = steps
+            .iter()
+            .map(|s| f64::from(u8::from(s.held())))
+            .collect();
+        let read = KneeWalk::of_chances(&known, WALK_STOPS_AFTER).likeliest();
         Some(Self {
             at_most: predicted.at_most(read),
             steps,
