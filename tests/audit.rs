@@ -871,7 +871,77 @@ fn a_paced_tools_held_out_steps_are_read_as_a_knee_walk() {
     );
     assert!(text.contains(&line), "{line}: {text}");
     assert!(
-        text.contains(&format!("none with chance {:.0}%", none * 100.0)),
+        text.contains(&format!("as read: none {:.0}%", none * 100.0)),
+        "{text}"
+    );
+    // Over the lateness's own error too: a whole walk, its reading no higher than these
+    // steps' as its own figures make it, and printed as stored.
+    let over = &walk["over_error"];
+    let over_none = over["none"].as_f64().expect("over the error");
+    let over_highest: Vec<f64> = over["highest"]
+        .as_array()
+        .expect("highest")
+        .iter()
+        .map(|h| h.as_f64().unwrap())
+        .collect();
+    assert!(
+        (over_none + over_highest.iter().sum::<f64>() - 1.0).abs() < 1e-9,
+        "{over}"
+    );
+    let over_at_most = over_none + over_highest[..3].iter().sum::<f64>();
+    assert!(close(&walk["at_most_over_error"], over_at_most), "{walk}");
+    assert!(
+        text.contains(&format!(
+            "over the lateness's own error as well: none {:.0}%",
+            over_none * 100.0
+        )) && text.contains(&format!(
+            "({:.0}% over the lateness's error)",
+            over_at_most * 100.0
+        )),
+        "{text}"
+    );
+    // The chance of reading within 15 % of the limit, at these lengths: the walk over the
+    // error's chances of the steps whose rate the limit is within 15 % of.
+    let limit = walk["limit_per_s"].as_f64().expect("a limit");
+    let within: f64 = rates
+        .iter()
+        .zip(&over_highest)
+        .filter(|(r, _)| (limit / *r - 1.0).abs() <= 0.15)
+        .map(|(_, p)| p)
+        .sum();
+    let band = walk["within_band"].as_array().expect("within the band");
+    assert_eq!(band.len(), 3, "{walk}");
+    assert_eq!(band[0][0], 1.0);
+    assert!(close(&band[0][1], within), "{band:?} {within}");
+    assert!(
+        text.contains(&format!(
+            "within 15 % of the limit (over the draws and the lateness's error) with chance {:.0}% at these steps' lengths",
+            within * 100.0
+        )),
+        "{text}"
+    );
+    // The limit's 95 % range: the held limit at the lateness 1.96 errors either side.
+    let late = &points[0]["simulated"]["prediction"]["gap_lateness"];
+    let (mean, error) = (
+        late["late_s"].as_f64().expect("a lateness"),
+        late["stderr_s"].as_f64().expect("its error"),
+    );
+    let room = 1.0 / 0.95 - 1.0;
+    let range = &walk["limit_range_per_s"];
+    assert!(
+        close(&range[0], room / (mean + 1.96 * error)),
+        "{range} {late}"
+    );
+    assert!(
+        close(&range[1], room / (mean - 1.96 * error)),
+        "{range} {late}"
+    );
+    assert!(
+        text.contains(&format!(
+            "(95 %: {:.0} to {:.0})",
+            room / (mean + 1.96 * error),
+            room / (mean - 1.96 * error)
+        )),
         "{text}"
     );
 }

@@ -54,7 +54,8 @@
 # draws gave it of holding (`audit --from` the series `--held-out` the steps): near the
 # limit a ten-second step holds or not about as often as a coin lands heads. The steps read
 # together as a walk then give the chance of each reading the walk could have made, and
-# where the one made lies among them.
+# where the one made lies among them; and, over the lateness's own error as well, the chance
+# a walk reads within 15 % of the limit at these steps' lengths and at 10 and 100 times them.
 #
 # Environment: PYTHON (Python 3.12; default: pyenv's 3.12), HEISENBENCH (the binary;
 # default target/release/heisenbench, built if missing), CACHE (default
@@ -598,6 +599,12 @@ for tool in sys.argv[2:]:
             reads = [("none", w["none"])] + [(f"{s['rate_per_s']:g}", p) for s, p in zip(walk["steps"], w["highest"])]
             held_verdict += ("; a walk up these steps reads " + ", ".join(f"{r} {p * 100:.0f} %" for r, p in reads)
                              + f" (on past the last {w['walking_on'] * 100:.0f} %), this one's reading or lower {walk['at_most'] * 100:.0f} %")
+            band = walk.get("within_band") or []
+            if band:
+                # Over the lateness's error too, and at longer steps: longer steps shrink
+                # the draws' part, not the error.
+                lengths = ", ".join(f"{p * 100:.0f} %" + ("" if t == 1 else f" at {t:g}x the length") for t, p in band)
+                held_verdict += f"; over the lateness's error a walk reads within 15 % of the limit with chance {lengths}"
     top = prediction.get("batched_saturation_per_s")
     if top is not None and paced is None:
         # The throughput its CPU a request with the work met in batches bounds.

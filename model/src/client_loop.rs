@@ -524,7 +524,66 @@ impl GapLateness {
             .collect();
         KneeWalk::of_chances(&chances, stop_after)
     }
+
+    /// [`Self::knee_walk`] over the lateness's own error as well as the draws: the lateness
+    /// is known only within [`Self::stderr_s`], and every step of one walk meets the same
+    /// lateness, so the walks (not each step's chance) are averaged over it. The lateness
+    /// is taken as a normal of that error, on a grid of [`ERROR_GRID`] points either side
+    /// of the mean, each a tenth of an error wide and weighed by its density; a lateness
+    /// below zero sends as none. With no error this is [`Self::knee_walk`].
+    pub fn knee_walk_over_error(
+        &self,
+        steps: &[(f64, u64)],
+        share: f64,
+        stop_after: usize,
+    ) -> KneeWalk {
+        if !(self.stderr_s > 0.0 && self.stderr_s.is_finite()) {
+            return self.knee_walk(steps, share, stop_after);
+        }
+        let mut mean = KneeWalk {
+            none: 0.0,
+            highest: vec![0.0; steps.len()],
+            walking_on: 0.0,
+        };
+        let nodes = -ERROR_GRID..=ERROR_GRID;
+        let density = |i: i32| (-0.5 * (f64::from(i) / 10.0).powi(2)).exp();
+        let total: f64 = nodes.clone().map(density).sum();
+        for i in nodes {
+            let weight = density(i) / total;
+            let at = Self {
+                late_s: self.late_s + f64::from(i) / 10.0 * self.stderr_s,
+                ..*self
+            };
+            let walk = at.knee_walk(steps, share, stop_after);
+            mean.none += weight * walk.none;
+            mean.walking_on += weight * walk.walking_on;
+            for (m, h) in mean.highest.iter_mut().zip(&walk.highest) {
+                *m += weight * h;
+            }
+        }
+        mean
+    }
+
+    /// The held limit ([`Self::held_per_s`]) at the lateness `z` standard errors above and
+    /// below its mean: the lower end, and the upper where the lateness `z` errors below the
+    /// mean is still above zero (else the upper end is open). None where the lateness is
+    /// not measured.
+    pub fn held_range_per_s(&self, share: f64, z: f64) -> Option<(f64, Option<f64>)> {
+        let room = 1.0 / share - 1.0;
+        let low_late = self.late_s - z * self.stderr_s;
+        self.is_measured().then(|| {
+            (
+                room / (self.late_s + z * self.stderr_s),
+                (low_late > 0.0).then(|| room / low_late),
+            )
+        })
+    }
 }
+
+/// The lateness grid of [`GapLateness::knee_walk_over_error`] runs this many tenths of a
+/// standard error either side of the mean: six errors, past which the normal holds less
+/// than one in 10^8.
+const ERROR_GRID: i32 = 60;
 
 /// What a walk up a tool's rates reads as its knee, over the draws a seed may give
 /// ([`GapLateness::knee_walk`]).
@@ -592,6 +651,18 @@ impl KneeWalk {
             .enumerate()
             .max_by(|a, b| a.1.total_cmp(b.1))?;
         (*p > self.none).then_some(k)
+    }
+
+    /// The chance the walk reads a step (of `rates`, in the order walked) whose rate the
+    /// rate `limit_per_s` is within `band` of: `|limit / rate - 1| <= band`, the error of
+    /// a predicted limit against the rate a tool held.
+    pub fn chance_within(&self, rates: &[f64], limit_per_s: f64, band: f64) -> f64 {
+        self.highest
+            .iter()
+            .zip(rates)
+            .filter(|(_, r)| (limit_per_s / **r - 1.0).abs() <= band)
+            .map(|(p, _)| p)
+            .sum()
     }
 
     /// The chance the walk reads no higher than step `k` (None: no step held).
@@ -1611,6 +1682,126 @@ mod tests {
         assert_eq!((none.none, none.likeliest()), (1.0, None));
         assert!((walk.at_most(None) - walk.none).abs() < 1e-12);
         assert!((walk.at_most(Some(steps.len() - 1)) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_walk_over_the_latenesss_error_is_the_walk_drawn_at_a_drawn_lateness() {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, Gamma, Normal};
+        // r48's SGLang series: 0.79 ms late, within 0.15 ms; its steps 0.8 to 1.5 of the
+        // 67 req/s limit, ten seconds each.
+        let g = GapLateness {
+            late_s: 0.79e-3,
+            stderr_s: 0.15e-3,
+            audits: 2,
+        };
+        let steps: Vec<(f64, u64)> = [54.0, 60.0, 67.0, 74.0, 80.0, 90.0, 100.0]
+            .iter()
+            .map(|&r| (r, (r * 10.0) as u64 - 1))
+            .collect();
+        let walk = g.knee_walk_over_error(&steps, 0.95, 2);
+        let total = walk.none + walk.highest.iter().sum::<f64>();
+        assert!((total - 1.0).abs() < 1e-12, "{walk:?}");
+        // A second method: each walk draws its lateness, then each step's gaps.
+        let mut rng = crate::sample::SimRng::seed_from_u64(11);
+        let lateness = Normal::new(g.late_s, g.stderr_s).unwrap();
+        let sittings = 20_000u32;
+        let mut counts = vec![0u32; steps.len() + 1];
+        let mut went_on = 0u32;
+        for _ in 0..sittings {
+            let late = lateness.sample(&mut rng).max(0.0);
+            let (mut best, mut shorts, mut stopped) = (0usize, 0, false);
+            for (k, &(rate, gaps)) in steps.iter().enumerate() {
+                let drawn = Gamma::new(gaps as f64, 1.0 / rate)
+                    .unwrap()
+                    .sample(&mut rng);
+                if gaps as f64 / (drawn + gaps as f64 * late) >= 0.95 * rate {
+                    (best, shorts) = (k + 1, 0);
+                } else {
+                    shorts += 1;
+                    if shorts == 2 {
+                        stopped = true;
+                        break;
+                    }
+                }
+            }
+            counts[best] += 1;
+            went_on += u32::from(!stopped);
+        }
+        let computed = std::iter::once(walk.none).chain(walk.highest.iter().copied());
+        let drawn = counts.iter().map(|c| f64::from(*c) / f64::from(sittings));
+        for (k, (p, share)) in computed
+            .chain([walk.walking_on])
+            .zip(drawn.chain([f64::from(went_on) / f64::from(sittings)]))
+            .enumerate()
+        {
+            let tolerance = 4.0 * (p * (1.0 - p) / f64::from(sittings)).sqrt();
+            assert!(
+                (p - share).abs() <= tolerance,
+                "outcome {k}: computed {p}, drawn {share}"
+            );
+        }
+        // What it shows: at ten-second steps the draws, not the lateness's error, make the
+        // spread. The error moves a little mass to the ends (no step held, the walk still
+        // going past the last step: 17.9 and 14.5 % with the lateness known, 18.6 and
+        // 18.1 % over its error), and none of the readings by more than four points.
+        let known = g.knee_walk(&steps, 0.95, 2);
+        assert!(walk.none > known.none, "{walk:?} {known:?}");
+        assert!(
+            walk.walking_on > known.walking_on + 0.02,
+            "{walk:?} {known:?}"
+        );
+        for (a, b) in walk.highest.iter().zip(&known.highest) {
+            assert!((a - b).abs() < 0.04, "{walk:?} {known:?}");
+        }
+        // Within 15 % of the 66.6 req/s limit: the steps at 60, 67 and 74 req/s (+11, -1
+        // and -10 %; 54 and 80 are +23 and -17 %).
+        let rates: Vec<f64> = steps.iter().map(|s| s.0).collect();
+        let limit = g.held_per_s(0.95).unwrap();
+        let within = walk.chance_within(&rates, limit, 0.15);
+        assert!((within - walk.highest[1..4].iter().sum::<f64>()).abs() < 1e-12);
+        // Longer steps shrink the draws' part but not the lateness's error. With the
+        // lateness known, steps a thousand times as long read within the band surely; over
+        // its error the walk becomes a step in the lateness, reading within the band where
+        // the true limit lies in [60, 80) req/s: the lateness in (0.658, 0.877] ms,
+        // Phi(0.581) - Phi(-0.881) = 0.530 of the normal. The grid of tenths of an error
+        // places each of that step's two edges within half a point, 0.05 x phi(z) of
+        // chance at most (0.017 and 0.014), so 0.031 either way.
+        let longer = |times: u64| -> Vec<(f64, u64)> {
+            steps.iter().map(|&(r, n)| (r, n * times)).collect()
+        };
+        let sure = g.knee_walk(&longer(1_000), 0.95, 2);
+        assert!(sure.chance_within(&rates, limit, 0.15) > 0.999, "{sure:?}");
+        let capped = g
+            .knee_walk_over_error(&longer(10_000), 0.95, 2)
+            .chance_within(&rates, limit, 0.15);
+        assert!((capped - 0.530).abs() < 0.031, "{capped}");
+        // No error: the walk at the lateness read.
+        let exact = GapLateness { stderr_s: 0.0, ..g };
+        assert_eq!(
+            exact.knee_walk_over_error(&steps, 0.95, 2),
+            exact.knee_walk(&steps, 0.95, 2)
+        );
+        // The limit's range: (1 / 0.95 - 1) / (0.79 ms +- 1.96 x 0.15 ms) = 48.3 and 106.2.
+        let (low, high) = g.held_range_per_s(0.95, 1.96).expect("measured");
+        let room = 1.0 / 0.95 - 1.0;
+        assert!((low - room / 1.084e-3).abs() < 1e-9, "{low}");
+        assert!(
+            (high.expect("bounded") - room / 0.496e-3).abs() < 1e-9,
+            "{high:?}"
+        );
+        assert!(low < limit && limit < high.unwrap());
+        // An error above a third of the lateness leaves the upper end open at three errors
+        // (at two, a lateness measured at all has a bounded range).
+        let loose = GapLateness {
+            stderr_s: 0.3e-3,
+            ..g
+        };
+        assert_eq!(loose.held_range_per_s(0.95, 3.0).map(|r| r.1), Some(None));
+        assert_eq!(
+            GapLateness { late_s: 0.0, ..g }.held_range_per_s(0.95, 1.96),
+            None
+        );
     }
 
     #[test]

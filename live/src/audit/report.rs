@@ -749,10 +749,37 @@ pub struct WalkRead {
     /// The highest rate of which the tool sends [`HELD_SHARE`], for draws of the mean
     /// asked.
     pub limit_per_s: Option<f64>,
+    /// The walk's reading over the draws and the lateness's own error
+    /// ([`GapLateness::knee_walk_over_error`]; absent from files written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_error: Option<KneeWalk>,
+    /// The chance a walk reads no higher than these steps did, over the lateness's error
+    /// too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_most_over_error: Option<f64>,
+    /// The limit at the lateness 1.96 standard errors above and below its mean (95 %): the
+    /// lower end, and the upper (None: open).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_range_per_s: Option<(f64, Option<f64>)>,
+    /// The chance a walk reads a step within [`KNEE_BAND`] of the limit, over the draws and
+    /// the lateness's error, by the steps' length: at these steps' lengths (1), and at
+    /// [`LONGER`] times them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub within_band: Vec<(f64, f64)>,
 }
 
 /// Steps short in a row that end a walk.
 const WALK_STOPS_AFTER: usize = 2;
+
+/// Standard errors either side of a mean for a two-sided 95 % range of a normal.
+const Z_95: f64 = 1.96;
+
+/// How far a predicted knee may lie from the rate read, as a share of it: the audit's goal.
+pub const KNEE_BAND: f64 = 0.15;
+
+/// The steps' lengths, as multiples of those walked, at which [`WalkRead::within_band`]
+/// is read: longer steps shrink the draws' part, never the lateness's error.
+const LONGER: [f64; 3] = [1.0, 10.0, 100.0];
 
 impl WalkRead {
     /// The walk up `audits` under the lateness `g`: None for fewer than two, or where the
@@ -782,28 +809,50 @@ impl WalkRead {
             .map(|s| f64::from(u8::from(s.held())))
             .collect();
         let read = KneeWalk::of_chances(&known, WALK_STOPS_AFTER).likeliest();
+        let over_error = g.knee_walk_over_error(&asked, HELD_SHARE, WALK_STOPS_AFTER);
+        let rates: Vec<f64> = steps.iter().map(|s| s.rate_per_s).collect();
+        let limit_per_s = g.held_per_s(HELD_SHARE);
+        let within_band = limit_per_s
+            .map(|limit| {
+                LONGER
+                    .iter()
+                    .map(|&times| {
+                        let longer: Vec<(f64, u64)> = asked
+                            .iter()
+                            .map(|&(rate, gaps)| (rate, (gaps as f64 * times).round() as u64))
+                            .collect();
+                        let walk = g.knee_walk_over_error(&longer, HELD_SHARE, WALK_STOPS_AFTER);
+                        (times, walk.chance_within(&rates, limit, KNEE_BAND))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         Some(Self {
             at_most: predicted.at_most(read),
+            at_most_over_error: Some(over_error.at_most(read)),
+            over_error: Some(over_error),
             steps,
             predicted,
             read,
-            limit_per_s: g.held_per_s(HELD_SHARE),
+            limit_per_s,
+            within_band,
+            limit_range_per_s: g.held_range_per_s(HELD_SHARE, Z_95),
         })
     }
 
     /// The reading, its chances, and where these steps' reading falls among them.
     pub fn write(&self, out: &mut dyn Write) -> io::Result<()> {
-        let chances: Vec<String> = std::iter::once(format!(
-            "none with chance {:.0}%",
-            self.predicted.none * 100.0
-        ))
-        .chain(
-            self.steps
-                .iter()
-                .zip(&self.predicted.highest)
-                .map(|(s, p)| format!("{:.0} req/s {:.0}%", s.rate_per_s, p * 100.0)),
-        )
-        .collect();
+        let chances = |walk: &KneeWalk| -> String {
+            std::iter::once(format!("none {:.0}%", walk.none * 100.0))
+                .chain(
+                    self.steps
+                        .iter()
+                        .zip(&walk.highest)
+                        .map(|(s, p)| format!("{:.0} req/s {:.0}%", s.rate_per_s, p * 100.0)),
+                )
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let read = match self.read {
             Some(k) => format!("{:.0} req/s", self.steps[k].rate_per_s),
             None => "none".into(),
@@ -815,22 +864,58 @@ impl WalkRead {
             .collect();
         writeln!(
             out,
-            "== the held-out audits as a knee walk (up the rates until two in a row send under {:.0}%, \
-             by the pacing alone, each step's draws its own): the highest step held is {}; the walk goes on past the \
-             last step with chance {:.0}%",
+            "== the held-out audits as a knee walk (up the rates until {WALK_STOPS_AFTER} in a row send \
+             under {:.0}%, by the pacing alone, each step's draws its own): the highest step held is, \
+             with the lateness as read: {}; the walk goes on past the last step with chance {:.0}%",
             HELD_SHARE * 100.0,
-            chances.join(", "),
+            chances(&self.predicted),
             self.predicted.walking_on * 100.0
         )?;
+        if let Some(w) = &self.over_error {
+            writeln!(
+                out,
+                "  over the lateness's own error as well: {}; on past the last {:.0}%",
+                chances(w),
+                w.walking_on * 100.0
+            )?;
+        }
+        let or_lower = match self.at_most_over_error {
+            Some(p) => format!(
+                "{:.0}% ({:.0}% over the lateness's error)",
+                self.at_most * 100.0,
+                p * 100.0
+            ),
+            None => format!("{:.0}%", self.at_most * 100.0),
+        };
+        let limit = match (self.limit_per_s, self.limit_range_per_s) {
+            (Some(l), Some((low, high))) => format!(
+                "; the limit, for draws of the mean asked, is {l:.0} req/s (95 %: {low:.0} to {})",
+                high.map_or("open".into(), |h| format!("{h:.0}"))
+            ),
+            (Some(l), None) => format!("; the limit, for draws of the mean asked, is {l:.0} req/s"),
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "  these steps (req/s and the share sent: {}) read {read}; a walk reads that or lower with chance {:.0}%{}",
+            "  these steps (req/s and the share sent: {}) read {read}; a walk reads that or lower with chance {or_lower}{limit}",
             sent.join(", "),
-            self.at_most * 100.0,
-            match self.limit_per_s {
-                Some(l) => format!("; the limit, for draws of the mean asked, is {l:.0} req/s"),
-                None => String::new(),
-            }
+        )?;
+        if self.within_band.is_empty() {
+            return Ok(());
+        }
+        let by_length: Vec<String> = self
+            .within_band
+            .iter()
+            .map(|(times, p)| match times {
+                1.0 => format!("{:.0}% at these steps' lengths", p * 100.0),
+                t => format!("{:.0}% at {t:.0} times them", p * 100.0),
+            })
+            .collect();
+        writeln!(
+            out,
+            "  a walk up these rates reads a step within {:.0} % of the limit (over the draws and the lateness's error) with chance {}",
+            KNEE_BAND * 100.0,
+            by_length.join(", ")
         )
     }
 }
