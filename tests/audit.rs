@@ -784,12 +784,65 @@ fn a_paced_tools_held_out_steps_are_read_as_a_knee_walk() {
     // Given out of order: the walk goes up the rates.
     files.reverse();
     let held = files.join(",");
+    // Each step's draws as a replay would give them, 4 ms a gap under what holds 95 % of
+    // its rate (held for any lateness under 4 ms) or 2 ms over (short for any): held,
+    // held, held, short, short, held, so that given them the walk reads 50 req/s surely.
+    let requests = series["points"][0]["observed"]["truth"]["requests"].clone();
+    let drawn_at = |rate: f64, held: bool| {
+        let bound = 1.0 / (0.95 * rate);
+        serde_json::json!({
+            "rate_per_s": rate,
+            "requests": requests,
+            "mean_gap_s": if held { bound - 4e-3 } else { bound + 2e-3 },
+        })
+    };
+    let drawn = Value::from(
+        [true, true, true, false, false, true]
+            .iter()
+            .zip(walked)
+            .map(|(held, (rate, _))| drawn_at(rate, *held))
+            .collect::<Vec<_>>(),
+    );
+    let drawn_file = dir.join("drawn.json");
+    std::fs::write(&drawn_file, drawn.to_string()).unwrap();
+    // Draws missing for one step: one clear line, nothing written.
+    let partial = dir.join("partial.json");
+    let mut some = drawn.clone();
+    some.as_array_mut().unwrap().remove(1);
+    std::fs::write(&partial, some.to_string()).unwrap();
     let written = dir.join("read.json");
+    let refused = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+        .arg("audit")
+        .args([
+            "--from".as_ref(),
+            fixture.as_os_str(),
+            "--held-out".as_ref(),
+            held.as_ref(),
+            "--drawn".as_ref(),
+            partial.as_os_str(),
+            "--out".as_ref(),
+            written.as_os_str(),
+        ])
+        .output()
+        .expect("the binary runs");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && refused.stdout.is_empty(),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("no draws for the held-out audit at 45 req/s"),
+        "{err}"
+    );
+    assert!(!written.exists());
     let text = String::from_utf8_lossy(&audit_ok(&[
         "--from".as_ref(),
         fixture.as_os_str(),
         "--held-out".as_ref(),
         held.as_ref(),
+        "--drawn".as_ref(),
+        drawn_file.as_os_str(),
         "--out".as_ref(),
         written.as_os_str(),
     ]))
@@ -918,6 +971,31 @@ fn a_paced_tools_held_out_steps_are_read_as_a_knee_walk() {
             "within 15 % of the limit (over the draws and the lateness's error) with chance {:.0}% at these steps' lengths",
             within * 100.0
         )),
+        "{text}"
+    );
+    // Given the draws: each step's mean gap kept, and the walk reads 50 req/s surely, at
+    // the lateness read and over its error; within 15 % of the limit as 50 req/s is.
+    for (step, d) in walk["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(drawn.as_array().unwrap())
+    {
+        assert_eq!(step["drawn_mean_gap_s"], d["mean_gap_s"], "{step}");
+    }
+    let given = &walk["given_draws"];
+    assert_eq!(given["at_lateness"], Value::from(2), "{given}");
+    assert!(close(&given["walk"]["highest"][2], 1.0), "{given}");
+    assert!(close(&given["at_most"], 1.0), "{given}");
+    let near = (limit / 50.0 - 1.0).abs() <= 0.15;
+    assert!(
+        close(&given["within_band"], f64::from(u8::from(near))),
+        "{given} {limit}"
+    );
+    assert!(
+        text.contains(
+            "given each step's draws (replayed), over the lateness's error alone: none 0%"
+        ) && text.contains("at the lateness read it reads 50 req/s"),
         "{text}"
     );
     // The limit's 95 % range: the held limit at the lateness 1.96 errors either side.

@@ -289,7 +289,18 @@ EOF
       # step's own draws gave it of holding (the knee's table prints it).
       knees=("$OUT/$tool"-knee-*.json)
       if [ -f "${knees[0]}" ]; then
-        "$HB" audit --from "$OUT/$tool-split.json" --held-out "$(IFS=,; echo "${knees[*]}")" \
+        # SGLang's bench draws its gaps from its seed: replayed apart from it, each step's
+        # draws are known, and the walk is read given them too (`audit --drawn`).
+        drawn=()
+        if [ "$tool" = sglang ]; then
+          if SEED=$SEED DRAWN="$OUT/$tool-knees-drawn.json" HEISENBENCH="$HB" CACHE="$CACHE" \
+            bash bench/audit/sglang-gaps.sh "$OUT/$tool-split.json" "${knees[@]}" > "$OUT/$tool-gaps.txt" 2>&1; then
+            drawn=(--drawn "$OUT/$tool-knees-drawn.json")
+          else
+            echo "[audit] $tool's draws not replayed: exit $? (see $OUT/$tool-gaps.txt)"
+          fi
+        fi
+        "$HB" audit --from "$OUT/$tool-split.json" --held-out "$(IFS=,; echo "${knees[*]}")" "${drawn[@]}" \
           --out "$OUT/$tool-knees-read.json" > "$OUT/$tool-knees-read.txt" 2>&1 \
           || echo "[audit] $tool knee read against its series: exit $?"
       fi
@@ -605,6 +616,15 @@ for tool in sys.argv[2:]:
                 # the draws' part, not the error.
                 lengths = ", ".join(f"{p * 100:.0f} %" + ("" if t == 1 else f" at {t:g}x the length") for t, p in band)
                 held_verdict += f"; over the lateness's error a walk reads within 15 % of the limit with chance {lengths}"
+            given = walk.get("given_draws")
+            if given:
+                # Each step's draws replayed: the lateness's error is all that is left.
+                g = given["walk"]
+                reads = [("none", g["none"])] + [(f"{s['rate_per_s']:g}", p) for s, p in zip(walk["steps"], g["highest"])]
+                at = given.get("at_lateness")
+                at = "none" if at is None else f"{walk['steps'][at]['rate_per_s']:g}"
+                held_verdict += ("; given each step's draws it reads " + ", ".join(f"{r} {p * 100:.0f} %" for r, p in reads if p >= 0.005)
+                                 + f" ({at} at the lateness read), within 15 % {given['within_band'] * 100:.0f} %")
     top = prediction.get("batched_saturation_per_s")
     if top is not None and paced is None:
         # The throughput its CPU a request with the work met in batches bounds.

@@ -13,7 +13,9 @@
 #   bash bench/audit/sglang-gaps.sh /tmp/runs/r24/sglang-split.json /tmp/runs/r24/sglang-knee-*.json
 #
 # Opt-in, after run.sh installed SGLang: CACHE (default ~/.cache/heisenbench/peers),
-# HEISENBENCH (default target/release/heisenbench).
+# HEISENBENCH (default target/release/heisenbench), SEED (the bench's --seed for an audit
+# whose recorded command does not give one; default 1), DRAWN (a file to write each audit's draws to, as `audit --drawn` reads
+# them: its rate, its requests and the mean of the gaps drawn).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CACHE=${CACHE:-$HOME/.cache/heisenbench/peers}
@@ -55,9 +57,11 @@ finally:
         json.dump(drawn, f)
 EOF
 
-python3 - "$WORK" "$PY" "$CACHE/tok" "$port" "$@" <<'EOF'
+python3 - "$WORK" "$PY" "$CACHE/tok" "$port" "${SEED:-1}" "${DRAWN:-}" "$@" <<'EOF'
 import glob, json, os, subprocess, sys
-work, py, tok, port, files = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+work, py, tok, port, seed, drawn_out = sys.argv[1:7]
+files = sys.argv[7:]
+replayed = []
 # The lateness the first series given read from its calibration audits (`audit --from`):
 # with the draws replayed, what it says each audit sent, and whether that held 95 %.
 fitted = next((p["simulated"]["prediction"]["gap_lateness"]["late_s"]
@@ -75,13 +79,17 @@ for path in files:
             continue
         rate, t = o["offered"]["rate_per_s"], o["truth"]
         n, seen = t["requests"], t["achieved_rate_per_s"]
-        out = os.path.join(work, f"d-{rate:g}-{n}.json")
+        # The seed the audit's own command gave the bench (a series copied from another
+        # run keeps the seed it ran with).
+        command = o["client"].get("command") or []
+        run_seed = command[command.index("--seed") + 1] if "--seed" in command[:-1] else seed
+        out = os.path.join(work, f"d-{rate:g}-{n}-{run_seed}.json")
         if not os.path.exists(out):
             subprocess.run([py, os.path.join(work, "draws.py"), out, "--backend", "sglang-oai",
                             "--base-url", f"http://127.0.0.1:{port}", "--model", "heisenbench-mock",
                             "--tokenizer", tok, "--dataset-name", "random-ids", "--random-input-len", "16",
                             "--random-output-len", str(o["offered"]["output_tokens"]), "--random-range-ratio", "1",
-                            "--num-prompts", str(n), "--request-rate", f"{rate:g}", "--seed", "1",
+                            "--num-prompts", str(n), "--request-rate", f"{rate:g}", "--seed", run_seed,
                             "--disable-tqdm", "--warmup-requests", "0",
                             "--output-file", os.path.join(work, "bench-result.jsonl")],
                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, check=True,
@@ -89,6 +97,7 @@ for path in files:
         drawn = json.load(open(out))
         # The server's rate is over the n - 1 gaps between its first and last arrival.
         mean = sum(drawn[:n - 1]) / (n - 1)
+        replayed.append({"rate_per_s": rate, "requests": n, "mean_gap_s": mean})
         read, stray = 1 / seen - 1 / rate, mean - 1 / rate
         sent, held = "-", "-"
         if fitted is not None:
@@ -97,4 +106,7 @@ for path in files:
             yes = lambda r: "yes" if r >= 0.95 * rate else "no"
             held = f"{yes(sent_rate)} / {yes(seen)}"
         print(f"| {os.path.basename(path)} | {rate:g} | {n} | {seen:.1f} | {read * 1e3:.2f} | {stray * 1e3:+.2f} | {(read - stray) * 1e3:.2f} | {sent} | {held} |")
+if drawn_out:
+    with open(drawn_out, "w") as f:
+        json.dump(replayed, f, indent=1)
 EOF

@@ -540,28 +540,66 @@ impl GapLateness {
         if !(self.stderr_s > 0.0 && self.stderr_s.is_finite()) {
             return self.knee_walk(steps, share, stop_after);
         }
-        let mut mean = KneeWalk {
-            none: 0.0,
-            highest: vec![0.0; steps.len()],
-            walking_on: 0.0,
-        };
         let nodes = -ERROR_GRID..=ERROR_GRID;
         let density = |i: i32| (-0.5 * (f64::from(i) / 10.0).powi(2)).exp();
         let total: f64 = nodes.clone().map(density).sum();
-        for i in nodes {
-            let weight = density(i) / total;
+        KneeWalk::mixed(nodes.map(|i| {
             let at = Self {
                 late_s: self.late_s + f64::from(i) / 10.0 * self.stderr_s,
                 ..*self
             };
-            let walk = at.knee_walk(steps, share, stop_after);
-            mean.none += weight * walk.none;
-            mean.walking_on += weight * walk.walking_on;
-            for (m, h) in mean.highest.iter_mut().zip(&walk.highest) {
-                *m += weight * h;
-            }
+            (density(i) / total, at.knee_walk(steps, share, stop_after))
+        }))
+    }
+
+    /// What a walk up `steps` reads when each step's draws are known: each a rate asked
+    /// and the mean of the gaps the tool's seed drew for it (replayed), in the order
+    /// walked. Such a step sends `1 / (drawn + late)`, so it holds `share` of its rate
+    /// exactly while the lateness is at most `1 / (share x rate) - drawn`, its threshold;
+    /// the one uncertain thing left is the lateness, within its error. The normal of that
+    /// error is cut at the steps' thresholds, and between two cuts every step holds or not
+    /// alike, so each reading's chance is exact: the normal's share of the lateness that
+    /// makes it. With no error, the one reading the lateness read makes.
+    pub fn knee_walk_given_draws(
+        &self,
+        steps: &[(f64, f64)],
+        share: f64,
+        stop_after: usize,
+    ) -> KneeWalk {
+        let thresholds: Vec<f64> = steps
+            .iter()
+            .map(|&(rate, drawn)| 1.0 / (share * rate) - drawn)
+            .collect();
+        let walk_at = |late: f64| {
+            let held: Vec<f64> = thresholds
+                .iter()
+                .map(|t| f64::from(u8::from(late.max(0.0) <= *t)))
+                .collect();
+            KneeWalk::of_chances(&held, stop_after)
+        };
+        if !(self.stderr_s > 0.0 && self.stderr_s.is_finite()) {
+            return walk_at(self.late_s);
         }
-        mean
+        // The cuts at or above zero (a lateness below zero sends as none late), in order;
+        // each stretch from one cut up to the next (its top end in it) is walked at its top.
+        let mut cuts: Vec<f64> = thresholds
+            .iter()
+            .copied()
+            .filter(|t| *t >= 0.0 && t.is_finite())
+            .collect();
+        cuts.sort_by(f64::total_cmp);
+        cuts.dedup();
+        let below = |late: f64| crate::service::normal_cdf((late - self.late_s) / self.stderr_s);
+        let mut stretches = Vec::with_capacity(cuts.len() + 1);
+        let mut from = 0.0;
+        for &cut in &cuts {
+            let upto = below(cut);
+            stretches.push((upto - from, walk_at(cut)));
+            from = upto;
+        }
+        let beyond = cuts.last().map_or(self.late_s, |c| c + 1.0);
+        stretches.push((1.0 - from, walk_at(beyond)));
+        KneeWalk::mixed(stretches)
     }
 
     /// The held limit ([`Self::held_per_s`]) at the lateness `z` standard errors above and
@@ -599,6 +637,24 @@ pub struct KneeWalk {
 }
 
 impl KneeWalk {
+    /// The walk that is each of `walks` with its weight (the weights summing to 1).
+    fn mixed(walks: impl IntoIterator<Item = (f64, KneeWalk)>) -> Self {
+        let mut mean = Self {
+            none: 0.0,
+            highest: Vec::new(),
+            walking_on: 0.0,
+        };
+        for (weight, walk) in walks {
+            mean.highest.resize(walk.highest.len(), 0.0);
+            mean.none += weight * walk.none;
+            mean.walking_on += weight * walk.walking_on;
+            for (m, h) in mean.highest.iter_mut().zip(&walk.highest) {
+                *m += weight * h;
+            }
+        }
+        mean
+    }
+
     /// A walk up steps that hold with the chances given, one apart from another, in the
     /// order walked: the highest held before `stop_after` steps in a row fall short. A walk
     /// that has not stopped by the last step reads the highest held so far, and is counted
@@ -1802,6 +1858,84 @@ mod tests {
             GapLateness { late_s: 0.0, ..g }.held_range_per_s(0.95, 1.96),
             None
         );
+    }
+
+    #[test]
+    fn a_walk_given_its_draws_is_the_lateness_cut_at_each_steps_threshold() {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, Normal};
+        let g = GapLateness {
+            late_s: 0.86e-3,
+            stderr_s: 0.15e-3,
+            audits: 4,
+        };
+        // Two steps: 50 req/s drawing 19.6 ms a gap, 60 drawing 16.5 ms. At 95 % they hold
+        // while the lateness is at most 1 / 47.5 - 0.0196 = 1.453 ms and 1 / 57 - 0.0165 =
+        // 1.044 ms. So the walk reads 60 where the lateness is at most 1.044 ms, 50 from
+        // there to 1.453, and none above: Phi(1.227), Phi(3.953) - Phi(1.227), the rest.
+        let two = g.knee_walk_given_draws(&[(50.0, 0.0196), (60.0, 0.0165)], 0.95, 2);
+        let t60 = 1.0 / 57.0 - 0.0165;
+        let t50 = 1.0 / 47.5 - 0.0196;
+        let phi = |t: f64| crate::service::normal_cdf((t - g.late_s) / g.stderr_s);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(close(two.highest[1], phi(t60)), "{two:?}");
+        assert!(close(two.highest[0], phi(t50) - phi(t60)), "{two:?}");
+        assert!(close(two.none, 1.0 - phi(t50)), "{two:?}");
+        // It stops only where both fall short (two in a row), that is where none held.
+        assert!(close(two.walking_on, 1.0 - two.none), "{two:?}");
+        // No error: the one reading the lateness makes.
+        let exact = GapLateness { stderr_s: 0.0, ..g };
+        let one = exact.knee_walk_given_draws(&[(50.0, 0.0196), (60.0, 0.0165)], 0.95, 2);
+        assert_eq!((one.likeliest(), one.highest[1]), (Some(1), 1.0));
+        // A second method: lateness drawn, each walk by the rule, for r49's seven steps
+        // (their draws as a seed might give them: 2 % either side of the mean asked).
+        let steps: Vec<(f64, f64)> = [49.0, 55.0, 61.0, 67.0, 73.0, 82.0, 92.0]
+            .iter()
+            .zip([1.02, 0.99, 0.98, 1.01, 0.985, 1.0, 0.995])
+            .map(|(&r, stray)| (r, stray / r))
+            .collect();
+        let walk = g.knee_walk_given_draws(&steps, 0.95, 2);
+        let total = walk.none + walk.highest.iter().sum::<f64>();
+        assert!((total - 1.0).abs() < 1e-12, "{walk:?}");
+        let mut rng = crate::sample::SimRng::seed_from_u64(3);
+        let lateness = Normal::new(g.late_s, g.stderr_s).unwrap();
+        let sittings = 100_000u32;
+        let mut counts = vec![0u32; steps.len() + 1];
+        let mut went_on = 0u32;
+        for _ in 0..sittings {
+            let late = lateness.sample(&mut rng).max(0.0);
+            let (mut best, mut shorts, mut stopped) = (0usize, 0, false);
+            for (k, &(rate, drawn)) in steps.iter().enumerate() {
+                if 1.0 / (drawn + late) >= 0.95 * rate {
+                    (best, shorts) = (k + 1, 0);
+                } else {
+                    shorts += 1;
+                    if shorts == 2 {
+                        stopped = true;
+                        break;
+                    }
+                }
+            }
+            counts[best] += 1;
+            went_on += u32::from(!stopped);
+        }
+        let computed = std::iter::once(walk.none).chain(walk.highest.iter().copied());
+        let drawn = counts.iter().map(|c| f64::from(*c) / f64::from(sittings));
+        for (k, (p, share)) in computed
+            .chain([walk.walking_on])
+            .zip(drawn.chain([f64::from(went_on) / f64::from(sittings)]))
+            .enumerate()
+        {
+            let tolerance = 4.0 * (p * (1.0 - p) / f64::from(sittings)).sqrt() + 1e-9;
+            assert!(
+                (p - share).abs() <= tolerance,
+                "outcome {k}: computed {p}, drawn {share}"
+            );
+        }
+        // The draws known, the reading is far surer than over the draws a seed may give:
+        // its likeliest reading carries more than a third of the chance.
+        let likeliest = walk.likeliest().map_or(walk.none, |k| walk.highest[k]);
+        assert!(likeliest > 0.35, "{walk:?}");
     }
 
     #[test]

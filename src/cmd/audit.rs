@@ -7,8 +7,8 @@ use crate::flags::audit::AuditFlags;
 use heisenbench_figures::{AuditPoint, AuditedClient};
 use heisenbench_live::audit::predict;
 use heisenbench_live::audit::report::{
-    AuditReport, AuditSeries, BatchedAudit, ForecastRange, GivenSpeed, HeldOut, Simulated,
-    SpeedBand, SplitFrom, WalkRead,
+    AuditReport, AuditSeries, BatchedAudit, DrawnGaps, ForecastRange, GivenSpeed, HeldOut,
+    Simulated, SpeedBand, SplitFrom, WalkRead,
 };
 use heisenbench_live::audit::{self, AuditConfig, AuditError};
 use heisenbench_model::client_loop::{
@@ -468,6 +468,10 @@ fn read_again(
         all.push((series, f.as_path()));
     }
     let mut others = held_out(&all[0].0.points, &a.held_out)?;
+    let drawn = match &a.drawn {
+        Some(f) => drawn_gaps(f, &others)?,
+        None => Vec::new(),
+    };
     let holders_read = all.iter().any(|(series, _)| {
         series
             .calibration
@@ -577,7 +581,7 @@ fn read_again(
     // A tool that sleeps each gap: its held-out audits read as a walk up their rates.
     let knee_walk = reading.as_ref().ok().and_then(|(r, _)| {
         let held: Vec<&AuditReport> = points[held_from..].iter().collect();
-        WalkRead::of(&r.fitted.gap_lateness?, &held)
+        WalkRead::of(&r.fitted.gap_lateness?, &held, &drawn)
     });
     if !a.json {
         AuditReport::write_held_out_tally(&points, out)?;
@@ -606,6 +610,46 @@ fn read_again(
         }
     }
     Ok(())
+}
+
+/// The replayed draws in `file`, one for every held-out audit (matched by rate and
+/// requests), or a usage error that names the first audit without.
+fn drawn_gaps(
+    file: &std::path::Path,
+    held: &[(AuditReport, &std::path::Path)],
+) -> Result<Vec<DrawnGaps>, Failure> {
+    let bytes = std::fs::read(file)
+        .map_err(|e| Failure::Usage(format!("--drawn {}: {e}", file.display())))?;
+    let drawn: Vec<DrawnGaps> = serde_json::from_slice(&bytes).map_err(|e| {
+        Failure::Usage(format!(
+            "--drawn {}: not a list of rate_per_s, requests and mean_gap_s: {e}",
+            file.display()
+        ))
+    })?;
+    if let Some(bad) = drawn
+        .iter()
+        .find(|d| !(d.rate_per_s > 0.0 && d.mean_gap_s > 0.0 && d.mean_gap_s.is_finite()))
+    {
+        return Err(Failure::Usage(format!(
+            "--drawn {}: a rate and a mean gap must be positive, not {} req/s and {} s",
+            file.display(),
+            bad.rate_per_s,
+            bad.mean_gap_s
+        )));
+    }
+    if let Some((r, f)) = held
+        .iter()
+        .find(|(r, _)| DrawnGaps::of(&drawn, r).is_none())
+    {
+        return Err(Failure::Usage(format!(
+            "--drawn {}: no draws for the held-out audit at {} req/s x {} requests ({})",
+            file.display(),
+            r.observed.offered.rate_per_s,
+            r.observed.truth.requests,
+            f.display()
+        )));
+    }
+    Ok(drawn)
 }
 
 /// The audits in `files`, each with the file it came from, checked to be of the client

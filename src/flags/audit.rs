@@ -134,6 +134,12 @@ pub struct AuditFlags {
     /// hold the prediction against several runs rather than one.
     #[arg(long, value_delimiter = ',', num_args = 1.., requires = "from")]
     pub held_out: Vec<PathBuf>,
+    /// With --held-out, for a tool that sleeps each gap: the gaps its seed drew for each
+    /// held-out audit, replayed apart from it (a JSON list of `rate_per_s`, `requests` and
+    /// `mean_gap_s`, as `bench/audit/sglang-gaps.sh --drawn` writes it). The held-out
+    /// audits read as a knee walk are then also read given those draws.
+    #[arg(long, requires = "held_out")]
+    pub drawn: Option<PathBuf>,
     /// The client command and its arguments, after `--`.
     #[arg(last = true, required_unless_present = "from", num_args = 1..)]
     pub command: Vec<String>,

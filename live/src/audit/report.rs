@@ -708,7 +708,7 @@ pub struct AuditSeries {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batched: Option<BatchedAudit>,
     /// The held-out audits of a tool that sleeps each gap, read as a walk up their rates
-    /// (`audit --from --held-out` with two or more).
+    /// (`audit --from --held-out` with two or more, each at its own rate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub knee_walk: Option<WalkRead>,
 }
@@ -722,6 +722,35 @@ pub struct WalkStep {
     pub gaps: u64,
     /// The share of the rate the server saw.
     pub sent: f64,
+    /// The mean of the gaps the tool's seed drew for this run, where they were replayed
+    /// ([`DrawnGaps`]), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drawn_mean_gap_s: Option<f64>,
+}
+
+/// The gaps a paced tool's seed drew for one run, replayed apart from it
+/// (`bench/audit/sglang-gaps.sh` runs SGLang's bench with its sleeps cut to zero and keeps
+/// every exponential it draws): the run's rate asked, its requests, and the mean of the
+/// gaps between its first and last, seconds.
+#[derive(Debug, Serialize, Deserialize, Clone, Copy, PartialEq)]
+pub struct DrawnGaps {
+    /// The rate asked, per second.
+    pub rate_per_s: f64,
+    /// The requests the run sent.
+    pub requests: u64,
+    /// The mean of the `requests - 1` gaps drawn, seconds.
+    pub mean_gap_s: f64,
+}
+
+impl DrawnGaps {
+    /// The draws of the run `audit` made, among `drawn`: at its rate and of its requests.
+    pub fn of<'d>(drawn: &'d [Self], audit: &AuditReport) -> Option<&'d Self> {
+        let o = &audit.observed;
+        drawn.iter().find(|d| {
+            d.requests == o.truth.requests
+                && (d.rate_per_s - o.offered.rate_per_s).abs() <= 1e-9 * d.rate_per_s.abs()
+        })
+    }
 }
 
 impl WalkStep {
@@ -766,6 +795,24 @@ pub struct WalkRead {
     /// [`LONGER`] times them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub within_band: Vec<(f64, f64)>,
+    /// Where every step's draws were replayed: the walk's reading given them, over the
+    /// lateness's error alone ([`GapLateness::knee_walk_given_draws`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_draws: Option<DrawnWalk>,
+}
+
+/// A knee walk's reading given the draws each step's seed made: what is left uncertain is
+/// the lateness.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+pub struct DrawnWalk {
+    /// The reading's chances over the lateness's error.
+    pub walk: KneeWalk,
+    /// The reading the lateness as read makes (an index into the steps; None: no step).
+    pub at_lateness: Option<usize>,
+    /// The chance a walk with these draws reads no higher than the steps did.
+    pub at_most: f64,
+    /// The chance it reads a step within [`KNEE_BAND`] of the limit.
+    pub within_band: f64,
 }
 
 /// Steps short in a row that end a walk.
@@ -782,13 +829,10 @@ pub const KNEE_BAND: f64 = 0.15;
 const LONGER: [f64; 3] = [1.0, 10.0, 100.0];
 
 impl WalkRead {
-    /// The walk up `audits` under the lateness `g`: None for fewer than two, or where the
-    /// lateness is within the draws' own spread.
-    pub fn of(g: &GapLateness, audits: &[&AuditReport]) -> Option<Self> {
-        if audits.len() < 2 || !g.is_measured() {
-            return None;
-        }
-        let mut steps: Vec<WalkStep> = audits
+    /// The walk up `audits` under the lateness `g` ([`Self::of_steps`]), each with its
+    /// draws where `drawn` has them.
+    pub fn of(g: &GapLateness, audits: &[&AuditReport], drawn: &[DrawnGaps]) -> Option<Self> {
+        let steps = audits
             .iter()
             .map(|a| {
                 let t = &a.observed.truth;
@@ -797,10 +841,22 @@ impl WalkRead {
                     rate_per_s: rate,
                     gaps: t.gaps(),
                     sent: t.achieved_rate_per_s / rate,
+                    drawn_mean_gap_s: DrawnGaps::of(drawn, a).map(|d| d.mean_gap_s),
                 }
             })
             .collect();
+        Self::of_steps(g, steps)
+    }
+
+    /// The walk up `steps`, taken by rate, under the lateness `g`. None for fewer than two
+    /// steps, for two at one rate (audits repeated at a rate, as `run.sh`'s `REPEAT` makes,
+    /// are not a walk up the rates), or where the lateness is within the draws' own spread.
+    pub fn of_steps(g: &GapLateness, mut steps: Vec<WalkStep>) -> Option<Self> {
         steps.sort_by(|a, b| a.rate_per_s.total_cmp(&b.rate_per_s));
+        let rising = steps.windows(2).all(|w| w[0].rate_per_s < w[1].rate_per_s);
+        if steps.len() < 2 || !rising || !g.is_measured() {
+            return None;
+        }
         let asked: Vec<(f64, u64)> = steps.iter().map(|s| (s.rate_per_s, s.gaps)).collect();
         let predicted = g.knee_walk(&asked, HELD_SHARE, WALK_STOPS_AFTER);
         // What these steps read: the same walk with each step's outcome known.
@@ -827,7 +883,28 @@ impl WalkRead {
                     .collect()
             })
             .unwrap_or_default();
+        let given_draws = steps
+            .iter()
+            .map(|s| s.drawn_mean_gap_s.map(|m| (s.rate_per_s, m)))
+            .collect::<Option<Vec<(f64, f64)>>>()
+            .map(|drawn| {
+                let walk = g.knee_walk_given_draws(&drawn, HELD_SHARE, WALK_STOPS_AFTER);
+                let exact = GapLateness {
+                    stderr_s: 0.0,
+                    ..*g
+                };
+                DrawnWalk {
+                    at_lateness: exact
+                        .knee_walk_given_draws(&drawn, HELD_SHARE, WALK_STOPS_AFTER)
+                        .likeliest(),
+                    at_most: walk.at_most(read),
+                    within_band: limit_per_s
+                        .map_or(0.0, |l| walk.chance_within(&rates, l, KNEE_BAND)),
+                    walk,
+                }
+            });
         Some(Self {
+            given_draws,
             at_most: predicted.at_most(read),
             at_most_over_error: Some(over_error.at_most(read)),
             over_error: Some(over_error),
@@ -900,6 +977,21 @@ impl WalkRead {
             "  these steps (req/s and the share sent: {}) read {read}; a walk reads that or lower with chance {or_lower}{limit}",
             sent.join(", "),
         )?;
+        if let Some(d) = &self.given_draws {
+            let at = match d.at_lateness {
+                Some(k) => format!("{:.0} req/s", self.steps[k].rate_per_s),
+                None => "none".into(),
+            };
+            writeln!(
+                out,
+                "  given each step's draws (replayed), over the lateness's error alone: {}; at the lateness read it reads {at}; \
+                 these steps' reading or lower with chance {:.0}%, a step within {:.0} % of the limit {:.0}%",
+                chances(&d.walk),
+                d.at_most * 100.0,
+                KNEE_BAND * 100.0,
+                d.within_band * 100.0
+            )?;
+        }
         if self.within_band.is_empty() {
             return Ok(());
         }
@@ -1694,7 +1786,7 @@ fn by_process(cpu_s: &[f64]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{WireAccount, name_of};
+    use super::{GapLateness, WalkRead, WalkStep, WireAccount, name_of};
     use crate::audit::adapters::{Reported, Summary};
     use crate::audit::{Truth, Wire};
     use crate::mock::Served;
@@ -1769,6 +1861,34 @@ mod tests {
         let other = WireAccount::of(&reported("inference-perf"), excess, &wire);
         assert_eq!(other.lateness_s, None);
         assert!(close(other.beyond_s(), 40e-6), "{other:?}");
+    }
+
+    /// Steps at rising rates are a walk; audits repeated at one rate, a single step, or a
+    /// lateness within the draws' spread are not.
+    #[test]
+    fn only_steps_at_rising_rates_are_read_as_a_walk() {
+        let g = GapLateness {
+            late_s: 1e-3,
+            stderr_s: 0.1e-3,
+            audits: 2,
+        };
+        let step = |rate_per_s: f64| WalkStep {
+            rate_per_s,
+            gaps: (rate_per_s * 10.0) as u64,
+            sent: 0.97,
+            drawn_mean_gap_s: None,
+        };
+        let walk = WalkRead::of_steps(&g, vec![step(60.0), step(40.0), step(50.0)]).unwrap();
+        let rates: Vec<f64> = walk.steps.iter().map(|s| s.rate_per_s).collect();
+        assert_eq!(rates, [40.0, 50.0, 60.0]);
+        assert_eq!(walk.read, Some(2));
+        assert!(WalkRead::of_steps(&g, vec![step(40.0), step(50.0), step(40.0)]).is_none());
+        assert!(WalkRead::of_steps(&g, vec![step(40.0)]).is_none());
+        let unread = GapLateness {
+            stderr_s: 0.6e-3,
+            ..g
+        };
+        assert!(WalkRead::of_steps(&unread, vec![step(40.0), step(50.0)]).is_none());
     }
 
     #[test]
