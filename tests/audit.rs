@@ -758,6 +758,7 @@ fn a_tool_that_sleeps_each_gap_is_read_for_its_lateness() {
 /// chance the audit stored for it.
 #[test]
 fn a_paced_tools_held_out_steps_are_read_as_a_knee_walk() {
+    const STEP_REQUESTS: u64 = 1001;
     let fixture =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sglang-0.5.6-series.json");
     let series: Value = serde_json::from_slice(&std::fs::read(&fixture).unwrap()).unwrap();
@@ -777,6 +778,8 @@ fn a_paced_tools_held_out_steps_are_read_as_a_knee_walk() {
         let mut step = series["points"][0].clone();
         step["observed"]["offered"]["rate_per_s"] = Value::from(rate);
         step["observed"]["truth"]["achieved_rate_per_s"] = Value::from(rate * sent);
+        // Steps of their own length, so that their draws are told from the series' own.
+        step["observed"]["truth"]["requests"] = Value::from(STEP_REQUESTS);
         let f = dir.join(format!("step-{rate}.json"));
         std::fs::write(&f, step.to_string()).unwrap();
         files.push(f.display().to_string());
@@ -787,20 +790,35 @@ fn a_paced_tools_held_out_steps_are_read_as_a_knee_walk() {
     // Each step's draws as a replay would give them, 4 ms a gap under what holds 95 % of
     // its rate (held for any lateness under 4 ms) or 2 ms over (short for any): held,
     // held, held, short, short, held, so that given them the walk reads 50 req/s surely.
-    let requests = series["points"][0]["observed"]["truth"]["requests"].clone();
     let drawn_at = |rate: f64, held: bool| {
         let bound = 1.0 / (0.95 * rate);
         serde_json::json!({
             "rate_per_s": rate,
-            "requests": requests,
+            "requests": STEP_REQUESTS,
             "mean_gap_s": if held { bound - 4e-3 } else { bound + 2e-3 },
         })
     };
+    // The series' own runs, 50 req/s x 1,000 and 100 x 2,000 (its calibration and fitted
+    // audits, two of each, the same seed's draws), drawn 0.9 and 1.1 ms under the mean gap
+    // the server saw at the first of each: the lateness is then read net of them.
+    let series_draws = [(50.0, 1000, 0.9e-3), (100.0, 2000, 1.1e-3)].map(|(rate, n, late)| {
+        let seen = series["calibration"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["observed"]["offered"]["rate_per_s"].as_f64() == Some(rate))
+            .and_then(|c| c["observed"]["truth"]["achieved_rate_per_s"].as_f64())
+            .expect("a calibration audit");
+        (rate, n, 1.0 / seen - late)
+    });
     let drawn = Value::from(
         [true, true, true, false, false, true]
             .iter()
             .zip(walked)
             .map(|(held, (rate, _))| drawn_at(rate, *held))
+            .chain(series_draws.iter().map(|(rate, n, m)| {
+                serde_json::json!({"rate_per_s": rate, "requests": n, "mean_gap_s": m})
+            }))
             .collect::<Vec<_>>(),
     );
     let drawn_file = dir.join("drawn.json");
@@ -998,8 +1016,33 @@ fn a_paced_tools_held_out_steps_are_read_as_a_knee_walk() {
         ) && text.contains("at the lateness read it reads 50 req/s"),
         "{text}"
     );
-    // The limit's 95 % range: the held limit at the lateness 1.96 errors either side.
+    // The lateness net of the series' draws: the mean of its four audits' mean gaps less
+    // their draws, its error their scatter over 2, times Student's 3.182 (three degrees of
+    // freedom) over 1.96.
+    let nets: Vec<f64> = series["calibration"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(series["points"].as_array().unwrap().iter().take(2))
+        .map(|a| {
+            let o = &a["observed"];
+            let rate = o["offered"]["rate_per_s"].as_f64().unwrap();
+            let m = series_draws.iter().find(|d| d.0 == rate).unwrap().2;
+            1.0 / o["truth"]["achieved_rate_per_s"].as_f64().unwrap() - m
+        })
+        .collect();
+    let net_mean = nets.iter().sum::<f64>() / 4.0;
+    let scatter = (nets.iter().map(|x| (x - net_mean).powi(2)).sum::<f64>() / 3.0).sqrt();
     let late = &points[0]["simulated"]["prediction"]["gap_lateness"];
+    assert_eq!(late["net_of_draws"], Value::Bool(true), "{late}");
+    assert!(close(&late["late_s"], net_mean), "{late} {nets:?}");
+    let error = scatter / 2.0 * 3.182446 / 1.96;
+    assert!(
+        (late["stderr_s"].as_f64().unwrap() - error).abs() < 1e-6 * error,
+        "{late} {error}"
+    );
+    assert!(text.contains("net of their replayed draws"), "{text}");
+    // The limit's 95 % range: the held limit at the lateness 1.96 errors either side.
     let (mean, error) = (
         late["late_s"].as_f64().expect("a lateness"),
         late["stderr_s"].as_f64().expect("its error"),

@@ -525,7 +525,7 @@ for tool in sys.argv[2:]:
     series = os.path.join(out, f"{tool}-split.json")
     # A tool that sleeps each gap: the chance each step's draws gave it, as the series reads it.
     read = os.path.join(out, f"{tool}-knees-read.json")
-    chances, walk = {}, None
+    chances, walk, knees_read = {}, None, None
     if os.path.exists(read):
         knees_read = json.load(open(read))
         # The steps as a walk: what such a walk reads over its draws (`audit --from`'s).
@@ -598,9 +598,17 @@ for tool in sys.argv[2:]:
     bound_verdict = bracket("its CPU bound reached", before, first, errs)
     held_verdict = bracket("throughput held", lo, hi, errs)
     paced = prediction.get("paced_held_per_s")
+    pacing = prediction.get("gap_lateness")
+    # Where the knee's reading had the series' draws replayed, its lateness is read net of
+    # them (`audit --drawn`): that pacing, not the series' own.
+    net = next((p["simulated"]["prediction"] for p in (knees_read or {}).get("points", [])
+                if ((p.get("simulated") or {}).get("prediction") or {}).get("gap_lateness", {}).get("net_of_draws")), None)
+    if net is not None:
+        paced, pacing = net.get("paced_held_per_s"), net["gap_lateness"]
     if paced is not None and paced < sat:
         # Its pacing, not its CPU, bounds the rate it holds: that bracket against it.
-        as_filled += f", {paced:.0f} held as it paces (each gap {prediction['gap_lateness']['late_s'] * 1e3:.2f} ms late)"
+        as_filled += (f", {paced:.0f} held as it paces (each gap {pacing['late_s'] * 1e3:.2f} ms late"
+                      + (", net of its replayed draws)" if pacing.get("net_of_draws") else ")"))
         held_verdict = bracket("throughput held, against the pacing's", lo, hi, lambda k: err(paced, k))
         drawn = [f"{s['rate']:g}: {s['chance'] * 100:.0f} %" for s in steps if s["chance"] is not None]
         if drawn:

@@ -172,7 +172,7 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
         if !shorts.is_empty() && index + 1 >= fit_on {
             let r = reading.get_or_insert_with(|| {
                 let on: Vec<&AuditReport> = reports.iter().chain([&report]).collect();
-                read_client_loop(&shorts, &on, a.clock, a.preemptions, batched.as_ref())
+                read_client_loop(&shorts, &on, a.clock, a.preemptions, batched.as_ref(), &[])
             });
             let simulated = r.as_ref().map_err(Clone::clone).and_then(|r| {
                 if index + 1 == fit_on {
@@ -300,13 +300,15 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
 /// The client's loop read from the shorter audits `shorts` and the longer `fit_on` (the
 /// share before the send, the latency and the slice fitted on all of them at once), with
 /// where its costs came from; `preemptions`: the loop also loses its core while it has
-/// work, as often as the audits read.
+/// work, as often as the audits read. A tool that sleeps each gap has its lateness read
+/// net of the draws in `drawn` where every calibration audit has them.
 fn read_client_loop(
     shorts: &[AuditReport],
     fit_on: &[&AuditReport],
     clock: Option<ClockStart>,
     preemptions: bool,
     batched: Option<&BatchedAudit>,
+    drawn: &[DrawnGaps],
 ) -> Result<(LoopReading, SplitFrom), String> {
     const SEED: u64 = heisenbench_model::scenario::DEFAULT_SEED;
     let loads = |reports: &mut dyn Iterator<Item = &AuditReport>, what: &str| {
@@ -345,6 +347,7 @@ fn read_client_loop(
                 offered_per_s: a.observed.offered.rate_per_s,
                 achieved_per_s: a.observed.truth.achieved_rate_per_s,
                 gaps: a.observed.truth.gaps(),
+                drawn_mean_gap_s: DrawnGaps::of(drawn, a).map(|d| d.mean_gap_s),
             })
             .collect();
         GapLateness::fit(&readings).ok()
@@ -534,7 +537,14 @@ fn read_again(
     }
     let fit_on = fitted.len();
     let on: Vec<&AuditReport> = fitted.iter().map(|(p, _)| p).collect();
-    let reading = read_client_loop(&calibration, &on, a.clock, a.preemptions, batched.as_ref());
+    let reading = read_client_loop(
+        &calibration,
+        &on,
+        a.clock,
+        a.preemptions,
+        batched.as_ref(),
+        &drawn,
+    );
     let held_from = fit_on + rest.len();
     let mut points = Vec::new();
     for (i, (mut p, from)) in fitted

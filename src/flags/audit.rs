@@ -136,8 +136,10 @@ pub struct AuditFlags {
     pub held_out: Vec<PathBuf>,
     /// With --held-out, for a tool that sleeps each gap: the gaps its seed drew for each
     /// held-out audit, replayed apart from it (a JSON list of `rate_per_s`, `requests` and
-    /// `mean_gap_s`, as `bench/audit/sglang-gaps.sh --drawn` writes it). The held-out
-    /// audits read as a knee walk are then also read given those draws.
+    /// `mean_gap_s`, as `bench/audit/sglang-gaps.sh` writes it with `DRAWN=FILE`). The
+    /// held-out audits read as a knee walk are then also read given those draws; where the
+    /// file also has the draws of every calibration audit of the series, the tool's
+    /// lateness is read net of them.
     #[arg(long, requires = "held_out")]
     pub drawn: Option<PathBuf>,
     /// The client command and its arguments, after `--`.

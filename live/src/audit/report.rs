@@ -635,11 +635,16 @@ impl Simulated {
             let offered = observed.offered.rate_per_s;
             writeln!(
                 out,
-                "  its pacing: each gap slept from the last wake, {} late on average (\u{b1} {}, from {} calibration audit(s)): \
+                "  its pacing: each gap slept from the last wake, {} late on average (\u{b1} {}, from {} calibration audit(s){}): \
                  asked for {offered:.0} req/s it sends {:.0} (the server saw {:.0}); {}",
                 f(g.late_s),
                 f(g.stderr_s),
                 g.audits,
+                if g.net_of_draws {
+                    ", net of their replayed draws"
+                } else {
+                    ""
+                },
                 g.achieved_per_s(offered),
                 p.rate_per_s,
                 match p.paced_held_per_s {
@@ -1871,6 +1876,7 @@ mod tests {
             late_s: 1e-3,
             stderr_s: 0.1e-3,
             audits: 2,
+            net_of_draws: false,
         };
         let step = |rate_per_s: f64| WalkStep {
             rate_per_s,
