@@ -562,8 +562,8 @@ impl GapLateness {
     /// [`Self::knee_walk`] over the lateness's own error as well as the draws: the lateness
     /// is known only within [`Self::stderr_s`], and every step of one walk meets the same
     /// lateness, so the walks (not each step's chance) are averaged over it. The lateness
-    /// is taken as a normal of that error, on a grid of [`ERROR_GRID`] points either side
-    /// of the mean, each a tenth of an error wide and weighed by its density; a lateness
+    /// is taken as a normal of that error, on a grid of points a tenth of an error apart
+    /// over six errors either side of the mean, each weighed by its density; a lateness
     /// below zero sends as none. With no error this is [`Self::knee_walk`].
     pub fn knee_walk_over_error(
         &self,

@@ -796,8 +796,8 @@ pub struct WalkRead {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_range_per_s: Option<(f64, Option<f64>)>,
     /// The chance a walk reads a step within [`KNEE_BAND`] of the limit, over the draws and
-    /// the lateness's error, by the steps' length: at these steps' lengths (1), and at
-    /// [`LONGER`] times them.
+    /// the lateness's error, by the steps' length: at these steps' lengths (1), and at 10
+    /// and 100 times them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub within_band: Vec<(f64, f64)>,
     /// Where every step's draws were replayed: the walk's reading given them, over the
