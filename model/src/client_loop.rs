@@ -455,7 +455,8 @@ impl GapLateness {
             let scatter = (net.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1.0)).sqrt();
             return Ok(Self {
                 late_s: mean,
-                stderr_s: scatter / k.sqrt() * crate::interval::student_t_975(net.len() - 1) / 1.96,
+                stderr_s: scatter / k.sqrt() * crate::interval::student_t_975(net.len() - 1)
+                    / crate::interval::Z_975,
                 audits: usable.len() as u32,
                 net_of_draws: true,
             });

@@ -26,6 +26,10 @@ pub const BATCHES: usize = 20;
 /// Fewest samples an interval is read from: ten a batch.
 pub const MIN_SAMPLES: usize = 10 * BATCHES;
 
+/// The normal's 0.975 quantile as conventionally rounded: a 95 % range is this many
+/// standard errors either side of a mean.
+pub const Z_975: f64 = 1.96;
+
 /// The 0.975 quantile of Student's t with `dof` degrees of freedom (at least 1): the
 /// factor of a 95 % interval's half-width.
 pub fn student_t_975(dof: usize) -> f64 {

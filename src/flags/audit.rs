@@ -134,13 +134,13 @@ pub struct AuditFlags {
     /// hold the prediction against several runs rather than one.
     #[arg(long, value_delimiter = ',', num_args = 1.., requires = "from")]
     pub held_out: Vec<PathBuf>,
-    /// With --held-out, for a tool that sleeps each gap: the gaps its seed drew for each
-    /// held-out audit, replayed apart from it (a JSON list of `rate_per_s`, `requests` and
-    /// `mean_gap_s`, as `bench/audit/sglang-gaps.sh` writes it with `DRAWN=FILE`). The
-    /// held-out audits read as a knee walk are then also read given those draws; where the
-    /// file also has the draws of every calibration audit of the series, the tool's
-    /// lateness is read net of them.
-    #[arg(long, requires = "held_out")]
+    /// With --from, for a tool that sleeps each gap: the gaps its seed drew for its runs,
+    /// replayed apart from it (a JSON list of `rate_per_s`, `requests` and `mean_gap_s`, as
+    /// `bench/audit/sglang-gaps.sh` writes it with `DRAWN=FILE`), which must cover every
+    /// --held-out audit. Where it has the draws of every calibration audit of the series,
+    /// the tool's lateness is read net of them; the held-out audits read as a knee walk are
+    /// also read given their draws.
+    #[arg(long, requires = "from")]
     pub drawn: Option<PathBuf>,
     /// The client command and its arguments, after `--`.
     #[arg(last = true, required_unless_present = "from", num_args = 1..)]
@@ -151,6 +151,25 @@ impl AuditFlags {
     /// The budget the prediction plans on, and the tolerance, checked (an audit plans on a
     /// quantile of the wait, not its mean), and a cost split's length against the audit's.
     pub fn budget(&self) -> Result<Budget, ModelError> {
+        // clap drops a requirement of --from once an argument --from conflicts with is
+        // given (--rate, the command), so the flags that read against a series are
+        // checked here: without it they were ignored.
+        if self.from.is_empty() {
+            if let Some(p) = self.held_out.first() {
+                return Err(ModelError::invalid(
+                    "held-out",
+                    p.display(),
+                    "reads audits against a series: give it with --from",
+                ));
+            }
+            if let Some(p) = &self.drawn {
+                return Err(ModelError::invalid(
+                    "drawn",
+                    p.display(),
+                    "reads draws against a series: give it with --from",
+                ));
+            }
+        }
         if let Some(n) = self.cost_split {
             let (lo, hi) = (n.min(self.output_tokens), n.max(self.output_tokens));
             if u64::from(hi) < 2 * u64::from(lo) {
@@ -367,5 +386,15 @@ mod tests {
         assert!(parse(&["--from", "a.json", "--wire"]).is_err());
         let f = parse(&["--rate", "7", "--wire", "--", "c"]).unwrap();
         assert!(f.configs(Path::new("/w"), &Default::default())[0].wire);
+        // Replayed draws are read against a series: with --from, held-out audits or not.
+        let f = parse(&["--from", "s.json", "--drawn", "d.json"]).unwrap();
+        assert_eq!(f.drawn.as_deref(), Some(Path::new("d.json")));
+        for flag in ["--drawn", "--held-out"] {
+            let without = parse(&["--rate", "7", flag, "d.json", "--", "c"]);
+            assert!(
+                without.is_err() || without.unwrap().budget().is_err(),
+                "{flag}"
+            );
+        }
     }
 }

@@ -823,9 +823,6 @@ pub struct DrawnWalk {
 /// Steps short in a row that end a walk.
 const WALK_STOPS_AFTER: usize = 2;
 
-/// Standard errors either side of a mean for a two-sided 95 % range of a normal.
-const Z_95: f64 = 1.96;
-
 /// How far a predicted knee may lie from the rate read, as a share of it: the audit's goal.
 pub const KNEE_BAND: f64 = 0.15;
 
@@ -918,7 +915,7 @@ impl WalkRead {
             read,
             limit_per_s,
             within_band,
-            limit_range_per_s: g.held_range_per_s(HELD_SHARE, Z_95),
+            limit_range_per_s: g.held_range_per_s(HELD_SHARE, heisenbench_model::interval::Z_975),
         })
     }
 
