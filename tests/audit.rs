@@ -1042,6 +1042,23 @@ fn a_paced_tools_held_out_steps_are_read_as_a_knee_walk() {
         "{late} {error}"
     );
     assert!(text.contains("net of their replayed draws"), "{text}");
+    // Each audit whose draws were replayed: the rate it sends with them at the lateness
+    // read, 1 / (its draws' mean gap + the lateness), stored and printed.
+    let at_40 = points
+        .iter()
+        .find(|p| p["observed"]["offered"]["rate_per_s"].as_f64() == Some(40.0))
+        .expect("the step at 40 req/s");
+    let drawn_40 = drawn[0]["mean_gap_s"].as_f64().unwrap();
+    let sends = 1.0 / (drawn_40 + net_mean);
+    assert!(
+        close(&at_40["simulated"]["drawn_sent_per_s"], sends),
+        "{} {sends}",
+        at_40["simulated"]
+    );
+    assert!(
+        text.contains(&format!("with its own draws replayed it sends {sends:.1}")),
+        "{text}"
+    );
     // The limit's 95 % range: the held limit at the lateness 1.96 errors either side.
     let (mean, error) = (
         late["late_s"].as_f64().expect("a lateness"),

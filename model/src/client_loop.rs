@@ -485,7 +485,12 @@ impl GapLateness {
 
     /// The rate sent when `offered_per_s` is asked for.
     pub fn achieved_per_s(&self, offered_per_s: f64) -> f64 {
-        1.0 / (1.0 / offered_per_s + self.late_s.max(0.0))
+        self.achieved_given_draws_per_s(1.0 / offered_per_s)
+    }
+
+    /// The rate sent by a run whose draws' mean gap is `drawn_mean_gap_s` (replayed).
+    pub fn achieved_given_draws_per_s(&self, drawn_mean_gap_s: f64) -> f64 {
+        1.0 / (drawn_mean_gap_s + self.late_s.max(0.0))
     }
 
     /// The highest rate of which the tool sends at least `share` (0 to 1): beyond it the

@@ -422,6 +422,7 @@ fn simulate_at(
         .and_then(|g| Simulated::held_chance_of(&g, &this.observed));
     Ok(Simulated {
         held_chance,
+        drawn_sent_per_s: None,
         split_from: from.clone(),
         prediction,
         measured_excess_s: measured.excess_s,
@@ -571,7 +572,15 @@ fn read_again(
         let simulated = reading
             .as_ref()
             .map_err(Clone::clone)
-            .and_then(|r| simulate_at(r, &p, i == 0, i < fit_on));
+            .and_then(|r| simulate_at(r, &p, i == 0, i < fit_on))
+            .map(|sim| Simulated {
+                drawn_sent_per_s: sim
+                    .prediction
+                    .gap_lateness
+                    .zip(DrawnGaps::of(&drawn, &p))
+                    .map(|(g, d)| g.achieved_given_draws_per_s(d.mean_gap_s)),
+                ..sim
+            });
         p.simulated = match simulated {
             Ok(sim) => {
                 if !a.json {

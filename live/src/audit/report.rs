@@ -142,6 +142,11 @@ pub struct Simulated {
     /// over the draws a seed may give ([`GapLateness::held_chance`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_chance: Option<f64>,
+    /// For a tool that sleeps each gap, where this audit's draws were replayed
+    /// ([`DrawnGaps`]): the rate it sends with them at the lateness read, per second
+    /// ([`GapLateness::achieved_given_draws_per_s`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drawn_sent_per_s: Option<f64>,
 }
 
 /// A held-out audit's forecast at the fastest and the slowest speed the calibration saw
@@ -636,7 +641,7 @@ impl Simulated {
             writeln!(
                 out,
                 "  its pacing: each gap slept from the last wake, {} late on average (\u{b1} {}, from {} calibration audit(s){}): \
-                 asked for {offered:.0} req/s it sends {:.0} (the server saw {:.0}); {}",
+                 asked for {offered:.0} req/s it sends {:.0} (the server saw {:.1}{}); {}",
                 f(g.late_s),
                 f(g.stderr_s),
                 g.audits,
@@ -647,6 +652,10 @@ impl Simulated {
                 },
                 g.achieved_per_s(offered),
                 p.rate_per_s,
+                match self.drawn_sent_per_s {
+                    Some(r) => format!("; with its own draws replayed it sends {r:.1}"),
+                    None => String::new(),
+                },
                 match p.paced_held_per_s {
                     Some(h) => format!(
                         "it sends {:.0}% of no rate above {h:.0} req/s, whatever its CPU",
