@@ -1753,6 +1753,48 @@ mod tests {
         }
     }
 
+    /// One walk up `steps` steps by the rule, each step holding where `holds(k)` says: the
+    /// reading (0 for none, k + 1 for step k) and whether it stopped (two short in a row).
+    /// The tests' own walk, written apart from [`KneeWalk::of_chances`].
+    fn walk_once(steps: usize, mut holds: impl FnMut(usize) -> bool) -> (usize, bool) {
+        let (mut best, mut shorts) = (0usize, 0);
+        for k in 0..steps {
+            if holds(k) {
+                (best, shorts) = (k + 1, 0);
+            } else {
+                shorts += 1;
+                if shorts == 2 {
+                    return (best, true);
+                }
+            }
+        }
+        (best, false)
+    }
+
+    /// Every outcome of `walk` (none, each step, walking on) against the shares of
+    /// `sittings` walks drawn, each within four binomial standard errors.
+    fn assert_walks_drawn(walk: &KneeWalk, drawn: &[(usize, bool)]) {
+        let sittings = drawn.len() as f64;
+        let mut counts = vec![0u32; walk.highest.len() + 1];
+        for (best, _) in drawn {
+            counts[*best] += 1;
+        }
+        let went_on = drawn.iter().filter(|(_, stopped)| !stopped).count() as f64;
+        let computed = std::iter::once(walk.none).chain(walk.highest.iter().copied());
+        let shares = counts.iter().map(|c| f64::from(*c) / sittings);
+        for (k, (p, share)) in computed
+            .chain([walk.walking_on])
+            .zip(shares.chain([went_on / sittings]))
+            .enumerate()
+        {
+            let tolerance = 4.0 * (p * (1.0 - p) / sittings).sqrt() + 1e-9;
+            assert!(
+                (p - share).abs() <= tolerance,
+                "outcome {k}: computed {p}, drawn {share}"
+            );
+        }
+    }
+
     #[test]
     fn a_walk_up_short_steps_reads_its_draws_as_much_as_the_limit() {
         use rand::SeedableRng;
@@ -1773,41 +1815,18 @@ mod tests {
         assert!((total - 1.0).abs() < 1e-12, "{walk:?}");
         // A second method: the walk drawn, each step's gaps a gamma sum of its own.
         let mut rng = crate::sample::SimRng::seed_from_u64(5);
-        let sittings = 20_000u32;
-        let mut counts = vec![0u32; steps.len() + 1];
-        let mut went_on = 0u32;
-        for _ in 0..sittings {
-            let (mut best, mut shorts, mut stopped) = (0usize, 0, false);
-            for (k, &(rate, gaps)) in steps.iter().enumerate() {
-                let drawn = Gamma::new(gaps as f64, 1.0 / rate)
-                    .unwrap()
-                    .sample(&mut rng);
-                if gaps as f64 / (drawn + gaps as f64 * g.late_s) >= 0.95 * rate {
-                    (best, shorts) = (k + 1, 0);
-                } else {
-                    shorts += 1;
-                    if shorts == 2 {
-                        stopped = true;
-                        break;
-                    }
-                }
-            }
-            counts[best] += 1;
-            went_on += u32::from(!stopped);
-        }
-        let computed = std::iter::once(walk.none).chain(walk.highest.iter().copied());
-        let drawn = counts.iter().map(|c| f64::from(*c) / f64::from(sittings));
-        for (k, (p, share)) in computed
-            .chain([walk.walking_on])
-            .zip(drawn.chain([f64::from(went_on) / f64::from(sittings)]))
-            .enumerate()
-        {
-            let tolerance = 4.0 * (p * (1.0 - p) / f64::from(sittings)).sqrt();
-            assert!(
-                (p - share).abs() <= tolerance,
-                "outcome {k}: computed {p}, drawn {share}"
-            );
-        }
+        let drawn: Vec<(usize, bool)> = (0..20_000)
+            .map(|_| {
+                walk_once(steps.len(), |k| {
+                    let (rate, gaps) = steps[k];
+                    let sum = Gamma::new(gaps as f64, 1.0 / rate)
+                        .unwrap()
+                        .sample(&mut rng);
+                    gaps as f64 / (sum + gaps as f64 * g.late_s) >= 0.95 * rate
+                })
+            })
+            .collect();
+        assert_walks_drawn(&walk, &drawn);
         // What it shows: no reading is likely. Every outcome from none to the top step has
         // a chance between 5 and 30 %, and 1.5 times the limit is read about as often as
         // the limit itself.
@@ -1857,42 +1876,19 @@ mod tests {
         // A second method: each walk draws its lateness, then each step's gaps.
         let mut rng = crate::sample::SimRng::seed_from_u64(11);
         let lateness = Normal::new(g.late_s, g.stderr_s).unwrap();
-        let sittings = 20_000u32;
-        let mut counts = vec![0u32; steps.len() + 1];
-        let mut went_on = 0u32;
-        for _ in 0..sittings {
-            let late = lateness.sample(&mut rng).max(0.0);
-            let (mut best, mut shorts, mut stopped) = (0usize, 0, false);
-            for (k, &(rate, gaps)) in steps.iter().enumerate() {
-                let drawn = Gamma::new(gaps as f64, 1.0 / rate)
-                    .unwrap()
-                    .sample(&mut rng);
-                if gaps as f64 / (drawn + gaps as f64 * late) >= 0.95 * rate {
-                    (best, shorts) = (k + 1, 0);
-                } else {
-                    shorts += 1;
-                    if shorts == 2 {
-                        stopped = true;
-                        break;
-                    }
-                }
-            }
-            counts[best] += 1;
-            went_on += u32::from(!stopped);
-        }
-        let computed = std::iter::once(walk.none).chain(walk.highest.iter().copied());
-        let drawn = counts.iter().map(|c| f64::from(*c) / f64::from(sittings));
-        for (k, (p, share)) in computed
-            .chain([walk.walking_on])
-            .zip(drawn.chain([f64::from(went_on) / f64::from(sittings)]))
-            .enumerate()
-        {
-            let tolerance = 4.0 * (p * (1.0 - p) / f64::from(sittings)).sqrt();
-            assert!(
-                (p - share).abs() <= tolerance,
-                "outcome {k}: computed {p}, drawn {share}"
-            );
-        }
+        let drawn: Vec<(usize, bool)> = (0..20_000)
+            .map(|_| {
+                let late = lateness.sample(&mut rng).max(0.0);
+                walk_once(steps.len(), |k| {
+                    let (rate, gaps) = steps[k];
+                    let sum = Gamma::new(gaps as f64, 1.0 / rate)
+                        .unwrap()
+                        .sample(&mut rng);
+                    gaps as f64 / (sum + gaps as f64 * late) >= 0.95 * rate
+                })
+            })
+            .collect();
+        assert_walks_drawn(&walk, &drawn);
         // What it shows: at ten-second steps the draws, not the lateness's error, make the
         // spread. The error moves a little mass to the ends (no step held, the walk still
         // going past the last step: 17.9 and 14.5 % with the lateness known, 18.6 and
@@ -1996,39 +1992,16 @@ mod tests {
         assert!((total - 1.0).abs() < 1e-12, "{walk:?}");
         let mut rng = crate::sample::SimRng::seed_from_u64(3);
         let lateness = Normal::new(g.late_s, g.stderr_s).unwrap();
-        let sittings = 100_000u32;
-        let mut counts = vec![0u32; steps.len() + 1];
-        let mut went_on = 0u32;
-        for _ in 0..sittings {
-            let late = lateness.sample(&mut rng).max(0.0);
-            let (mut best, mut shorts, mut stopped) = (0usize, 0, false);
-            for (k, &(rate, drawn)) in steps.iter().enumerate() {
-                if 1.0 / (drawn + late) >= 0.95 * rate {
-                    (best, shorts) = (k + 1, 0);
-                } else {
-                    shorts += 1;
-                    if shorts == 2 {
-                        stopped = true;
-                        break;
-                    }
-                }
-            }
-            counts[best] += 1;
-            went_on += u32::from(!stopped);
-        }
-        let computed = std::iter::once(walk.none).chain(walk.highest.iter().copied());
-        let drawn = counts.iter().map(|c| f64::from(*c) / f64::from(sittings));
-        for (k, (p, share)) in computed
-            .chain([walk.walking_on])
-            .zip(drawn.chain([f64::from(went_on) / f64::from(sittings)]))
-            .enumerate()
-        {
-            let tolerance = 4.0 * (p * (1.0 - p) / f64::from(sittings)).sqrt() + 1e-9;
-            assert!(
-                (p - share).abs() <= tolerance,
-                "outcome {k}: computed {p}, drawn {share}"
-            );
-        }
+        let drawn: Vec<(usize, bool)> = (0..100_000)
+            .map(|_| {
+                let late = lateness.sample(&mut rng).max(0.0);
+                walk_once(steps.len(), |k| {
+                    let (rate, drawn) = steps[k];
+                    1.0 / (drawn + late) >= 0.95 * rate
+                })
+            })
+            .collect();
+        assert_walks_drawn(&walk, &drawn);
         // The draws known, the reading is far surer than over the draws a seed may give:
         // its likeliest reading carries more than a third of the chance.
         let likeliest = walk.likeliest().map_or(walk.none, |k| walk.highest[k]);
