@@ -58,6 +58,17 @@ pub enum Command {
     Explore(ExploreArgs),
 }
 
+/// The flags the command `name` ignores in some company ([`crate::flags::IdleFlags`]).
+pub fn idle_rules(name: &str) -> Vec<crate::flags::Rule> {
+    use crate::flags::IdleFlags;
+    match name {
+        "plan" => crate::flags::model::PlanFlags::idle_rules(),
+        "sweep" => crate::flags::model::SweepFlags::idle_rules(),
+        "audit" => crate::flags::audit::AuditFlags::idle_rules(),
+        _ => Vec::new(),
+    }
+}
+
 /// `heisenbench explore`.
 #[derive(Debug, Args)]
 pub struct ExploreArgs {

@@ -165,7 +165,16 @@ where
         c.allow_negative_numbers(true)
             .mut_subcommands(|c| c.allow_negative_numbers(true))
     });
-    let matches = cmd.try_get_matches_from(args)?;
+    let matches = cmd.clone().try_get_matches_from(args)?;
+    if let Some((name, sub)) = matches.subcommand()
+        && let Some(sub_cmd) = cmd.find_subcommand(name)
+        && let Some(why) = flags::idle_flag(sub_cmd, sub, &args::idle_rules(name))
+    {
+        return Err(clap::Error::raw(
+            clap::error::ErrorKind::ArgumentConflict,
+            why,
+        ));
+    }
     Cli::from_arg_matches(&matches)
 }
 

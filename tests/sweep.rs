@@ -62,3 +62,25 @@ fn a_users_search_finds_the_mocks_slots() {
     }
     m.shutdown();
 }
+
+/// A flag the simulator's sweep would ignore is refused before anything runs: status 2,
+/// one line naming the flag and the one it needs, and no --out folder made.
+#[test]
+fn a_live_flag_without_a_server_is_refused_before_anything_is_written() {
+    let dir = std::env::temp_dir().join(format!("heisenbench-idle-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_heisenbench"))
+        .args([
+            "sweep", "--from", "10", "--to", "20", "--shards", "4", "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .expect("the binary runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("heisenbench: --shards does nothing without --url: "),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty() && !dir.exists());
+}

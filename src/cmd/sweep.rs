@@ -33,12 +33,6 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
     if let Some(dir) = &a.out {
         super::check_out_dir(dir)?;
     }
-    if a.slo.is_some() && a.url.is_none() {
-        return Err(Failure::Usage(
-            "--slo judges live requests: give the server's --url (the simulator reports no goodput)"
-                .into(),
-        ));
-    }
     let loads = a.loads();
     let closed = a.users.is_some();
     // Resolved at the first live stage when not given.

@@ -132,7 +132,7 @@ pub struct AuditFlags {
     /// same client (`audit --out` files, comma-separated; a series counts with every audit
     /// in it), simulated at each one's load: the series' held-out rates audited again, to
     /// hold the prediction against several runs rather than one.
-    #[arg(long, value_delimiter = ',', num_args = 1.., requires = "from")]
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
     pub held_out: Vec<PathBuf>,
     /// With --from, for a tool that sleeps each gap: the gaps its seed drew for its runs,
     /// replayed apart from it (a JSON list of `rate_per_s`, `requests` and `mean_gap_s`, as
@@ -140,36 +140,61 @@ pub struct AuditFlags {
     /// --held-out audit. Where it has the draws of every calibration audit of the series,
     /// the tool's lateness is read net of them; the held-out audits read as a knee walk are
     /// also read given their draws.
-    #[arg(long, requires = "from")]
+    #[arg(long)]
     pub drawn: Option<PathBuf>,
     /// The client command and its arguments, after `--`.
     #[arg(last = true, required_unless_present = "from", num_args = 1..)]
     pub command: Vec<String>,
 }
 
+impl crate::flags::IdleFlags for AuditFlags {
+    /// A reading from a series runs nothing, so the flags that shape a live audit (its
+    /// load, the client's folder and time, the mock's every flag) do nothing beside
+    /// --from; the flags that read against a series do nothing without it (clap's
+    /// `requires` drops them once --rate or the command is given).
+    fn idle_rules() -> Vec<crate::flags::Rule> {
+        use crate::flags::Rule;
+        use clap::Args;
+        let runs_nothing = "a reading from a series runs nothing";
+        let mock = MockFlags::augment_args(clap::Command::new("mock"));
+        let live = [
+            "label",
+            "duration",
+            "prompt_tokens",
+            "output_tokens",
+            "timeout",
+            "work_dir",
+        ]
+        .into_iter()
+        .map(str::to_string)
+        .chain(
+            mock.get_arguments()
+                .map(|a| a.get_id().to_string())
+                .filter(|id| id != "help" && id != "version"),
+        );
+        let mut rules: Vec<Rule> = live
+            .map(|flag| Rule::with(&flag, "from", runs_nothing))
+            .collect();
+        rules.extend([
+            Rule::without(
+                "held_out",
+                "from",
+                "it reads audits against a series given with --from",
+            ),
+            Rule::without(
+                "drawn",
+                "from",
+                "it reads draws against a series given with --from",
+            ),
+        ]);
+        rules
+    }
+}
+
 impl AuditFlags {
     /// The budget the prediction plans on, and the tolerance, checked (an audit plans on a
     /// quantile of the wait, not its mean), and a cost split's length against the audit's.
     pub fn budget(&self) -> Result<Budget, ModelError> {
-        // clap drops a requirement of --from once an argument --from conflicts with is
-        // given (--rate, the command), so the flags that read against a series are
-        // checked here: without it they were ignored.
-        if self.from.is_empty() {
-            if let Some(p) = self.held_out.first() {
-                return Err(ModelError::invalid(
-                    "held-out",
-                    p.display(),
-                    "reads audits against a series: give it with --from",
-                ));
-            }
-            if let Some(p) = &self.drawn {
-                return Err(ModelError::invalid(
-                    "drawn",
-                    p.display(),
-                    "reads draws against a series: give it with --from",
-                ));
-            }
-        }
         if let Some(n) = self.cost_split {
             let (lo, hi) = (n.min(self.output_tokens), n.max(self.output_tokens));
             if u64::from(hi) < 2 * u64::from(lo) {
@@ -390,11 +415,61 @@ mod tests {
         let f = parse(&["--from", "s.json", "--drawn", "d.json"]).unwrap();
         assert_eq!(f.drawn.as_deref(), Some(Path::new("d.json")));
         for flag in ["--drawn", "--held-out"] {
-            let without = parse(&["--rate", "7", flag, "d.json", "--", "c"]);
-            assert!(
-                without.is_err() || without.unwrap().budget().is_err(),
-                "{flag}"
+            let without = crate::flags::parse_checked::<AuditFlags>(&[
+                "--rate", "7", flag, "d.json", "--", "c",
+            ]);
+            assert_eq!(
+                without.unwrap_err(),
+                format!(
+                    "{flag} does nothing without --from: it reads {} against a series given with --from",
+                    if flag == "--drawn" { "draws" } else { "audits" }
+                ),
             );
         }
+    }
+
+    /// A reading from a series refuses the flags of a live audit (the mock's too, whose
+    /// defaults pass), and the flags that read against a series are refused without one.
+    #[test]
+    fn a_reading_from_a_series_refuses_the_flags_of_a_live_audit() {
+        use crate::flags::{assert_rules_name_flags, parse_checked};
+        assert_rules_name_flags::<AuditFlags>();
+        let from = |args: &[&str]| {
+            parse_checked::<AuditFlags>(&[&["--from", "s.json"][..], args].concat())
+        };
+        for (flag, value) in [
+            ("--duration", "5s"),
+            ("--output-tokens", "5"),
+            ("--work-dir", "w"),
+            ("--label", "x"),
+            ("--port", "9"),
+            ("--seed", "3"),
+            ("--time-to-first-token", "5ms"),
+            ("--release-every", "1s"),
+        ] {
+            assert_eq!(
+                from(&[flag, value]).unwrap_err(),
+                format!("{flag} does nothing beside --from: a reading from a series runs nothing")
+            );
+        }
+        let f = from(&[
+            "--held-out",
+            "h.json",
+            "--drawn",
+            "d.json",
+            "--loops",
+            "2",
+            "--clock",
+            "intended",
+            "--preemptions",
+            "--figure",
+            "fig",
+            "--out",
+            "o.json",
+            "--json",
+        ])
+        .unwrap();
+        assert_eq!(f.loops, Some(2));
+        assert!(parse_checked::<AuditFlags>(&["--rate", "7", "--port", "9", "--", "c"]).is_ok());
     }
 }

@@ -296,6 +296,36 @@ pub struct PlanFlags {
     pub json: bool,
 }
 
+impl crate::flags::IdleFlags for PlanFlags {
+    fn idle_rules() -> Vec<crate::flags::Rule> {
+        use crate::flags::Rule;
+        let capacity = "--max-qps answers how much load the loops carry";
+        vec![
+            Rule::without(
+                "loops",
+                "max_qps",
+                "it is the loop count --max-qps answers for; a plan finds the count itself",
+            ),
+            Rule::with("qps", "max_qps", capacity),
+            Rule::with(
+                "no_check",
+                "max_qps",
+                "a capacity is not checked by simulation",
+            ),
+            Rule::with(
+                "cores_per_machine",
+                "max_qps",
+                "a capacity counts no machines",
+            ),
+            Rule::with(
+                "calibration",
+                "event_cost",
+                "the cost given replaces the calibration's",
+            ),
+        ]
+    }
+}
+
 impl PlanFlags {
     /// The load these flags describe, with a per-event cost of `mean_s` and `scv` in the
     /// family asked for. With --max-qps the rate is the answer, not an input: any positive
@@ -547,6 +577,61 @@ fn parse_percent(s: &str) -> std::result::Result<f64, heisenbench_model::ModelEr
     }
 }
 
+impl crate::flags::IdleFlags for SweepFlags {
+    fn idle_rules() -> Vec<crate::flags::Rule> {
+        use crate::flags::Rule;
+        let live = "it sets a live sweep's requests; the simulator takes the scenario's";
+        let ladder = "the ladder's users are the stages";
+        let mut rules: Vec<Rule> = [
+            "shards",
+            "output_tokens",
+            "prompt_tokens",
+            "model",
+            "server_metrics",
+            "scrape_interval",
+        ]
+        .into_iter()
+        .map(|flag| Rule::without(flag, "url", live))
+        .collect();
+        rules.extend([
+            Rule::without(
+                "slo",
+                "url",
+                "it judges live requests (the simulator reports no goodput)",
+            ),
+            Rule::with(
+                "scenario",
+                "url",
+                "a live sweep sends its own requests, not the scenario's",
+            ),
+            Rule::without(
+                "min_goodput",
+                "slo",
+                "it is the share of a stage's requests that must meet --slo",
+            ),
+            Rule::without(
+                "tolerance",
+                "search",
+                "it is how close a search's bounds come before it stops",
+            ),
+            Rule::with(
+                "tolerance",
+                "users",
+                "a search over users stops at neighbours",
+            ),
+            Rule::with("steps", "search", "a search chooses its own stages"),
+            Rule::with("steps", "users", ladder),
+            Rule::with("geometric", "users", ladder),
+            Rule::with(
+                "no_early_stop",
+                "search",
+                "a search runs until its bounds meet",
+            ),
+        ]);
+        rules
+    }
+}
+
 impl SweepFlags {
     /// The stopping rule the flags set.
     pub fn criterion(&self) -> Result<heisenbench_model::profile::Criterion> {
@@ -624,7 +709,7 @@ mod tests {
     }
 
     fn sweep(args: &[&str]) -> SweepFlags {
-        crate::flags::parse_flags(args).unwrap()
+        crate::flags::parse_checked(args).unwrap()
     }
 
     #[test]
@@ -657,9 +742,11 @@ mod tests {
     fn users_ladders_and_their_refusals() {
         let list = sweep(&["--users", "8,1,4,4"]);
         assert_eq!(list.loads(), [1.0, 4.0, 8.0]);
-        let ladder = sweep(&["--users", "1..48", "--search", "--tolerance", "2%"]);
+        let ladder = sweep(&["--users", "1..48", "--search"]);
         assert_eq!(ladder.loads(), [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 48.0]);
-        assert!(ladder.search && (ladder.tolerance - 0.02).abs() < 1e-12);
+        assert!(ladder.search);
+        let rates = sweep(&["--from", "1", "--to", "9", "--search", "--tolerance", "2%"]);
+        assert!((rates.tolerance - 0.02).abs() < 1e-12);
         for bad in [
             &["--users", "4"][..],
             &["--users", "0,2"],
@@ -671,11 +758,13 @@ mod tests {
             &["--from", "1", "--to", "2", "--min-goodput", "120%"],
         ] {
             assert!(
-                crate::flags::parse_flags::<SweepFlags>(bad).is_err(),
+                crate::flags::parse_checked::<SweepFlags>(bad).is_err(),
                 "{bad:?}"
             );
         }
         let goodput = sweep(&[
+            "--url",
+            "http://127.0.0.1:8000",
             "--from",
             "1",
             "--to",
@@ -686,5 +775,140 @@ mod tests {
             "95%",
         ]);
         assert_eq!(goodput.criterion().unwrap().min_good_fraction, Some(0.95));
+    }
+
+    /// A flag that would do nothing in the company it is given in is refused in one line
+    /// that names both flags; in the company it works in, or left at its default, it
+    /// passes. Every flag the rules name is one of the command's.
+    #[test]
+    fn flags_that_would_do_nothing_are_refused() {
+        use crate::flags::{assert_rules_name_flags, parse_checked};
+        assert_rules_name_flags::<SweepFlags>();
+        assert_rules_name_flags::<PlanFlags>();
+        let rates = ["--from", "10", "--to", "20"];
+        let refused = |args: &[&str], head: &str| {
+            let why = parse_checked::<SweepFlags>(&[&rates[..], args].concat()).unwrap_err();
+            assert!(why.starts_with(head), "{args:?}: {why}");
+            assert!(!why.contains('\n'), "{why}");
+        };
+        refused(&["--shards", "4"], "--shards does nothing without --url: ");
+        refused(&["--model", "m"], "--model does nothing without --url: ");
+        refused(
+            &["--output-tokens", "5"],
+            "--output-tokens does nothing without --url",
+        );
+        refused(
+            &["--server-metrics", "auto"],
+            "--server-metrics does nothing without --url",
+        );
+        refused(&["--slo", "ttft=1s"], "--slo does nothing without --url");
+        refused(
+            &["--tolerance", "10%"],
+            "--tolerance does nothing without --search",
+        );
+        refused(
+            &["--search", "--steps", "4"],
+            "--steps does nothing beside --search",
+        );
+        refused(
+            &["--search", "--no-early-stop"],
+            "--no-early-stop does nothing beside --search",
+        );
+        refused(
+            &["--url", "http://h", "--min-goodput", "50%"],
+            "--min-goodput does nothing without --slo",
+        );
+        refused(
+            &["s.json", "--url", "http://h"],
+            "<SCENARIO> does nothing beside --url",
+        );
+        let ladder = |args: &[&str]| {
+            parse_checked::<SweepFlags>(&[&["--users", "1,2,4"][..], args].concat())
+        };
+        assert!(
+            ladder(&["--steps", "3"])
+                .unwrap_err()
+                .starts_with("--steps does nothing beside --users")
+        );
+        assert!(ladder(&["--geometric"]).is_err());
+        assert!(ladder(&["--search", "--tolerance", "1%"]).is_err());
+        // In their company, or at their defaults, the same flags pass.
+        for ok in [
+            &[
+                "--url",
+                "http://h",
+                "--shards",
+                "4",
+                "--model",
+                "m",
+                "--output-tokens",
+                "5",
+            ][..],
+            &[
+                "--url",
+                "http://h",
+                "--slo",
+                "ttft=1s",
+                "--min-goodput",
+                "50%",
+            ],
+            &["--search", "--tolerance", "10%", "--geometric"],
+            &["--steps", "4", "--no-early-stop", "--geometric"],
+            &["s.json"],
+            &[],
+        ] {
+            let args = [&rates[..], ok].concat();
+            assert!(parse_checked::<SweepFlags>(&args).is_ok(), "{args:?}");
+        }
+        let plan = |args: &[&str]| {
+            let cost = [
+                "--events-per-request",
+                "200",
+                "--event-cost",
+                "20us",
+                "--budget",
+                "p99=1ms",
+            ];
+            parse_checked::<PlanFlags>(&[&cost[..], args].concat())
+        };
+        for (bad, head) in [
+            (
+                &["--qps", "100", "--loops", "3"][..],
+                "--loops does nothing without --max-qps",
+            ),
+            (
+                &["--max-qps", "--loops", "3", "--qps", "100"],
+                "--qps does nothing beside --max-qps",
+            ),
+            (
+                &["--max-qps", "--loops", "3", "--no-check"],
+                "--no-check does nothing beside --max-qps",
+            ),
+            (
+                &["--max-qps", "--loops", "3", "--cores-per-machine", "4"],
+                "--cores-per-machine does nothing beside --max-qps",
+            ),
+            (
+                &["--qps", "100", "--calibration", "c.json"],
+                "--calibration does nothing beside --event-cost",
+            ),
+        ] {
+            let why = plan(bad).unwrap_err();
+            assert!(why.starts_with(head), "{bad:?}: {why}");
+        }
+        for ok in [
+            &[
+                "--qps",
+                "100",
+                "--no-check",
+                "--cores",
+                "4",
+                "--cores-per-machine",
+                "2",
+            ][..],
+            &["--max-qps", "--loops", "3", "--cores", "2"],
+        ] {
+            assert!(plan(ok).is_ok(), "{ok:?}");
+        }
     }
 }
