@@ -1087,6 +1087,30 @@ impl Workload {
     /// Applies `f`. A rate alone is refused for arrivals that have none to change (a
     /// trace, a closed loop); with a shape (`run --arrival`) it replaces them.
     pub fn apply(&mut self, f: &WorkloadFlags) -> Result<()> {
+        // Flags that set the arrivals replace one another, so two of them together would
+        // leave one unused: refused, not dropped.
+        let rate = match (f.qps, f.arrival) {
+            (Some(q), _) => Some(("--qps", q.to_string())),
+            (None, Some(g)) => Some(("--arrival", g.to_string())),
+            (None, None) => None,
+        };
+        if let (Some((flag, value)), Some(_)) = (&rate, f.users) {
+            return Err(ModelError::invalid(
+                flag,
+                value,
+                "a closed loop of --users sends as each reply ends: it has no rate or gaps",
+            ));
+        }
+        if f.trace.is_some() {
+            let users = f.users.map(|u| ("--users", u.to_string()));
+            if let Some((flag, value)) = rate.or(users) {
+                return Err(ModelError::invalid(
+                    flag,
+                    value,
+                    "--trace gives every send time",
+                ));
+            }
+        }
         if let Some(gaps) = f.arrival {
             let rate = f.qps.or(self.arrivals.rate_per_s()).unwrap_or(100.0);
             self.arrivals = Arrivals::renewal(gaps, rate);
@@ -1385,6 +1409,47 @@ mod tests {
             })
             .unwrap_err();
         assert!(err.to_string().contains("--qps"), "{err}");
+        // Two flags that set the arrivals are refused, whichever would have won: a closed
+        // loop has no rate or gaps, and a trace gives every send time.
+        for (flags, refused) in [
+            (
+                WorkloadFlags {
+                    users: Some(2),
+                    qps: Some(5.0),
+                    ..WorkloadFlags::default()
+                },
+                "--qps",
+            ),
+            (
+                WorkloadFlags {
+                    users: Some(2),
+                    arrival: Some(Gaps::Constant),
+                    ..WorkloadFlags::default()
+                },
+                "--arrival",
+            ),
+            (
+                WorkloadFlags {
+                    trace: trace.clone(),
+                    users: Some(2),
+                    ..WorkloadFlags::default()
+                },
+                "--users",
+            ),
+            (
+                WorkloadFlags {
+                    trace: trace.clone(),
+                    qps: Some(5.0),
+                    ..WorkloadFlags::default()
+                },
+                "--qps",
+            ),
+        ] {
+            let mut w = base.clone();
+            let err = w.apply(&flags).unwrap_err().to_string();
+            assert!(err.contains(refused), "{err}");
+            assert_eq!(w, base, "a refused change left the workload changed");
+        }
         let mut w = base;
         assert!(
             w.apply(&WorkloadFlags {
