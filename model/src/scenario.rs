@@ -1112,7 +1112,13 @@ impl Workload {
             }
         }
         if let Some(gaps) = f.arrival {
-            let rate = f.qps.or(self.arrivals.rate_per_s()).unwrap_or(100.0);
+            let Some(rate) = f.qps.or(self.arrivals.rate_per_s()) else {
+                return Err(ModelError::invalid(
+                    "--arrival",
+                    gaps,
+                    "the scenario's arrivals have no rate to keep (a closed loop, or a trace of one send): give --qps too",
+                ));
+            };
             self.arrivals = Arrivals::renewal(gaps, rate);
         } else if let Some(q) = f.qps {
             match &mut self.arrivals {
@@ -1450,6 +1456,28 @@ mod tests {
             assert!(err.contains(refused), "{err}");
             assert_eq!(w, base, "a refused change left the workload changed");
         }
+        // Gaps alone keep the rate there is; where there is none, they need one.
+        let closed = Workload {
+            arrivals: Arrivals::Closed {
+                users: 3,
+                think_s: 0.0,
+                turns: 1,
+            },
+            ..base.clone()
+        };
+        let gaps = WorkloadFlags {
+            arrival: Some(Gaps::Constant),
+            ..WorkloadFlags::default()
+        };
+        let err = closed.clone().apply(&gaps).unwrap_err().to_string();
+        assert!(err.contains("give --qps too"), "{err}");
+        let mut w = closed;
+        w.apply(&WorkloadFlags {
+            qps: Some(7.0),
+            ..gaps
+        })
+        .unwrap();
+        assert_eq!(w.arrivals, Arrivals::Constant { rate_per_s: 7.0 });
         let mut w = base;
         assert!(
             w.apply(&WorkloadFlags {
