@@ -1055,8 +1055,43 @@ fn a_paced_tools_held_out_steps_are_read_as_a_knee_walk() {
         "{} {sends}",
         at_40["simulated"]
     );
+    // And the chance each step holds 95 % with its draws: the lateness's normal (its
+    // mean and error as read) below 1 / (0.95 r) less the step's drawn mean gap.
+    let normal = {
+        let (mean, error) = (
+            late["late_s"].as_f64().unwrap(),
+            late["stderr_s"].as_f64().unwrap(),
+        );
+        statrs::distribution::Normal::new(mean, error).unwrap()
+    };
+    let mut chances = Vec::new();
+    for d in drawn.as_array().unwrap() {
+        use statrs::distribution::ContinuousCDF;
+        let (rate, mean_gap) = (
+            d["rate_per_s"].as_f64().unwrap(),
+            d["mean_gap_s"].as_f64().unwrap(),
+        );
+        let step = points
+            .iter()
+            .find(|p| {
+                let o = &p["observed"];
+                o["offered"]["rate_per_s"].as_f64() == Some(rate)
+                    && o["truth"]["requests"] == d["requests"]
+            })
+            .expect("a step at each rate drawn");
+        let chance = normal.cdf(1.0 / (0.95 * rate) - mean_gap);
+        assert!(
+            close(&step["simulated"]["drawn_held_chance"], chance),
+            "{} {chance}",
+            step["simulated"]
+        );
+        chances.push(chance);
+    }
     assert!(
-        text.contains(&format!("with its own draws replayed it sends {sends:.1}")),
+        text.contains(&format!(
+            "with its own draws replayed it sends {sends:.1}, 95% of the rate with chance {:.0}%",
+            chances[0] * 100.0
+        )),
         "{text}"
     );
     // The limit's 95 % range: the held limit at the lateness 1.96 errors either side.

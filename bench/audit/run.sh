@@ -518,7 +518,7 @@ out = sys.argv[1]
 BOUND = 0.95
 SERVER_PACE_S = 0.05
 print()
-print("| client | offered req/s | achieved | held | server's true TTFT p50 ms | busiest holder, cores / machine busy | CPU a request ms: tree / busiest holder / its main thread | holders' turns a request (share preempted) | late a gap ms | chance its draws gave it of holding | reported TTFT p50 ms |")
+print("| client | offered req/s | achieved | held | server's true TTFT p50 ms | busiest holder, cores / machine busy | CPU a request ms: tree / busiest holder / its main thread | holders' turns a request (share preempted) | late a gap ms | chance of holding: over a seed's draws / given its draws | reported TTFT p50 ms |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 verdicts = []
 for tool in sys.argv[2:]:
@@ -531,8 +531,10 @@ for tool in sys.argv[2:]:
         # The steps as a walk: what such a walk reads over its draws (`audit --from`'s).
         walk = knees_read.get("knee_walk")
         for p in knees_read["points"]:
-            c = (p.get("simulated") or {}).get("held_chance")
-            if c is not None:
+            sim = p.get("simulated") or {}
+            # Over the draws a seed may give, and, where its draws were replayed, given them.
+            c = (sim.get("held_chance"), sim.get("drawn_held_chance"))
+            if c != (None, None):
                 chances[(p["observed"]["offered"]["rate_per_s"], p["observed"]["truth"]["requests"])] = c
     steps = []
     for path in glob.glob(os.path.join(out, f"{tool}-knee-*.json")):
@@ -566,7 +568,7 @@ for tool in sys.argv[2:]:
     for s in steps:
         s["held"] = s["delivered"] and s["true_p50"] <= quietest + SERVER_PACE_S
         held = "yes" if s["held"] else "no" if not s["delivered"] else "no (the server's queue)"
-        chance = "-" if s["chance"] is None else f"{s['chance'] * 100:.0f} %"
+        chance = " / ".join("-" if c is None else f"{c * 100:.0f} %" for c in s["chance"] or (None, None))
         print(f"| {tool} | {s['rate']:g} | {s['got']:.0f} | {held} | {s['true_p50'] * 1e3:.2f} | {s['cores']} / {s['share']} | {s['cpu']} | {s['turns']} | {s['late']} | {chance} | {s['p50']} |")
     sims = [p["simulated"] for p in json.load(open(series))["points"] if p.get("simulated")] if os.path.exists(series) else []
     if not sims or not steps:
@@ -610,9 +612,12 @@ for tool in sys.argv[2:]:
         as_filled += (f", {paced:.0f} held as it paces (each gap {pacing['late_s'] * 1e3:.2f} ms late"
                       + (", net of its replayed draws)" if pacing.get("net_of_draws") else ")"))
         held_verdict = bracket("throughput held, against the pacing's", lo, hi, lambda k: err(paced, k))
-        drawn = [f"{s['rate']:g}: {s['chance'] * 100:.0f} %" for s in steps if s["chance"] is not None]
+        drawn = [f"{s['rate']:g}: {s['chance'][0] * 100:.0f} %" for s in steps if s["chance"] and s["chance"][0] is not None]
         if drawn:
             held_verdict += "; the chance each step's draws gave it of holding, " + ", ".join(drawn)
+        given = [f"{s['rate']:g}: {s['chance'][1] * 100:.0f} %" for s in steps if s["chance"] and s["chance"][1] is not None]
+        if given:
+            held_verdict += "; given its replayed draws, " + ", ".join(given)
         if walk:
             w = walk["predicted"]
             reads = [("none", w["none"])] + [(f"{s['rate_per_s']:g}", p) for s, p in zip(walk["steps"], w["highest"])]

@@ -522,6 +522,33 @@ impl GapLateness {
             .unwrap_or(0.0)
     }
 
+    /// The largest lateness at which a run asked at `offered_per_s` whose draws' mean gap
+    /// is `drawn_mean_gap_s` (replayed) still sends `share` of it: `1 / (share r) - m`.
+    fn held_threshold_s(offered_per_s: f64, drawn_mean_gap_s: f64, share: f64) -> f64 {
+        1.0 / (share * offered_per_s) - drawn_mean_gap_s
+    }
+
+    /// The chance that a run asked at `offered_per_s`, whose draws' mean gap is
+    /// `drawn_mean_gap_s` (replayed, so known), sends at least `share` of that rate: its
+    /// draws no longer vary, so only the lateness's own error is left. The run holds while
+    /// the lateness (taken as no less than zero) is at most its threshold; the chance is
+    /// the lateness's normal below it, and 1 or 0 where the lateness has no error.
+    pub fn held_chance_given_draws(
+        &self,
+        offered_per_s: f64,
+        drawn_mean_gap_s: f64,
+        share: f64,
+    ) -> f64 {
+        let t = Self::held_threshold_s(offered_per_s, drawn_mean_gap_s, share);
+        if t < 0.0 {
+            return 0.0;
+        }
+        if !(self.stderr_s > 0.0 && self.stderr_s.is_finite()) {
+            return f64::from(u8::from(self.late_s.max(0.0) <= t));
+        }
+        crate::service::normal_cdf((t - self.late_s) / self.stderr_s)
+    }
+
     /// The fewest gaps for which a run asked at `offered_per_s` sends `share` of it with
     /// chance `sure` or more ([`Self::held_chance`]): how long a step must be for the
     /// held rule to read the tool's lateness and not its draws. None at or above the held
@@ -608,7 +635,7 @@ impl GapLateness {
     ) -> KneeWalk {
         let thresholds: Vec<f64> = steps
             .iter()
-            .map(|&(rate, drawn)| 1.0 / (share * rate) - drawn)
+            .map(|&(rate, drawn)| Self::held_threshold_s(rate, drawn, share))
             .collect();
         let walk_at = |late: f64| {
             let held: Vec<f64> = thresholds
@@ -757,8 +784,8 @@ impl KneeWalk {
             .iter()
             .zip(rates)
             .filter(|(_, r)| (limit_per_s / **r - 1.0).abs() <= band)
-            .map(|(p, _)| p)
-            .sum()
+            // From +0, so that no step in the band reads 0, not -0 (an empty float sum).
+            .fold(0.0, |sum, (p, _)| sum + p)
     }
 
     /// The chance the walk reads no higher than step `k` (None: no step held).
@@ -1908,6 +1935,9 @@ mod tests {
         let limit = g.held_per_s(0.95).unwrap();
         let within = walk.chance_within(&rates, limit, 0.15);
         assert!((within - walk.highest[1..4].iter().sum::<f64>()).abs() < 1e-12);
+        // A limit no step is near: no chance, written as 0 (not an empty sum's -0).
+        let none = walk.chance_within(&rates, 500.0, 0.15);
+        assert!(none == 0.0 && none.is_sign_positive(), "{none}");
         // Longer steps shrink the draws' part but not the lateness's error. With the
         // lateness known, steps a thousand times as long read within the band surely; over
         // its error the walk becomes a step in the lateness, reading within the band where
@@ -1976,10 +2006,27 @@ mod tests {
         assert!(close(two.none, 1.0 - phi(t50)), "{two:?}");
         // It stops only where both fall short (two in a row), that is where none held.
         assert!(close(two.walking_on, 1.0 - two.none), "{two:?}");
+        // Each step alone holds with the lateness's normal below its threshold.
+        assert!(close(
+            g.held_chance_given_draws(60.0, 0.0165, 0.95),
+            phi(t60)
+        ));
+        assert!(close(
+            g.held_chance_given_draws(50.0, 0.0196, 0.95),
+            phi(t50)
+        ));
+        // Draws already slower than the rate asked leave no lateness it could hold at.
+        assert_eq!(g.held_chance_given_draws(60.0, 0.018, 0.95), 0.0);
         // No error: the one reading the lateness makes.
         let exact = GapLateness { stderr_s: 0.0, ..g };
         let one = exact.knee_walk_given_draws(&[(50.0, 0.0196), (60.0, 0.0165)], 0.95, 2);
         assert_eq!((one.likeliest(), one.highest[1]), (Some(1), 1.0));
+        assert_eq!(exact.held_chance_given_draws(60.0, 0.0165, 0.95), 1.0);
+        let later = GapLateness {
+            late_s: 1.1e-3,
+            ..exact
+        };
+        assert_eq!(later.held_chance_given_draws(60.0, 0.0165, 0.95), 0.0);
         // A second method: lateness drawn, each walk by the rule, for r49's seven steps
         // (their draws as a seed might give them: 2 % either side of the mean asked).
         let steps: Vec<(f64, f64)> = [49.0, 55.0, 61.0, 67.0, 73.0, 82.0, 92.0]
@@ -2002,6 +2049,25 @@ mod tests {
             })
             .collect();
         assert_walks_drawn(&walk, &drawn);
+        // Each step's chance given its draws against the share of drawn latenesses at
+        // which it sends 95 % (4 binomial standard errors).
+        let latenesses: Vec<f64> = (0..100_000)
+            .map(|_| lateness.sample(&mut rng).max(0.0))
+            .collect();
+        for &(rate, mean) in &steps {
+            let p = g.held_chance_given_draws(rate, mean, 0.95);
+            let n = latenesses.len() as f64;
+            let held = latenesses
+                .iter()
+                .filter(|&&late| 1.0 / (mean + late) >= 0.95 * rate)
+                .count() as f64
+                / n;
+            let se = (p * (1.0 - p) / n).sqrt().max(1e-9);
+            assert!(
+                (held - p).abs() <= 4.0 * se,
+                "{rate}: {held} drawn, {p} computed"
+            );
+        }
         // The draws known, the reading is far surer than over the draws a seed may give:
         // its likeliest reading carries more than a third of the chance.
         let likeliest = walk.likeliest().map_or(walk.none, |k| walk.highest[k]);

@@ -12,7 +12,7 @@ use heisenbench_live::audit::report::{
 };
 use heisenbench_live::audit::{self, AuditConfig, AuditError};
 use heisenbench_model::client_loop::{
-    AuditedLoad, ClockStart, GapLateness, GapReading, LoopPrediction, Pacing,
+    AuditedLoad, ClockStart, GapLateness, GapReading, HELD_SHARE, LoopPrediction, Pacing,
 };
 use heisenbench_model::units::format_seconds;
 use heisenbench_sim::client_loop::{self, LoopReading};
@@ -423,6 +423,7 @@ fn simulate_at(
     Ok(Simulated {
         held_chance,
         drawn_sent_per_s: None,
+        drawn_held_chance: None,
         split_from: from.clone(),
         prediction,
         measured_excess_s: measured.excess_s,
@@ -573,13 +574,16 @@ fn read_again(
             .as_ref()
             .map_err(Clone::clone)
             .and_then(|r| simulate_at(r, &p, i == 0, i < fit_on))
-            .map(|sim| Simulated {
-                drawn_sent_per_s: sim
-                    .prediction
-                    .gap_lateness
-                    .zip(DrawnGaps::of(&drawn, &p))
-                    .map(|(g, d)| g.achieved_given_draws_per_s(d.mean_gap_s)),
-                ..sim
+            .map(|sim| {
+                let given = sim.prediction.gap_lateness.zip(DrawnGaps::of(&drawn, &p));
+                Simulated {
+                    drawn_sent_per_s: given
+                        .map(|(g, d)| g.achieved_given_draws_per_s(d.mean_gap_s)),
+                    drawn_held_chance: given.map(|(g, d)| {
+                        g.held_chance_given_draws(d.rate_per_s, d.mean_gap_s, HELD_SHARE)
+                    }),
+                    ..sim
+                }
             });
         p.simulated = match simulated {
             Ok(sim) => {

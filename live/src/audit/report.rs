@@ -147,6 +147,11 @@ pub struct Simulated {
     /// ([`GapLateness::achieved_given_draws_per_s`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drawn_sent_per_s: Option<f64>,
+    /// For a tool that sleeps each gap, where this audit's draws were replayed: the chance
+    /// that it sends [`HELD_SHARE`] of the rate asked with them, over the lateness's own
+    /// error alone ([`GapLateness::held_chance_given_draws`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drawn_held_chance: Option<f64>,
 }
 
 /// A held-out audit's forecast at the fastest and the slowest speed the calibration saw
@@ -652,9 +657,14 @@ impl Simulated {
                 },
                 g.achieved_per_s(offered),
                 p.rate_per_s,
-                match self.drawn_sent_per_s {
-                    Some(r) => format!("; with its own draws replayed it sends {r:.1}"),
-                    None => String::new(),
+                match (self.drawn_sent_per_s, self.drawn_held_chance) {
+                    (Some(r), Some(c)) => format!(
+                        "; with its own draws replayed it sends {r:.1}, {:.0}% of the rate with chance {:.0}%",
+                        HELD_SHARE * 100.0,
+                        c * 100.0
+                    ),
+                    (Some(r), None) => format!("; with its own draws replayed it sends {r:.1}"),
+                    _ => String::new(),
                 },
                 match p.paced_held_per_s {
                     Some(h) => format!(
