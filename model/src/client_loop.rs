@@ -1746,12 +1746,7 @@ mod tests {
                 .count() as f64
                 / f64::from(sittings);
             let p = g.held_chance(rate, gaps, 0.95);
-            // Four binomial standard errors of the sittings' share.
-            let tolerance = 4.0 * (p * (1.0 - p) / f64::from(sittings)).sqrt();
-            assert!(
-                (held - p).abs() <= tolerance,
-                "{rate}/s x {gaps}: drawn {held}, computed {p}"
-            );
+            assert_share_drawn(p, held, f64::from(sittings), &format!("{rate}/s x {gaps}"));
         }
         // Ten seconds a step is a coin toss near the limit: 34 and 39 req/s hold with
         // chance 0.5-0.65, and a run just below the limit barely more than a half.
@@ -1814,12 +1809,18 @@ mod tests {
             .zip(shares.chain([went_on / sittings]))
             .enumerate()
         {
-            let tolerance = 4.0 * (p * (1.0 - p) / sittings).sqrt() + 1e-9;
-            assert!(
-                (p - share).abs() <= tolerance,
-                "outcome {k}: computed {p}, drawn {share}"
-            );
+            assert_share_drawn(p, share, sittings, &format!("outcome {k}"));
         }
+    }
+
+    /// A chance `p` computed against the share of `draws` draws that came out so: within
+    /// four binomial standard errors, and a hair more for chances of 0 and 1.
+    fn assert_share_drawn(p: f64, share: f64, draws: f64, what: &str) {
+        let tolerance = 4.0 * (p * (1.0 - p) / draws).sqrt() + 1e-9;
+        assert!(
+            (p - share).abs() <= tolerance,
+            "{what}: computed {p}, drawn {share}"
+        );
     }
 
     #[test]
@@ -2062,11 +2063,7 @@ mod tests {
                 .filter(|&&late| 1.0 / (mean + late) >= 0.95 * rate)
                 .count() as f64
                 / n;
-            let se = (p * (1.0 - p) / n).sqrt().max(1e-9);
-            assert!(
-                (held - p).abs() <= 4.0 * se,
-                "{rate}: {held} drawn, {p} computed"
-            );
+            assert_share_drawn(p, held, n, &format!("{rate} req/s"));
         }
         // The draws known, the reading is far surer than over the draws a seed may give:
         // its likeliest reading carries more than a third of the chance.
