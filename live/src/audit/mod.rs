@@ -9,6 +9,7 @@
 //! model of the client's loop.
 
 pub mod adapters;
+pub mod gauge;
 pub mod predict;
 pub mod report;
 pub mod tree;
@@ -210,6 +211,11 @@ pub struct ClientRun {
     /// the sampler (with the tree's CPU, all the work this audit put on the machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit_cores: Option<f64>,
+    /// The machine's speed in the load window: a fixed unit of work timed beside the
+    /// client ([`gauge`]; None where the window held too few units, and in audits made
+    /// before it was gauged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gauge: Option<gauge::MachineGauge>,
     /// Where the client's standard output and error went.
     pub logs: [PathBuf; 2],
 }
@@ -918,6 +924,7 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
     let stderr = File::create(&logs[1]).map_err(work(logs[1].clone()))?;
     let mut sampler = tree::TreeSampler::new();
     sampler.follow_connections_to(addr.port());
+    let gauge = gauge::Gauge::start();
     let start = Instant::now();
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
@@ -968,6 +975,7 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
         std::thread::sleep(cfg.sample_every);
     };
     let wall = start.elapsed();
+    let gauged = gauge.stop();
     // Descendants the client left behind are stopped; their time so far counts.
     sampler.sample();
     let left = sampler.live_pids();
@@ -1019,6 +1027,7 @@ pub fn run(cfg: &AuditConfig) -> Result<Observed, AuditError> {
             .machine_busy(from, to)
             .map(|(cores, busy_cores)| MachineLoad { cores, busy_cores }),
         audit_cores: sampler.own_cores(from, to),
+        gauge: gauge::MachineGauge::of(&gauged, from, to),
         logs,
     };
     let truth = Truth::of(&served);

@@ -1550,6 +1550,18 @@ impl AuditReport {
                 }
             )?;
         }
+        if let Some(g) = c.gauge {
+            writeln!(
+                out,
+                "  the machine's speed: a fixed unit of work beside the client took {} of CPU at the median \
+                 (10-90%: {} to {}, {} units in the load window); a slower machine takes longer, and a Python \
+                 client's CPU a request grows with it",
+                f(g.unit_s),
+                f(g.spread_s[0]),
+                f(g.spread_s[1]),
+                g.units
+            )?;
+        }
         writeln!(out, "server ({server}):")?;
         writeln!(
             out,

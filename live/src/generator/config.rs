@@ -608,6 +608,17 @@ impl RunConfig {
             })
         };
         check_url(&self.url)?;
+        // Certificates are an https:// server's; the embedded mock and an http:// --url
+        // have none, and a report would then claim a verification that never happened.
+        if !self.url.starts_with("https://") {
+            let reason = "only an https:// --url has a certificate to check";
+            if self.insecure {
+                return bad("--insecure", "a plain-HTTP server".into(), reason);
+            }
+            if self.ca_cert.is_some() {
+                return bad("--ca-cert", "a plain-HTTP server".into(), reason);
+            }
+        }
         check_shards(self.shards)?;
         self.server_metrics.validate()?;
         if self.workload.turns() > 1 && !self.stream {
@@ -769,6 +780,34 @@ mod tests {
             ..cfg.into_inner()
         };
         assert!(bad.checked().is_err());
+    }
+
+    /// `--insecure` and `--ca-cert` are refused where there is no certificate: the embedded
+    /// mock and an http:// server; an https:// one takes them.
+    #[test]
+    fn certificates_are_an_https_servers() {
+        let with = |url: Option<&str>, insecure: bool, ca: bool| {
+            RunConfig::resolve(
+                None,
+                &RunOverrides {
+                    url: url.map(String::from),
+                    insecure,
+                    ca_cert: ca.then(|| "ca.pem".into()),
+                    ..RunOverrides::default()
+                },
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+        };
+        for url in [None, Some("http://10.0.0.1:8000")] {
+            let e = with(url, true, false).unwrap_err();
+            assert!(e.contains("--insecure") && e.contains("https://"), "{e}");
+            let e = with(url, false, true).unwrap_err();
+            assert!(e.contains("--ca-cert") && e.contains("https://"), "{e}");
+            assert!(with(url, false, false).is_ok());
+        }
+        assert!(with(Some("https://10.0.0.1:8000"), true, false).is_ok());
+        assert!(with(Some("https://10.0.0.1:8000"), false, true).is_ok());
     }
 
     /// No flag: a streamed completions run by process shards, nothing else set.
