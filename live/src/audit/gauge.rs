@@ -42,7 +42,7 @@ impl MachineGauge {
             return None;
         }
         t.sort_by(f64::total_cmp);
-        let at = |q: f64| t[((t.len() - 1) as f64 * q).round() as usize];
+        let at = |q: f64| super::nearest_rank(&t, q);
         Some(Self {
             unit_s: at(0.5),
             spread_s: [at(0.1), at(0.9)],
@@ -119,10 +119,10 @@ mod tests {
         let units: Vec<(u64, u64)> = (0..100).map(|i| (i * 1_000_000, (i + 1) * 1_000)).collect();
         let g = MachineGauge::of(&units, 10_000_000, 59_000_000).unwrap();
         assert_eq!(g.units, 50);
-        // Units 10..=59: times 11..=60 us; the median by rank is the 25th of 50 (index
-        // 24.5, rounded to 25): 36 us.
-        assert!((g.unit_s - 36e-6).abs() < 1e-12, "{g:?}");
-        assert!((g.spread_s[0] - 16e-6).abs() < 1e-12, "{g:?}");
+        // Units 10..=59: times 11..=60 us; by nearest rank the median is the 25th of 50
+        // (35 us), the 10th percentile the 5th (15 us) and the 90th the 45th (55 us).
+        assert!((g.unit_s - 35e-6).abs() < 1e-12, "{g:?}");
+        assert!((g.spread_s[0] - 15e-6).abs() < 1e-12, "{g:?}");
         assert!((g.spread_s[1] - 55e-6).abs() < 1e-12, "{g:?}");
         assert!(
             MachineGauge::of(&units, 0, 18_000_000).is_none(),

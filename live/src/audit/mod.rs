@@ -863,7 +863,7 @@ fn mean(x: &[f64]) -> f64 {
 }
 
 /// The smallest of `sorted` (not empty) with at least `q` of them at or below it.
-fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
     sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
 }
 
