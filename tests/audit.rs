@@ -74,6 +74,11 @@ fn read_fixture(name: &str) -> (String, Value) {
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name);
+    read_series(&fixture, name)
+}
+
+/// [`read_fixture`] of the series file at `fixture`, `name` naming its reading's folder.
+fn read_series(fixture: &std::path::Path, name: &str) -> (String, Value) {
     // Tests run side by side in one process and may read the same fixture: each reading
     // has a folder of its own.
     static READINGS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -1280,6 +1285,76 @@ fn a_held_out_audit_is_simulated_again_at_its_own_speed() {
         text.contains("; 1 ran faster or slower than every calibration audit"),
         "{text}"
     );
+}
+
+/// The fixture's SGLang series with a gauge put beside each audit: 1 ms a unit in its four
+/// calibration audits and in the held-out one at 112 req/s, 0.9 ms in the one at 195. Each
+/// held-out audit is forecast again at the speed its gauge gives: the calibration's mean
+/// speed at 112, and that times 0.9^1.8 at 195, whose excess is then forecast lower than
+/// from the costs alone (that run was faster than the calibration, r24). The series as the
+/// audits wrote it, without gauges, gives no such forecast (the other tests' fixtures).
+#[test]
+fn a_held_out_audit_is_forecast_from_the_machines_gauge() {
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sglang-0.5.6-series.json");
+    let mut series: Value = serde_json::from_slice(&std::fs::read(&fixture).unwrap()).unwrap();
+    let gauge = |unit_s: f64| serde_json::json!({"unit_s": unit_s, "spread_s": [unit_s * 0.95, unit_s * 1.05], "units": 400});
+    for group in ["points", "calibration"] {
+        for p in series[group].as_array_mut().expect("audits") {
+            let unit = if p["observed"]["offered"]["rate_per_s"].as_f64() == Some(195.0) {
+                0.9e-3
+            } else {
+                1e-3
+            };
+            p["observed"]["client"]["gauge"] = gauge(unit);
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("heisenbench-gauged-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let gauged = dir.join("gauged.json");
+    std::fs::write(&gauged, serde_json::to_vec(&series).unwrap()).unwrap();
+    let (text, read) = read_series(&gauged, "gauged.json");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let mut held = 0;
+    for p in read["points"].as_array().expect("points") {
+        let sim = &p["simulated"];
+        let g = &sim["given_the_machine"];
+        if sim["fitted_here"].as_bool().unwrap_or(false) {
+            assert!(g.is_null(), "{sim}");
+            continue;
+        }
+        held += 1;
+        let num = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("{g}"));
+        assert_eq!(g["audits"].as_u64(), Some(4), "{g}");
+        assert!((num(&g["calibration_unit_s"]) - 1e-3).abs() < 1e-15, "{g}");
+        assert!((num(&g["power"]) - 1.8).abs() < 1e-12, "{g}");
+        let unit = num(&g["unit_s"]);
+        let expected = num(&g["calibration_speed"]) * (unit / 1e-3).powf(1.8);
+        assert!((num(&g["speed"]) - expected).abs() < 1e-9, "{g}");
+        let (forecast, given) = (
+            num(&sim["prediction"]["reported_s"][0]),
+            num(&g["reported_s"][0]),
+        );
+        if p["observed"]["offered"]["rate_per_s"].as_f64() == Some(195.0) {
+            assert!((unit - 0.9e-3).abs() < 1e-15, "{g}");
+            assert!(given < 0.9 * forecast, "{given} against {forecast}");
+        } else {
+            assert!((unit - 1e-3).abs() < 1e-15, "{g}");
+            assert!(
+                (given / forecast - 1.0).abs() < 0.1,
+                "{given} against {forecast}"
+            );
+        }
+    }
+    assert_eq!(held, 2);
+    assert_eq!(
+        text.matches("given the machine's speed:").count(),
+        2,
+        "{text}"
+    );
+    assert!(text.contains(", given the machine's speed in "), "{text}");
+    let (plain, _) = read_fixture("sglang-0.5.6-series.json");
+    assert!(!plain.contains("given the machine's speed"), "{plain}");
 }
 
 /// Two series read as one calibration (`--from A,B`): here the same series twice, whose

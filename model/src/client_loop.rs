@@ -911,6 +911,10 @@ pub struct AuditedLoad {
     /// and the audit's own sampling) and the machine's cores, where they were read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<(f64, u32)>,
+    /// The machine's speed during the load: the median CPU time of the fixed unit of work
+    /// the audit's gauge timed beside the client, seconds (None where it was not gauged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gauge_s: Option<f64>,
 }
 
 impl AuditedLoad {

@@ -377,6 +377,55 @@ pub struct LoopReading {
     pub loops_read_on: Option<u32>,
     /// The spread of the client's speed over the audits it was read on, where they differ.
     pub speeds: Option<Speeds>,
+    /// The client's speed against the machine's over the audits it was read on, where
+    /// every one of them was gauged.
+    pub gauged: Option<GaugedSpeed>,
+}
+
+/// How much faster a client's path runs than the audit's gauge, in the step from one run
+/// to the next: its speed goes as the gauge's reading to this power. Read on ten runs of
+/// SGLang's bench at 100 req/s x 200 tokens in one sitting, whose CPU a request and gauge
+/// both moved by about a tenth (the log-log slope, correlation 0.91; bench/audit/RESULTS.md,
+/// r51). A Python client's path is an interpreter's: more of its time is in memory than the
+/// gauge's integer unit spends, so a machine that is slower by some share slows it more.
+pub const GAUGE_POWER: f64 = 1.8;
+
+/// The client's speed at a reading of the audit's gauge (the machine's speed during the
+/// load), from the audits a loop was read on: each one's speed against the fitted costs and
+/// its gauge, their geometric means, and the line of slope [`GAUGE_POWER`] through them in
+/// logs. A forecast that reads the machine during the run, and nothing of the client.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GaugedSpeed {
+    /// The geometric mean of the audits' speeds (factors on the fitted costs).
+    pub speed: f64,
+    /// The geometric mean of their gauges' readings, seconds a unit.
+    pub unit_s: f64,
+    /// The audits read.
+    pub audits: usize,
+}
+
+impl GaugedSpeed {
+    /// The line through `readings` (each audit's speed and gauge, None where it had either
+    /// missing): None where any is missing or none is given.
+    pub fn of(readings: &[Option<(f64, f64)>]) -> Option<Self> {
+        let readings: Vec<(f64, f64)> = readings.iter().copied().collect::<Option<_>>()?;
+        if readings.is_empty() || !readings.iter().all(|(k, g)| *k > 0.0 && *g > 0.0) {
+            return None;
+        }
+        let n = readings.len() as f64;
+        let log_mean =
+            |f: fn(&(f64, f64)) -> f64| (readings.iter().map(|r| f(r).ln()).sum::<f64>() / n).exp();
+        Some(Self {
+            speed: log_mean(|r| r.0),
+            unit_s: log_mean(|r| r.1),
+            audits: readings.len(),
+        })
+    }
+
+    /// The client's speed where the gauge reads `unit_s` a unit.
+    pub fn at(&self, unit_s: f64) -> f64 {
+        self.speed * (unit_s / self.unit_s).powf(GAUGE_POWER)
+    }
 }
 
 /// How fast the client ran in each audit a loop was read on, against the costs fitted on
@@ -596,6 +645,13 @@ pub fn read_loop(
         let speeds: Vec<Option<f64>> = every.iter().map(|a| speed_of(&fitted.costs, a)).collect();
         Speeds::of(&speeds)
     });
+    let gauged = loops_read_on.and_then(|_| {
+        let readings: Vec<Option<(f64, f64)>> = every
+            .iter()
+            .map(|a| speed_of(&fitted.costs, a).zip(a.gauge_s))
+            .collect();
+        GaugedSpeed::of(&readings)
+    });
     let shorter = shorter
         .iter()
         .map(|s| predict_audit(&fitted, s, seed))
@@ -605,6 +661,7 @@ pub fn read_loop(
         shorter,
         loops_read_on,
         speeds,
+        gauged,
     })
 }
 
@@ -660,13 +717,36 @@ pub fn predict_given_speed(
     a: &AuditedLoad,
     seed: u64,
 ) -> Result<Option<(f64, LoopPrediction)>, ModelError> {
-    if reading.loops_read_on != Some(a.loops) {
-        return Ok(None);
+    predict_at(reading, a, seed, speed_of(&reading.fitted.costs, a))
+}
+
+/// `reading`'s loop at the load of audit `a` with all of its path at speed `k`, with `k`;
+/// None without a speed or where `a`'s loops are not the ones every audit of the reading
+/// found.
+fn predict_at(
+    reading: &LoopReading,
+    a: &AuditedLoad,
+    seed: u64,
+    k: Option<f64>,
+) -> Result<Option<(f64, LoopPrediction)>, ModelError> {
+    match k.filter(|_| reading.loops_read_on == Some(a.loops)) {
+        Some(k) => predict_audit(&at_speed(&reading.fitted, k), a, seed).map(|p| Some((k, p))),
+        None => Ok(None),
     }
-    let Some(k) = speed_of(&reading.fitted.costs, a) else {
-        return Ok(None);
-    };
-    predict_audit(&at_speed(&reading.fitted, k), a, seed).map(|p| Some((k, p)))
+}
+
+/// What `reading`'s loop would report at the load of audit `a` with all of its path at the
+/// speed the machine's gauge in `a` puts it ([`GaugedSpeed::at`]), with that speed: a
+/// forecast that reads `a`'s machine, not its client (its CPU a request and its latencies
+/// are not inputs). None where `a` or a calibration audit was not gauged, or where `a`'s
+/// loops are not the ones every calibration audit found (as in [`predict_given_speed`]).
+pub fn predict_given_machine(
+    reading: &LoopReading,
+    a: &AuditedLoad,
+    seed: u64,
+) -> Result<Option<(f64, LoopPrediction)>, ModelError> {
+    let k = reading.gauged.zip(a.gauge_s).map(|(g, unit)| g.at(unit));
+    predict_at(reading, a, seed, k)
 }
 
 /// What `reading`'s loop would report at the load of audit `a` at the fastest and at the
@@ -727,6 +807,7 @@ mod tests {
             preempt_per_cpu_s: None,
             arrival_scv: None,
             machine: None,
+            gauge_s: None,
         }
     }
 
@@ -1214,6 +1295,82 @@ mod tests {
         assert!(predict_given_speed(&mixed, &slower, 3).unwrap().is_none());
     }
 
+    /// The gauge's line goes through the calibration's geometric means with slope
+    /// [`GAUGE_POWER`] in logs: two audits at speeds 1.21 and 1 whose gauges read 1.1 and 1
+    /// ms put speed 1.1 at sqrt(1.1) ms, and 1.1^1.9 at 1.1 ms. An audit without a gauge,
+    /// or a speed, gives no line.
+    #[test]
+    fn the_gauges_line_goes_through_the_calibrations_means() {
+        let g = GaugedSpeed::of(&[Some((1.21, 1.1e-3)), Some((1.0, 1e-3))]).unwrap();
+        assert_eq!(g.audits, 2);
+        assert!((g.speed - 1.1).abs() < 1e-12, "{g:?}");
+        assert!((g.unit_s - 1.1_f64.sqrt() * 1e-3).abs() < 1e-15, "{g:?}");
+        assert!((g.at(g.unit_s) - 1.1).abs() < 1e-12);
+        let expected = 1.1_f64.powf(1.0 + GAUGE_POWER / 2.0);
+        assert!((g.at(1.1e-3) - expected).abs() < 1e-12, "{}", g.at(1.1e-3));
+        assert!(GaugedSpeed::of(&[Some((1.0, 1e-3)), None]).is_none());
+        assert!(GaugedSpeed::of(&[Some((1.0, 0.0))]).is_none());
+        assert!(GaugedSpeed::of(&[]).is_none());
+    }
+
+    /// A calibration gauged at 1 ms a unit and a run whose gauge read 1.3^(1/1.8) ms: the
+    /// machine puts the run's path at 1.3 times the calibration's, and where it did run so
+    /// (1.95 ms a request and 13 us a chunk against 1.5 ms and 10 us) the forecast given the
+    /// machine is that run's loop, without reading its CPU. A run or a calibration audit
+    /// without a gauge gives no such forecast, nor does a run on other loops.
+    #[test]
+    fn the_loop_given_the_machine_reads_the_gauge_not_the_client() {
+        let gauged = |k: f64, rate: f64, chunks: u32, unit_s: Option<f64>| AuditedLoad {
+            gauge_s: unit_s,
+            ..audit_of(&costs(1.5e-3 * k, 10e-6 * k, 0.0), &load(rate, chunks))
+        };
+        let r = read_loop(
+            &[gauged(1.0, 50.0, 20, Some(1e-3))],
+            &[gauged(1.0, 50.0, 200, Some(1e-3))],
+            ClockStart::OwnSend,
+            3,
+        )
+        .unwrap();
+        let g = r.gauged.expect("a gauged calibration");
+        assert!(
+            (g.speed - 1.0).abs() < 1e-9 && (g.unit_s - 1e-3).abs() < 1e-15,
+            "{g:?}"
+        );
+        let unit = 1e-3 * 1.3_f64.powf(1.0 / GAUGE_POWER);
+        let slower = gauged(1.3, 150.0, 200, Some(unit));
+        // Its CPU says nothing here: the same run with the calibration's CPU a request.
+        let blind = AuditedLoad {
+            cpu_per_request_s: 0.0,
+            busiest_cpu_per_request_s: 0.0,
+            ..slower
+        };
+        let (k, given) = predict_given_machine(&r, &blind, 3)
+            .unwrap()
+            .expect("a gauged run");
+        assert!((k - 1.3).abs() < 1e-9, "{k}");
+        for (g, m) in given.reported_s.iter().zip(slower.excess_s) {
+            assert!((g - m.unwrap()).abs() < 1e-6 * g, "{g} against {m:?}");
+        }
+        let forecast = predict_audit(&r.fitted, &slower, 3).unwrap();
+        assert!(forecast.reported_s[0] < 0.9 * slower.excess_s[0].unwrap());
+        let ungauged = AuditedLoad {
+            gauge_s: None,
+            ..slower
+        };
+        assert!(predict_given_machine(&r, &ungauged, 3).unwrap().is_none());
+        let elsewhere = AuditedLoad { loops: 2, ..slower };
+        assert!(predict_given_machine(&r, &elsewhere, 3).unwrap().is_none());
+        let half = read_loop(
+            &[gauged(1.0, 50.0, 20, None)],
+            &[gauged(1.0, 50.0, 200, Some(1e-3))],
+            ClockStart::OwnSend,
+            3,
+        )
+        .unwrap();
+        assert!(half.gauged.is_none());
+        assert!(predict_given_machine(&half, &slower, 3).unwrap().is_none());
+    }
+
     /// Two sittings of one known loop whose requests cost 1.5 ms in one and 2.5 ms in the
     /// other, read as one calibration: the plane through both puts a request's fixed part
     /// at their mean, 2 ms, and a third sitting at that speed and another rate is forecast
@@ -1396,6 +1553,7 @@ mod tests {
                 preempt_per_cpu_s: None,
                 arrival_scv: None,
                 machine: None,
+                gauge_s: None,
             }
         };
         let (short, short_fast, long) = (audit(50.0, 20), audit(100.0, 20), audit(50.0, 200));

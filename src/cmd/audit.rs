@@ -7,8 +7,8 @@ use crate::flags::audit::AuditFlags;
 use heisenbench_figures::{AuditPoint, AuditedClient};
 use heisenbench_live::audit::predict;
 use heisenbench_live::audit::report::{
-    AuditReport, AuditSeries, BatchedAudit, DrawnGaps, ForecastRange, GivenSpeed, HeldOut,
-    Simulated, SpeedBand, SplitFrom, WalkRead,
+    AuditReport, AuditSeries, BatchedAudit, DrawnGaps, ForecastRange, GivenMachine, GivenSpeed,
+    HeldOut, Simulated, SpeedBand, SplitFrom, WalkRead,
 };
 use heisenbench_live::audit::{self, AuditConfig, AuditError};
 use heisenbench_model::client_loop::{
@@ -395,8 +395,8 @@ fn simulate_at(
     };
     // A held-out audit is also simulated at its own speed, and at the calibration's
     // fastest and slowest.
-    let (given_its_speed, across_speeds) = if fitted_here {
-        (None, None)
+    let (given_its_speed, given_the_machine, across_speeds) = if fitted_here {
+        (None, None, None)
     } else {
         let given = client_loop::predict_given_speed(r, &measured, SEED)
             .map_err(|e| e.to_string())?
@@ -412,7 +412,20 @@ fn simulate_at(
                 audits: s.audits,
                 reported_s: [fast.reported_s, slow.reported_s],
             });
-        (given, band)
+        let machine = client_loop::predict_given_machine(r, &measured, SEED)
+            .map_err(|e| e.to_string())?
+            .zip(r.gauged)
+            .zip(measured.gauge_s)
+            .map(|(((speed, g), line), unit_s)| GivenMachine {
+                unit_s,
+                calibration_unit_s: line.unit_s,
+                calibration_speed: line.speed,
+                audits: line.audits,
+                power: client_loop::GAUGE_POWER,
+                speed,
+                reported_s: g.reported_s,
+            });
+        (given, machine, band)
     };
     let forecast_range = across_speeds
         .zip(from.mean_noise)
@@ -429,6 +442,7 @@ fn simulate_at(
         measured_excess_s: measured.excess_s,
         fitted_here,
         given_its_speed,
+        given_the_machine,
         across_speeds,
         forecast_range,
     })

@@ -88,7 +88,7 @@ pub fn run(a: SweepFlags, out: &mut dyn Write) -> Result<(), Failure> {
                 cfg.server_metrics =
                     heisenbench_live::generator::config::ServerMetrics::from_flags(
                         &a.server_metrics,
-                        a.scrape_interval.get(),
+                        a.scrape_interval.map(|s| s.get()),
                     )
                     .map_err(|e| Failure::Usage(e.to_string()))?;
                 if cfg.model.is_empty() {

@@ -481,9 +481,9 @@ pub struct SweepFlags {
     /// --server-metrics`: auto, off, or endpoint URLs); each stage's report splits TTFT.
     #[arg(long = "server-metrics", value_name = "auto|off|URL")]
     pub server_metrics: Vec<String>,
-    /// Live: time between two scrapes of the server's metrics (10ms to 1h).
-    #[arg(long = "scrape-interval", value_name = "INTERVAL", default_value = "1s", value_parser = Seconds::parse_positive)]
-    pub scrape_interval: Seconds,
+    /// Live: time between two scrapes of the server's metrics (10ms to 1h; default 1s).
+    #[arg(long = "scrape-interval", value_name = "INTERVAL", value_parser = Seconds::parse_positive)]
+    pub scrape_interval: Option<Seconds>,
     /// Stages.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(2..1000))]
     pub steps: u32,

@@ -206,9 +206,9 @@ pub struct RunFlags {
     /// server's queue and prefill.
     #[arg(long = "server-metrics", value_name = "auto|off|URL")]
     pub server_metrics: Vec<String>,
-    /// Time between two scrapes of the server's metrics (10ms to 1h).
-    #[arg(long = "scrape-interval", value_name = "INTERVAL", default_value = "1s", value_parser = seconds)]
-    pub scrape_interval_s: f64,
+    /// Time between two scrapes of the server's metrics (10ms to 1h; default 1s).
+    #[arg(long = "scrape-interval", value_name = "INTERVAL", value_parser = seconds)]
+    pub scrape_interval_s: Option<f64>,
     /// Keep a row per request (`run --csv`, declared with the `--out` it needs).
     #[arg(skip)]
     pub csv: bool,

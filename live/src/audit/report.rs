@@ -129,6 +129,10 @@ pub struct Simulated {
     /// speed, read from its CPU a request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub given_its_speed: Option<GivenSpeed>,
+    /// For an audit held out: the same loop at the speed the machine's gauge during this
+    /// run puts it, where the run and every calibration audit were gauged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_the_machine: Option<GivenMachine>,
     /// For an audit held out: the loop at the fastest and the slowest speed its
     /// calibration audits ran, where they ran at more than one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -214,6 +218,28 @@ impl SpeedBand {
 #[derive(Debug, Serialize, Deserialize, Clone, Copy, PartialEq)]
 pub struct GivenSpeed {
     /// This audit's CPU a request over what the fitted costs put on it at its load.
+    pub speed: f64,
+    /// The TTFT the client adds so simulated: mean, p50, p90 and p99, seconds.
+    pub reported_s: [f64; 4],
+}
+
+/// The loop of a held-out audit forecast from the machine's speed during its run: the
+/// audit's gauge (a fixed unit of work timed beside the client) against the calibration
+/// audits' gauges and speeds (`heisenbench_sim::client_loop::predict_given_machine`).
+/// Nothing of the run's client is read: a forecast, unlike [`GivenSpeed`].
+#[derive(Debug, Serialize, Deserialize, Clone, Copy, PartialEq)]
+pub struct GivenMachine {
+    /// The gauge's median in this run, seconds a unit.
+    pub unit_s: f64,
+    /// The calibration audits' gauges, their geometric mean, seconds a unit.
+    pub calibration_unit_s: f64,
+    /// Their speeds against the fitted costs, the geometric mean.
+    pub calibration_speed: f64,
+    /// The calibration audits read.
+    pub audits: usize,
+    /// The power of the gauge's ratio the client's speed goes as.
+    pub power: f64,
+    /// The speed the gauge puts this run at, a factor on the fitted costs.
     pub speed: f64,
     /// The TTFT the client adds so simulated: mean, p50, p90 and p99, seconds.
     pub reported_s: [f64; 4],
@@ -337,12 +363,23 @@ impl Simulated {
     /// The relative errors of the mean and the p99 given the audit's own speed against the
     /// measured ones (None where either is missing).
     pub fn given_speed_errors(&self) -> Option<[Option<f64>; 2]> {
-        let g = self.given_its_speed?;
+        Some(self.errors_of(&self.given_its_speed?.reported_s))
+    }
+
+    /// The relative errors of the mean and the p99 forecast from the machine's gauge
+    /// against the measured ones (None where the run or its calibration was not gauged).
+    pub fn given_machine_errors(&self) -> Option<[Option<f64>; 2]> {
+        Some(self.errors_of(&self.given_the_machine?.reported_s))
+    }
+
+    /// The relative errors of the mean and the p99 of `reported` against the measured ones
+    /// (None where either is missing).
+    fn errors_of(&self, reported: &[f64; 4]) -> [Option<f64>; 2] {
         let err = |i: usize| {
             let m = self.measured_excess_s[i].filter(|m| *m > 0.0)?;
-            Some((g.reported_s[i] - m) / m)
+            Some((reported[i] - m) / m)
         };
-        Some([err(0), err(3)])
+        [err(0), err(3)]
     }
 
     /// Prints the simulation against what was measured in `observed`, for a terminal (its
@@ -471,6 +508,25 @@ impl Simulated {
                 pct(errors[0]),
                 pct(errors[1]),
                 g.speed
+            )?;
+        }
+        if let Some(g) = self.given_the_machine {
+            let errors = self.given_machine_errors().unwrap_or([None, None]);
+            let pct = |e: Option<f64>| e.map_or("-".into(), |e| format!("{:+.0}%", e * 100.0));
+            writeln!(
+                out,
+                "  given the machine's speed:       {}; the mean {}, the p99 {} (a unit of work beside the client took {} \
+                 against {} over the calibration's {} audits, which ran at {:.2} of the fitted costs: this run's path put at \
+                 {:.2}, as the unit's ratio to the power {}; read from the machine, not from this run's client)",
+                cells(g.reported_s.map(Some)),
+                pct(errors[0]),
+                pct(errors[1]),
+                f(g.unit_s),
+                f(g.calibration_unit_s),
+                g.audits,
+                g.calibration_speed,
+                g.speed,
+                g.power
             )?;
         }
         if let Some(b) = self.across_speeds {
@@ -1228,6 +1284,22 @@ impl AuditReport {
                 .iter()
                 .filter(|(s, m)| ((s.prediction.reported_s[i] - m) / m).abs() <= 0.25)
                 .count();
+            let gauged: Vec<bool> = measured
+                .iter()
+                .filter_map(|(s, m)| {
+                    let g = s.given_the_machine?;
+                    Some(((g.reported_s[i] - m) / m).abs() <= 0.25)
+                })
+                .collect();
+            let gauged = if gauged.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", given the machine's speed in {} of {}",
+                    gauged.iter().filter(|h| **h).count(),
+                    gauged.len()
+                )
+            };
             let noise = sampling_noise(&with_noise, i);
             let places: Vec<Place> = measured
                 .iter()
@@ -1259,7 +1331,7 @@ impl AuditReport {
                 )
             };
             format!(
-                "the {name} within 25 % of the forecast in {within} of {}{band}{noise}",
+                "the {name} within 25 % of the forecast in {within} of {}{gauged}{band}{noise}",
                 measured.len()
             )
         };
@@ -1374,6 +1446,7 @@ impl AuditReport {
                 }
                 _ => None,
             },
+            gauge_s: c.gauge.map(|g| g.unit_s),
         })
     }
 

@@ -151,7 +151,7 @@ impl Default for ServerMetrics {
     fn default() -> Self {
         Self {
             targets: crate::scrape::Targets::Off,
-            interval_s: 1.0,
+            interval_s: Self::DEFAULT_INTERVAL_S,
         }
     }
 }
@@ -162,9 +162,13 @@ impl ServerMetrics {
     /// The longest interval allowed, seconds.
     pub const MAX_INTERVAL_S: f64 = 3600.0;
 
+    /// The interval between scrapes where none is given, seconds.
+    pub const DEFAULT_INTERVAL_S: f64 = 1.0;
+
     /// From `--server-metrics` values (none: `auto`; `off`; `auto`; or endpoint URLs,
-    /// repeatable) and `--scrape-interval`.
-    pub fn from_flags(values: &[String], interval_s: f64) -> Result<Self, ModelError> {
+    /// repeatable) and `--scrape-interval` (None: [`Self::DEFAULT_INTERVAL_S`]; refused
+    /// beside `off`, where nothing is scraped).
+    pub fn from_flags(values: &[String], interval_s: Option<f64>) -> Result<Self, ModelError> {
         use crate::scrape::Targets;
         let bad =
             |v: &str, reason: &'static str| Err(ModelError::invalid("server-metrics", v, reason));
@@ -184,9 +188,16 @@ impl ServerMetrics {
                 Targets::Urls(many.to_vec())
             }
         };
+        if let (crate::scrape::Targets::Off, Some(s)) = (&targets, interval_s) {
+            return Err(ModelError::invalid(
+                "scrape-interval",
+                format!("{s}s"),
+                "nothing is scraped with --server-metrics off",
+            ));
+        }
         let m = Self {
             targets,
-            interval_s,
+            interval_s: interval_s.unwrap_or(Self::DEFAULT_INTERVAL_S),
         };
         m.validate()?;
         Ok(m)
@@ -318,8 +329,8 @@ pub struct RunOverrides {
     /// `--server-metrics` as given (none: `auto`), checked with the interval by
     /// [`ServerMetrics::from_flags`].
     pub server_metrics: Vec<String>,
-    /// `--scrape-interval`, seconds.
-    pub scrape_interval_s: f64,
+    /// `--scrape-interval`, seconds (None: not given, [`ServerMetrics::DEFAULT_INTERVAL_S`]).
+    pub scrape_interval_s: Option<f64>,
     /// The workload's overrides.
     pub workload: heisenbench_model::scenario::WorkloadFlags,
 }
@@ -347,7 +358,7 @@ impl Default for RunOverrides {
             slo: None,
             warmup: None,
             server_metrics: Vec::new(),
-            scrape_interval_s: 1.0,
+            scrape_interval_s: None,
             workload: heisenbench_model::scenario::WorkloadFlags::default(),
         }
     }
@@ -808,6 +819,29 @@ mod tests {
         }
         assert!(with(Some("https://10.0.0.1:8000"), true, false).is_ok());
         assert!(with(Some("https://10.0.0.1:8000"), false, true).is_ok());
+    }
+
+    /// An interval between scrapes is refused where nothing is scraped (`off`), taken
+    /// beside `auto` or URLs, and 1 s where none is given; out of range it is refused.
+    #[test]
+    fn a_scrape_interval_needs_something_to_scrape() {
+        let off = ["off".to_string()];
+        let e = ServerMetrics::from_flags(&off, Some(0.1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("scrape-interval") && e.contains("--server-metrics off"),
+            "{e}"
+        );
+        assert!(ServerMetrics::from_flags(&off, None).is_ok());
+        let auto = ServerMetrics::from_flags(&[], Some(0.1)).unwrap();
+        assert_eq!(auto.interval_s, 0.1);
+        let url = ["http://10.0.0.1:8000/metrics".to_string()];
+        assert_eq!(
+            ServerMetrics::from_flags(&url, None).unwrap().interval_s,
+            ServerMetrics::DEFAULT_INTERVAL_S
+        );
+        assert!(ServerMetrics::from_flags(&url, Some(0.001)).is_err());
     }
 
     /// No flag: a streamed completions run by process shards, nothing else set.
