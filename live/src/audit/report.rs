@@ -375,11 +375,14 @@ impl Simulated {
     /// The relative errors of the mean and the p99 of `reported` against the measured ones
     /// (None where either is missing).
     fn errors_of(&self, reported: &[f64; 4]) -> [Option<f64>; 2] {
-        let err = |i: usize| {
-            let m = self.measured_excess_s[i].filter(|m| *m > 0.0)?;
-            Some((reported[i] - m) / m)
-        };
-        [err(0), err(3)]
+        [self.error_at(reported, 0), self.error_at(reported, 3)]
+    }
+
+    /// The relative error of `reported`'s statistic `i` (mean, p50, p90, p99) against the
+    /// measured one (None where that is missing or not positive).
+    fn error_at(&self, reported: &[f64; 4], i: usize) -> Option<f64> {
+        let m = self.measured_excess_s[i].filter(|m| *m > 0.0)?;
+        Some((reported[i] - m) / m)
     }
 
     /// Prints the simulation against what was measured in `observed`, for a terminal (its
@@ -498,29 +501,27 @@ impl Simulated {
         }
         if let Some(g) = self.given_its_speed {
             let errors = self.given_speed_errors().unwrap_or([None, None]);
-            let pct = |e: Option<f64>| e.map_or("-".into(), |e| format!("{:+.0}%", e * 100.0));
             writeln!(
                 out,
                 "  given its own speed:             {}; the mean {}, the p99 {} (its CPU a request {:.2} of the fitted costs' \
                  at its load, and all of its path so, the latency beyond the CPU too: the loop given this run's speed, \
                  not a forecast of it)",
                 cells(g.reported_s.map(Some)),
-                pct(errors[0]),
-                pct(errors[1]),
+                signed_percent(errors[0]),
+                signed_percent(errors[1]),
                 g.speed
             )?;
         }
         if let Some(g) = self.given_the_machine {
             let errors = self.given_machine_errors().unwrap_or([None, None]);
-            let pct = |e: Option<f64>| e.map_or("-".into(), |e| format!("{:+.0}%", e * 100.0));
             writeln!(
                 out,
                 "  given the machine's speed:       {}; the mean {}, the p99 {} (a unit of work beside the client took {} \
                  against {} over the calibration's {} audits, which ran at {:.2} of the fitted costs: this run's path put at \
                  {:.2}, as the unit's ratio to the power {}; read from the machine, not from this run's client)",
                 cells(g.reported_s.map(Some)),
-                pct(errors[0]),
-                pct(errors[1]),
+                signed_percent(errors[0]),
+                signed_percent(errors[1]),
                 f(g.unit_s),
                 f(g.calibration_unit_s),
                 g.audits,
@@ -1203,6 +1204,11 @@ fn write_beyond_lateness(
 /// many the loop given the run's own speed did, and how wide those intervals were at the
 /// median, as the farther end's distance from the measured figure. Empty where no audit has
 /// an interval.
+/// A relative error as a signed whole percentage, or "-" where there is none.
+fn signed_percent(e: Option<f64>) -> String {
+    e.map_or("-".into(), |e| format!("{:+.0}%", e * 100.0))
+}
+
 fn sampling_noise(held: &[(&Simulated, Option<SampleInterval>)], i: usize) -> String {
     let which = if i == 0 {
         Statistic::Mean
@@ -1286,9 +1292,9 @@ impl AuditReport {
                 .count();
             let gauged: Vec<bool> = measured
                 .iter()
-                .filter_map(|(s, m)| {
-                    let g = s.given_the_machine?;
-                    Some(((g.reported_s[i] - m) / m).abs() <= 0.25)
+                .filter_map(|(s, _)| {
+                    let e = s.error_at(&s.given_the_machine?.reported_s, i)?;
+                    Some(e.abs() <= 0.25)
                 })
                 .collect();
             let gauged = if gauged.is_empty() {
