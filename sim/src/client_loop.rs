@@ -388,8 +388,9 @@ pub struct LoopReading {
 /// both moved by about a tenth (the log-log slope, correlation 0.91; bench/audit/RESULTS.md,
 /// r51). A Python client's path is an interpreter's: more of its time is in memory than the
 /// gauge's integer unit spends, so a machine that is slower by some share slows it more.
-/// Runs that did not set it read 2.0 (SGLang's bench, inference-perf) and 2.25 (AIPerf)
-/// within each audit place (r52-r54); it is kept at the value fixed before them.
+/// Runs that did not set it read 2.0 (SGLang's bench, inference-perf), 2.25 (AIPerf) and
+/// 1.77 (vLLM's bench) within each audit place (r52-r55); it is kept at the value fixed
+/// before them.
 pub const GAUGE_POWER: f64 = 1.8;
 
 /// The client's speed at a reading of the audit's gauge (the machine's speed during the
