@@ -1199,16 +1199,26 @@ fn write_beyond_lateness(
     Ok(())
 }
 
-/// The tally's words on the held-out audits' own sampling noise at statistic `i` (0 the
-/// mean, 3 the p99): in how many the forecast lay inside the run's 95 % interval, in how
-/// many the loop given the run's own speed did, and how wide those intervals were at the
-/// median, as the farther end's distance from the measured figure. Empty where no audit has
-/// an interval.
 /// A relative error as a signed whole percentage, or "-" where there is none.
 fn signed_percent(e: Option<f64>) -> String {
     e.map_or("-".into(), |e| format!("{:+.0}%", e * 100.0))
 }
 
+/// The tally's phrase for one kind of check: ", {what} in X of N" where X of the N checks
+/// held, or nothing where none was made.
+fn held_in(what: &str, checks: &[bool]) -> String {
+    if checks.is_empty() {
+        return String::new();
+    }
+    let held = checks.iter().filter(|h| **h).count();
+    format!(", {what} in {held} of {}", checks.len())
+}
+
+/// The tally's words on the held-out audits' own sampling noise at statistic `i` (0 the
+/// mean, 3 the p99): in how many the forecast lay inside the run's 95 % interval, in how
+/// many the loop given the run's own speed did, and how wide those intervals were at the
+/// median, as the farther end's distance from the measured figure. Empty where no audit has
+/// an interval.
 fn sampling_noise(held: &[(&Simulated, Option<SampleInterval>)], i: usize) -> String {
     let which = if i == 0 {
         Statistic::Mean
@@ -1235,20 +1245,12 @@ fn sampling_noise(held: &[(&Simulated, Option<SampleInterval>)], i: usize) -> St
     }
     let mut reaches: Vec<f64> = read.iter().map(|r| r.2).collect();
     reaches.sort_by(f64::total_cmp);
+    let inside: Vec<bool> = read.iter().map(|r| r.0).collect();
     let given: Vec<bool> = read.iter().filter_map(|r| r.1).collect();
-    let given = if given.is_empty() {
-        String::new()
-    } else {
-        format!(
-            ", given its own speed in {} of {}",
-            given.iter().filter(|h| **h).count(),
-            given.len()
-        )
-    };
     format!(
-        ", inside the run's own 95 % sampling interval in {} of {}{given} (those intervals reach {:.0} % from the measured {} at the median)",
-        read.iter().filter(|r| r.0).count(),
-        read.len(),
+        "{}{} (those intervals reach {:.0} % from the measured {} at the median)",
+        held_in("inside the run's own 95 % sampling interval", &inside),
+        held_in("given its own speed", &given),
         100.0 * reaches[reaches.len() / 2],
         if i == 0 { "mean" } else { "p99" }
     )
@@ -1297,15 +1299,7 @@ impl AuditReport {
                     Some(e.abs() <= 0.25)
                 })
                 .collect();
-            let gauged = if gauged.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    ", given the machine's speed in {} of {}",
-                    gauged.iter().filter(|h| **h).count(),
-                    gauged.len()
-                )
-            };
+            let gauged = held_in("given the machine's speed", &gauged);
             let noise = sampling_noise(&with_noise, i);
             let places: Vec<Place> = measured
                 .iter()
@@ -1327,15 +1321,7 @@ impl AuditReport {
                 .iter()
                 .filter_map(|(s, m)| Some(s.forecast_range?.holds(i, *m)))
                 .collect();
-            let band = if ranged.is_empty() {
-                band
-            } else {
-                format!(
-                    "{band}, inside the forecast's range in {} of {}",
-                    ranged.iter().filter(|h| **h).count(),
-                    ranged.len()
-                )
-            };
+            let band = band + &held_in("inside the forecast's range", &ranged);
             format!(
                 "the {name} within 25 % of the forecast in {within} of {}{gauged}{band}{noise}",
                 measured.len()
