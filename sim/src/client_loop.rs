@@ -389,8 +389,10 @@ pub struct LoopReading {
 /// r51). A Python client's path is an interpreter's: more of its time is in memory than the
 /// gauge's integer unit spends, so a machine that is slower by some share slows it more.
 /// Runs that did not set it read 2.0 (SGLang's bench, inference-perf), 2.25 (AIPerf) and
-/// 1.77 (vLLM's bench) within each audit place (r52-r55); it is kept at the value fixed
-/// before them.
+/// 1.77 (vLLM's bench) within each audit place (r52-r55), and fresh sittings of vLLM's and
+/// SGLang's bench 1.34 and 1.11 (r56): the power changes between sittings. A fixed 2.0,
+/// held against r56 by a rule written before it was read, did no better, so the value fixed
+/// first stays.
 pub const GAUGE_POWER: f64 = 1.8;
 
 /// The client's speed at a reading of the audit's gauge (the machine's speed during the
