@@ -74,11 +74,12 @@ fn read_fixture(name: &str) -> (String, Value) {
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name);
-    read_series(&fixture, name)
+    read_series(&fixture, name, &[])
 }
 
-/// [`read_fixture`] of the series file at `fixture`, `name` naming its reading's folder.
-fn read_series(fixture: &std::path::Path, name: &str) -> (String, Value) {
+/// [`read_fixture`] of the series file at `fixture`, `name` naming its reading's folder,
+/// with `flags` besides.
+fn read_series(fixture: &std::path::Path, name: &str, flags: &[&str]) -> (String, Value) {
     // Tests run side by side in one process and may read the same fixture: each reading
     // has a folder of its own.
     static READINGS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -90,12 +91,14 @@ fn read_series(fixture: &std::path::Path, name: &str) -> (String, Value) {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("series.json");
-    let out = audit_ok(&[
+    let mut args: Vec<&std::ffi::OsStr> = flags.iter().map(std::ffi::OsStr::new).collect();
+    args.extend([
         "--from".as_ref(),
         fixture.as_os_str(),
         "--out".as_ref(),
         file.as_os_str(),
     ]);
+    let out = audit_ok(&args);
     let series = serde_json::from_slice(&std::fs::read(&file).unwrap()).expect("JSON");
     std::fs::remove_dir_all(&dir).unwrap();
     (String::from_utf8_lossy(&out).into(), series)
@@ -1181,6 +1184,49 @@ fn a_loop_that_meets_its_work_in_batches_holds_what_that_cpu_bounds() {
     assert!(text.contains("it holds at most 349 req/s"), "{text}");
 }
 
+/// vLLM's bench runs Python in worker threads for every request, under the interpreter's
+/// lock (its aiohttp session looks up netrc credentials and proxies there): with
+/// `--loop-cpu process` the loop's work is all of its process's CPU, not its main thread's
+/// share. Read on a file vLLM's bench 0.33.0 wrote: each audit's CPU a request is its main
+/// thread's over that share, and the simulated loop's costs grow with it.
+#[test]
+fn a_tool_whose_threads_hold_the_interpreters_lock_counts_them_as_its_loops() {
+    let name = "vllm-0.33.0-batched-series.json";
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    let (_, main) = read_series(&fixture, name, &[]);
+    let (text, process) = read_series(&fixture, name, &["--loop-cpu", "process"]);
+    let points = |s: &Value| s["points"].as_array().expect("points").clone();
+    let (main_points, process_points) = (points(&main), points(&process));
+    assert_eq!(main_points.len(), process_points.len());
+    for (m, p) in main_points.iter().zip(&process_points) {
+        let (m, p) = (&m["prediction"], &p["prediction"]);
+        let share = m["loop_thread_share"]
+            .as_f64()
+            .expect("the main thread's share");
+        // The file's tool ran 80-85 % of its CPU in its main thread.
+        assert!((0.75..0.9).contains(&share), "{share}");
+        let cpu = |x: &Value| x["cpu_per_request_s"].as_f64().expect("a CPU");
+        assert!((cpu(p) * share / cpu(m) - 1.0).abs() < 1e-9, "{m} {p}");
+        assert_eq!(m.get("loop_cpu"), None, "the default is not written");
+        assert_eq!(p["loop_cpu"], "process");
+        assert_eq!(p.get("loop_thread_share"), None);
+        let model = p["model"].as_str().expect("the model in words");
+        assert!(
+            model.contains("all of their CPU counted as their loops' (their main threads ran"),
+            "{model}"
+        );
+    }
+    let per_request = |s: &Value| {
+        s["points"][0]["simulated"]["prediction"]["costs"]["per_request_s"]
+            .as_f64()
+            .expect("a cost a request")
+    };
+    assert!(per_request(&process) > per_request(&main));
+    assert!(text.contains("simulated loop: "), "{text}");
+}
+
 /// AIPerf 0.13 (r30 in bench/audit/RESULTS.md), a client whose work is spread over many
 /// processes, so that the machine's two cores fill before any one process's core: its
 /// batched audit at 100 req/s read 9.53 ms of the machine's CPU a request, 1.50 ms of it
@@ -1313,7 +1359,7 @@ fn a_held_out_audit_is_forecast_from_the_machines_gauge() {
     std::fs::create_dir_all(&dir).unwrap();
     let gauged = dir.join("gauged.json");
     std::fs::write(&gauged, serde_json::to_vec(&series).unwrap()).unwrap();
-    let (text, read) = read_series(&gauged, "gauged.json");
+    let (text, read) = read_series(&gauged, "gauged.json", &[]);
     std::fs::remove_dir_all(&dir).unwrap();
     let mut held = 0;
     for p in read["points"].as_array().expect("points") {

@@ -127,7 +127,8 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
                 other => Failure::Runtime(other.into()),
             }
         })?;
-        let prediction = predict::predict(&observed, bursts, a.loops, budget, a.tolerance);
+        let prediction =
+            predict::predict(&observed, bursts, a.loops, a.loop_cpu, budget, a.tolerance);
         let mut report = AuditReport::new(a.label.clone(), observed, prediction, server.clone());
         if let (true, Some(period)) = (i + 1 == calibrations, a.batched) {
             report.server = format!(
@@ -498,10 +499,11 @@ fn read_again(
             .chain(&series.points)
             .any(|r| r.observed.client.connected.is_some())
     });
-    if a.loops.is_some() || holders_read {
+    if a.loops.is_some() || holders_read || !a.loop_cpu.is_main_thread() {
         // Another reading of the client's layout: every audit's closed-form reading made
         // again with that many loops, or with the processes that held its connections
-        // where the file has them, which the simulated loop then takes.
+        // where the file has them, and with the loop's CPU as asked, which the simulated
+        // loop then takes.
         let budget = a.budget()?;
         for r in all
             .iter_mut()
@@ -515,7 +517,14 @@ fn read_again(
             .chain(others.iter_mut().map(|(r, _)| r))
         {
             if let Some(bursts) = r.prediction.as_ref().map(|p| p.bursts) {
-                r.prediction = predict::predict(&r.observed, bursts, a.loops, budget, a.tolerance);
+                r.prediction = predict::predict(
+                    &r.observed,
+                    bursts,
+                    a.loops,
+                    a.loop_cpu,
+                    budget,
+                    a.tolerance,
+                );
             }
         }
     }

@@ -10,7 +10,7 @@ use heisenbench_model::units::{Rate, Seconds};
 
 use crate::flags::mock::MockFlags;
 use heisenbench_live::audit::AuditConfig;
-use heisenbench_live::audit::predict::Budget;
+use heisenbench_live::audit::predict::{Budget, LoopCpu};
 
 /// `heisenbench audit [options] -- COMMAND ARGS...`.
 ///
@@ -98,6 +98,12 @@ pub struct AuditFlags {
     /// every other known tool's its own).
     #[arg(long, requires = "loop_reading")]
     pub clock: Option<ClockStart>,
+    /// Which CPU of the processes holding the client's connections is its loop's work:
+    /// main-thread (their main threads', where they ran most of it: the other threads run
+    /// beside the loop) or process (all of it: the other threads run Python under the
+    /// interpreter's lock, as vLLM's bench's do for every request; see docs/audit.md).
+    #[arg(long, default_value_t = LoopCpu::MainThread)]
+    pub loop_cpu: LoopCpu,
     /// With --cost-split or --from: the simulated loop also loses its core while it has
     /// work, as often a second of its CPU as the calibration audits read, and waits for one
     /// again as long as it waits to wake. Closer for clients of several processes sharing

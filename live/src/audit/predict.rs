@@ -55,6 +55,10 @@ pub struct Prediction {
     /// request then hold (None: the processes' whole CPU, as in files written before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loop_thread_share: Option<f64>,
+    /// Which CPU was counted as the loops' work. Read as the main threads' from files
+    /// written before, and not written where it is.
+    #[serde(default, skip_serializing_if = "LoopCpu::is_main_thread")]
+    pub loop_cpu: LoopCpu,
     /// Chunks per request.
     pub chunks_per_request: f64,
     /// Whether a response reaches the client as one burst.
@@ -83,6 +87,52 @@ pub struct Prediction {
     pub budget: String,
     /// Why that many.
     pub plan_reason: String,
+}
+
+/// Which of the loops' processes' CPU is their loop's work, the queue the chunks wait in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoopCpu {
+    /// The main threads', where they ran at least half of their processes' CPU (else all
+    /// of it): the other threads (a resolver's pool, a progress bar, a messaging
+    /// library's I/O threads) run beside the loop on a core of their own.
+    #[default]
+    MainThread,
+    /// All of it: the other threads run Python under the interpreter's lock, so none of
+    /// their work runs beside the loop's, and a request that hops to one waits for the
+    /// loop to let go of the lock and then for the loop again. vLLM's bench does so twice
+    /// for every request: its aiohttp session trusts the environment, and looks up netrc
+    /// credentials and proxies in worker threads before each send.
+    Process,
+}
+
+impl LoopCpu {
+    /// Whether it is the main threads' (the default).
+    pub fn is_main_thread(&self) -> bool {
+        *self == Self::MainThread
+    }
+}
+
+impl std::fmt::Display for LoopCpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::MainThread => "main-thread",
+            Self::Process => "process",
+        })
+    }
+}
+
+impl std::str::FromStr for LoopCpu {
+    type Err = String;
+
+    /// `main-thread` or `process`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "main-thread" => Ok(Self::MainThread),
+            "process" => Ok(Self::Process),
+            _ => Err(format!("'{s}': use main-thread or process")),
+        }
+    }
 }
 
 /// The budget the plan meets: a quantile of the first chunk's wait.
@@ -127,11 +177,13 @@ fn stats(m: &Mg1) -> [f64; 4] {
 /// `loops` busiest processes, so a coordinator process left out of the count does not
 /// inflate the cost per chunk. By default the loops are the processes that held the
 /// client's connections to the server (they read the answers, and stamp them), with their
-/// CPU; where none was seen holding one, the busy processes.
+/// CPU; where none was seen holding one, the busy processes. `loop_cpu`: which of their CPU
+/// is the loop's.
 pub fn predict(
     o: &Observed,
     bursts: bool,
     loops: Option<u32>,
+    loop_cpu: LoopCpu,
     budget: Budget,
     tolerance: f64,
 ) -> Option<Prediction> {
@@ -163,7 +215,7 @@ pub fn predict(
         None => String::new(),
     };
     // The holders' main threads, or the busiest process's as a share of that process.
-    let loop_thread_share = match holders {
+    let main_share = match holders {
         Some(h) => h
             .main_cores
             .and_then(|m| loop_share(m * o.client.window_s, cpu)),
@@ -174,13 +226,19 @@ pub fn predict(
             )
         }),
     };
+    let loop_thread_share = main_share.filter(|_| loop_cpu.is_main_thread());
     let cpu = cpu * loop_thread_share.unwrap_or(1.0);
-    let whose = match loop_thread_share {
-        Some(s) => format!(
+    let whose = match (loop_cpu, main_share) {
+        (LoopCpu::MainThread, Some(s)) => format!(
             "{whose}, their loops' threads {:.0}% of their CPU",
             s * 100.0
         ),
-        None => whose,
+        (LoopCpu::Process, Some(s)) => format!(
+            "{whose}, all of their CPU counted as their loops' (their main threads ran {:.0}% of it, \
+             the others under the interpreter's lock)",
+            s * 100.0
+        ),
+        (_, None) => whose,
     };
     let n = t.tokens_per_request.max(1.0);
     let c = cpu / t.tokens as f64;
@@ -231,6 +289,7 @@ pub fn predict(
         loops: k,
         loops_hold_connections: holders.is_some(),
         loop_thread_share,
+        loop_cpu,
         chunks_per_request: n,
         bursts,
         cpu_per_chunk_s: c,
