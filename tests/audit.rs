@@ -1227,6 +1227,61 @@ fn a_tool_whose_threads_hold_the_interpreters_lock_counts_them_as_its_loops() {
     assert!(text.contains("simulated loop: "), "{text}");
 }
 
+/// An audit the client did not send on its schedule reads a burst, not the load it was
+/// offered (r58: vLLM's bench, which schedules by the wall clock, sent ten seconds of its
+/// schedule at once when the clock stepped forward, and the server saw 183 req/s of 100).
+/// Read on a file vLLM's bench 0.33.0 wrote, with one audit's rate made so: as one the loop
+/// is fitted on, no loop is read from it; as a held-out one, it alone is not forecast.
+#[test]
+fn an_audit_not_sent_on_its_schedule_is_neither_fitted_on_nor_forecast() {
+    let name = "vllm-0.33.0-batched-series.json";
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    let series: Value = serde_json::from_slice(&std::fs::read(&fixture).unwrap()).expect("JSON");
+    let dir = std::env::temp_dir().join(format!("heisenbench-off-schedule-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The point at `k` seen by the server at `times` its offered rate.
+    let burst = |k: usize, times: f64| {
+        let mut s = series.clone();
+        let o = &mut s["points"][k]["observed"];
+        let offered = o["offered"]["rate_per_s"].as_f64().expect("a rate");
+        o["truth"]["achieved_rate_per_s"] = (offered * times).into();
+        let file = dir.join(format!("burst-{k}.json"));
+        std::fs::write(&file, serde_json::to_vec(&s).unwrap()).unwrap();
+        (file, offered)
+    };
+    let simulated = |s: &Value| -> Vec<bool> {
+        s["points"]
+            .as_array()
+            .expect("points")
+            .iter()
+            .map(|p| !p["simulated"].is_null())
+            .collect()
+    };
+    // The second audit the loop is fitted on (100 req/s x 200 tokens), as in r58.
+    let (file, offered) = burst(1, 1.832);
+    let (text, read) = read_series(&file, "burst-fitted.json", &[]);
+    assert!(
+        text.contains(&format!(
+            "simulated loop: not made: the audit at {offered} req/s x 200 tokens was not sent on its schedule: \
+             the server saw {:.1} req/s",
+            offered * 1.832
+        )),
+        "{text}"
+    );
+    assert!(simulated(&read).iter().all(|s| !s), "{read}");
+    // The last, held-out (181 req/s): the others are read and forecast as before.
+    let last = series["points"].as_array().expect("points").len() - 1;
+    let (file, _) = burst(last, 1.3);
+    let (text, read) = read_series(&file, "burst-held.json", &[]);
+    let made = simulated(&read);
+    assert!(!made[last], "{read}");
+    assert!(made[..last].iter().all(|s| *s), "{made:?}");
+    assert!(text.contains("was not sent on its schedule"), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// AIPerf 0.13 (r30 in bench/audit/RESULTS.md), a client whose work is spread over many
 /// processes, so that the machine's two cores fill before any one process's core: its
 /// batched audit at 100 req/s read 9.53 ms of the machine's CPU a request, 1.50 ms of it

@@ -315,6 +315,9 @@ fn read_client_loop(
     let loads = |reports: &mut dyn Iterator<Item = &AuditReport>, what: &str| {
         reports
             .map(|r| {
+                if let Some(why) = r.observed.off_schedule() {
+                    return Err(why);
+                }
                 r.audited_load()
                     .map(|l| AuditedLoad {
                         preempt_per_cpu_s: l.preempt_per_cpu_s.filter(|_| preemptions),
@@ -386,6 +389,9 @@ fn simulate_at(
 ) -> Result<Simulated, String> {
     const SEED: u64 = heisenbench_model::scenario::DEFAULT_SEED;
     let (r, from) = reading;
+    if let Some(why) = this.observed.off_schedule() {
+        return Err(why);
+    }
     let measured = this
         .audited_load()
         .ok_or("this audit has no CPU figures or no completed request")?;

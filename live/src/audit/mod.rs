@@ -546,7 +546,35 @@ pub struct Observed {
     pub paired_excess: Option<PairedExcess>,
 }
 
+/// How far beyond the rate it was offered the server may see a client before its audit
+/// counts as not sent on its schedule. Poisson counts over an audit of 500 requests spread
+/// by about 4.5 %, so 20 % is past any draw; a client that fell behind and then sent its
+/// backlog at once goes far beyond it (vLLM's bench schedules by the wall clock: in r58 it
+/// started ten seconds of its schedule within a third of one, with no pause of its loop
+/// before them, and the server saw 183 req/s of 100 offered).
+pub const OFF_SCHEDULE: f64 = 1.2;
+
 impl Observed {
+    /// Why this audit does not read the load it was offered, where it does not: the server
+    /// saw more than [`OFF_SCHEDULE`] times the offered rate, so the client sent a backlog
+    /// at once and its costs and excess are those of a burst. Falling short is not flagged:
+    /// a tool that sleeps each gap sends less than asked at any load.
+    pub fn off_schedule(&self) -> Option<String> {
+        let (offered, t) = (self.offered.rate_per_s, &self.truth);
+        (t.achieved_rate_per_s > OFF_SCHEDULE * offered).then(|| {
+            let scv = t
+                .arrival_gap_scv
+                .map_or(String::new(), |v| format!(", arrival gaps SCV {v:.1}"));
+            format!(
+                "the audit at {offered} req/s x {} tokens was not sent on its schedule: the server saw \
+                 {:.1} req/s{scv}, so its client fell behind and then sent its backlog at once \
+                 (a tool that schedules by the wall clock does so when the clock steps forward); \
+                 audit it again",
+                self.offered.output_tokens, t.achieved_rate_per_s
+            )
+        })
+    }
+
     /// The audit with the client's records paired with the server's, where they can be.
     fn paired(mut self) -> Self {
         self.paired_excess = self.reported.as_ref().and_then(|r| {
