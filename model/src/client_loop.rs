@@ -915,6 +915,9 @@ pub struct AuditedLoad {
     /// the audit's gauge timed beside the client, seconds (None where it was not gauged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gauge_s: Option<f64>,
+    /// The median CPU time of the gauge's walk through memory in the load window, seconds
+    /// (None where the audit's gauge did not walk).
+    pub walk_s: Option<f64>,
 }
 
 impl AuditedLoad {

@@ -380,6 +380,8 @@ pub struct LoopReading {
     /// The client's speed against the machine's over the audits it was read on, where
     /// every one of them was gauged.
     pub gauged: Option<GaugedSpeed>,
+    /// The same against the gauge's walk through memory, where every one of them walked.
+    pub walked: Option<GaugedSpeed>,
 }
 
 /// How much faster a client's path runs than the audit's gauge, in the step from one run
@@ -395,10 +397,19 @@ pub struct LoopReading {
 /// first stays.
 pub const GAUGE_POWER: f64 = 1.8;
 
+/// The power of the walk's ratio a client's speed goes as: 1, fixed before any audit was
+/// read with it. The walk is work of the interpreter's kind (loads that wait on caches and
+/// memory), so a machine that slows it by some share is taken to slow the client's path by
+/// the same share. On twelve runs of inference-perf at one load, one after the other, its
+/// CPU a request moved as the walk to the power 1.1 (correlation 0.92), and as the integer
+/// unit to the power 24 (bench/audit/RESULTS.md, r60).
+pub const WALK_POWER: f64 = 1.0;
+
 /// The client's speed at a reading of the audit's gauge (the machine's speed during the
 /// load), from the audits a loop was read on: each one's speed against the fitted costs and
-/// its gauge, their geometric means, and the line of slope [`GAUGE_POWER`] through them in
-/// logs. A forecast that reads the machine during the run, and nothing of the client.
+/// its gauge, their geometric means, and the line of a given slope through them in logs
+/// ([`GAUGE_POWER`] for the integer unit, [`WALK_POWER`] for the walk). A forecast that
+/// reads the machine during the run, and nothing of the client.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GaugedSpeed {
     /// The geometric mean of the audits' speeds (factors on the fitted costs).
@@ -407,12 +418,14 @@ pub struct GaugedSpeed {
     pub unit_s: f64,
     /// The audits read.
     pub audits: usize,
+    /// The line's slope in logs: the power of the gauge's ratio the client's speed goes as.
+    pub power: f64,
 }
 
 impl GaugedSpeed {
-    /// The line through `readings` (each audit's speed and gauge, None where it had either
-    /// missing): None where any is missing or none is given.
-    pub fn of(readings: &[Option<(f64, f64)>]) -> Option<Self> {
+    /// The line of slope `power` through `readings` (each audit's speed and gauge, None
+    /// where it had either missing): None where any is missing or none is given.
+    pub fn of(readings: &[Option<(f64, f64)>], power: f64) -> Option<Self> {
         let readings: Vec<(f64, f64)> = readings.iter().copied().collect::<Option<_>>()?;
         if readings.is_empty() || !readings.iter().all(|(k, g)| *k > 0.0 && *g > 0.0) {
             return None;
@@ -424,12 +437,13 @@ impl GaugedSpeed {
             speed: log_mean(|r| r.0),
             unit_s: log_mean(|r| r.1),
             audits: readings.len(),
+            power,
         })
     }
 
     /// The client's speed where the gauge reads `unit_s` a unit.
     pub fn at(&self, unit_s: f64) -> f64 {
-        self.speed * (unit_s / self.unit_s).powf(GAUGE_POWER)
+        self.speed * (unit_s / self.unit_s).powf(self.power)
     }
 }
 
@@ -650,13 +664,17 @@ pub fn read_loop(
         let speeds: Vec<Option<f64>> = every.iter().map(|a| speed_of(&fitted.costs, a)).collect();
         Speeds::of(&speeds)
     });
-    let gauged = loops_read_on.and_then(|_| {
-        let readings: Vec<Option<(f64, f64)>> = every
-            .iter()
-            .map(|a| speed_of(&fitted.costs, a).zip(a.gauge_s))
-            .collect();
-        GaugedSpeed::of(&readings)
-    });
+    let line = |gauge: fn(&AuditedLoad) -> Option<f64>, power: f64| {
+        loops_read_on.and_then(|_| {
+            let readings: Vec<Option<(f64, f64)>> = every
+                .iter()
+                .map(|a| speed_of(&fitted.costs, a).zip(gauge(a)))
+                .collect();
+            GaugedSpeed::of(&readings, power)
+        })
+    };
+    let gauged = line(|a| a.gauge_s, GAUGE_POWER);
+    let walked = line(|a| a.walk_s, WALK_POWER);
     let shorter = shorter
         .iter()
         .map(|s| predict_audit(&fitted, s, seed))
@@ -667,6 +685,7 @@ pub fn read_loop(
         loops_read_on,
         speeds,
         gauged,
+        walked,
     })
 }
 
@@ -754,6 +773,17 @@ pub fn predict_given_machine(
     predict_at(reading, a, seed, k)
 }
 
+/// As [`predict_given_machine`], from the gauge's walk through memory
+/// ([`LoopReading::walked`]) rather than its integer unit.
+pub fn predict_given_walk(
+    reading: &LoopReading,
+    a: &AuditedLoad,
+    seed: u64,
+) -> Result<Option<(f64, LoopPrediction)>, ModelError> {
+    let k = reading.walked.zip(a.walk_s).map(|(g, walk)| g.at(walk));
+    predict_at(reading, a, seed, k)
+}
+
 /// What `reading`'s loop would report at the load of audit `a` at the fastest and at the
 /// slowest speed its calibration audits ran ([`LoopReading::speeds`]): the band a forecast
 /// from them carries. None where the calibration saw one speed, or where `a`'s loops are
@@ -813,6 +843,7 @@ mod tests {
             arrival_scv: None,
             machine: None,
             gauge_s: None,
+            walk_s: None,
         }
     }
 
@@ -1306,27 +1337,31 @@ mod tests {
     /// or a speed, gives no line.
     #[test]
     fn the_gauges_line_goes_through_the_calibrations_means() {
-        let g = GaugedSpeed::of(&[Some((1.21, 1.1e-3)), Some((1.0, 1e-3))]).unwrap();
+        let g = GaugedSpeed::of(&[Some((1.21, 1.1e-3)), Some((1.0, 1e-3))], GAUGE_POWER).unwrap();
         assert_eq!(g.audits, 2);
         assert!((g.speed - 1.1).abs() < 1e-12, "{g:?}");
         assert!((g.unit_s - 1.1_f64.sqrt() * 1e-3).abs() < 1e-15, "{g:?}");
         assert!((g.at(g.unit_s) - 1.1).abs() < 1e-12);
         let expected = 1.1_f64.powf(1.0 + GAUGE_POWER / 2.0);
         assert!((g.at(1.1e-3) - expected).abs() < 1e-12, "{}", g.at(1.1e-3));
-        assert!(GaugedSpeed::of(&[Some((1.0, 1e-3)), None]).is_none());
-        assert!(GaugedSpeed::of(&[Some((1.0, 0.0))]).is_none());
-        assert!(GaugedSpeed::of(&[]).is_none());
+        assert!(GaugedSpeed::of(&[Some((1.0, 1e-3)), None], GAUGE_POWER).is_none());
+        assert!(GaugedSpeed::of(&[Some((1.0, 0.0))], GAUGE_POWER).is_none());
+        assert!(GaugedSpeed::of(&[], GAUGE_POWER).is_none());
+        let walked = GaugedSpeed::of(&[Some((1.21, 1.1e-3)), Some((1.0, 1e-3))], WALK_POWER);
+        assert!((walked.unwrap().at(1.1e-3) - 1.1_f64.powf(1.5)).abs() < 1e-12);
     }
 
     /// A calibration gauged at 1 ms a unit and a run whose gauge read 1.3^(1/1.8) ms: the
     /// machine puts the run's path at 1.3 times the calibration's, and where it did run so
     /// (1.95 ms a request and 13 us a chunk against 1.5 ms and 10 us) the forecast given the
     /// machine is that run's loop, without reading its CPU. A run or a calibration audit
-    /// without a gauge gives no such forecast, nor does a run on other loops.
+    /// without a gauge gives no such forecast, nor does a run on other loops. The walk's line
+    /// reads the same way at its own power.
     #[test]
     fn the_loop_given_the_machine_reads_the_gauge_not_the_client() {
         let gauged = |k: f64, rate: f64, chunks: u32, unit_s: Option<f64>| AuditedLoad {
             gauge_s: unit_s,
+            walk_s: unit_s.map(|_| 2e-3),
             ..audit_of(&costs(1.5e-3 * k, 10e-6 * k, 0.0), &load(rate, chunks))
         };
         let r = read_loop(
@@ -1358,8 +1393,22 @@ mod tests {
         }
         let forecast = predict_audit(&r.fitted, &slower, 3).unwrap();
         assert!(forecast.reported_s[0] < 0.9 * slower.excess_s[0].unwrap());
+        // The walk, at the power 1: the same run read from a walk 1.3 times as long.
+        let walked = AuditedLoad {
+            walk_s: Some(2.6e-3),
+            ..blind
+        };
+        let (k, given) = predict_given_walk(&r, &walked, 3)
+            .unwrap()
+            .expect("a walked run");
+        assert!((k - 1.3).abs() < 1e-9, "{k}");
+        for (g, m) in given.reported_s.iter().zip(slower.excess_s) {
+            assert!((g - m.unwrap()).abs() < 1e-6 * g, "{g} against {m:?}");
+        }
+        assert!(predict_given_walk(&r, &blind, 3).unwrap().unwrap().0 < 1.0 + 1e-9);
         let ungauged = AuditedLoad {
             gauge_s: None,
+            walk_s: None,
             ..slower
         };
         assert!(predict_given_machine(&r, &ungauged, 3).unwrap().is_none());
@@ -1559,6 +1608,7 @@ mod tests {
                 arrival_scv: None,
                 machine: None,
                 gauge_s: None,
+                walk_s: None,
             }
         };
         let (short, short_fast, long) = (audit(50.0, 20), audit(100.0, 20), audit(50.0, 200));

@@ -15,7 +15,7 @@ use heisenbench_model::client_loop::{
     AuditedLoad, ClockStart, GapLateness, GapReading, HELD_SHARE, LoopPrediction, Pacing,
 };
 use heisenbench_model::units::format_seconds;
-use heisenbench_sim::client_loop::{self, LoopReading};
+use heisenbench_sim::client_loop::{self, GaugedSpeed, LoopReading};
 
 use super::{check_out_file, write_atomic, write_json};
 use crate::Failure;
@@ -402,8 +402,8 @@ fn simulate_at(
     };
     // A held-out audit is also simulated at its own speed, and at the calibration's
     // fastest and slowest.
-    let (given_its_speed, given_the_machine, across_speeds) = if fitted_here {
-        (None, None, None)
+    let (given_its_speed, given_the_machine, given_the_walk, across_speeds) = if fitted_here {
+        (None, None, None, None)
     } else {
         let given = client_loop::predict_given_speed(r, &measured, SEED)
             .map_err(|e| e.to_string())?
@@ -419,20 +419,33 @@ fn simulate_at(
                 audits: s.audits,
                 reported_s: [fast.reported_s, slow.reported_s],
             });
-        let machine = client_loop::predict_given_machine(r, &measured, SEED)
-            .map_err(|e| e.to_string())?
-            .zip(r.gauged)
-            .zip(measured.gauge_s)
-            .map(|(((speed, g), line), unit_s)| GivenMachine {
-                unit_s,
-                calibration_unit_s: line.unit_s,
-                calibration_speed: line.speed,
-                audits: line.audits,
-                power: client_loop::GAUGE_POWER,
-                speed,
-                reported_s: g.reported_s,
-            });
-        (given, machine, band)
+        let gauge_line = |predicted: Option<(f64, LoopPrediction)>,
+                          line: Option<GaugedSpeed>,
+                          reading: Option<f64>| {
+            predicted
+                .zip(line)
+                .zip(reading)
+                .map(|(((speed, g), line), unit_s)| GivenMachine {
+                    unit_s,
+                    calibration_unit_s: line.unit_s,
+                    calibration_speed: line.speed,
+                    audits: line.audits,
+                    power: line.power,
+                    speed,
+                    reported_s: g.reported_s,
+                })
+        };
+        let machine = gauge_line(
+            client_loop::predict_given_machine(r, &measured, SEED).map_err(|e| e.to_string())?,
+            r.gauged,
+            measured.gauge_s,
+        );
+        let walk = gauge_line(
+            client_loop::predict_given_walk(r, &measured, SEED).map_err(|e| e.to_string())?,
+            r.walked,
+            measured.walk_s,
+        );
+        (given, machine, walk, band)
     };
     let forecast_range = across_speeds
         .zip(from.mean_noise)
@@ -450,6 +463,7 @@ fn simulate_at(
         fitted_here,
         given_its_speed,
         given_the_machine,
+        given_the_walk,
         across_speeds,
         forecast_range,
     })

@@ -1,7 +1,16 @@
 //! The machine's speed during an audit, gauged beside the client: a fixed unit of integer
-//! work timed on its own thread's CPU clock every [`PERIOD`]. A shared machine's speed moves
-//! on the scale of seconds, and a Python client's CPU a request moves with it
-//! (bench/audit/RESULTS.md, r51); a probe before or after the run misses what the run met.
+//! work, then a fixed walk through memory, each timed on its own thread's CPU clock every
+//! [`PERIOD`]. A shared machine's speed moves on the scale of seconds, and a Python client's
+//! CPU a request moves with it (bench/audit/RESULTS.md, r51); a probe before or after the
+//! run misses what the run met.
+//!
+//! The two units see different things. The integer unit runs in registers: it slows as the
+//! core does (its clock, time taken by the host). The walk's every step waits on a load from
+//! a table the size of a core's L2 cache that other work has evicted meanwhile: it slows as
+//! the caches and memory do (neighbours sharing them), as an interpreter's work does. On a
+//! machine whose cores held their speed while its memory did not, a client's CPU a request
+//! moved by half from one run to the next while the integer unit moved by 1.6 % and the walk
+//! much as the client did (RESULTS.md, r60).
 
 use crate::time::{mono_ns, thread_cpu_ns};
 use serde::{Deserialize, Serialize};
@@ -9,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// Time between two units of work: under 2 % of a core.
+/// Time between two units of work (the integer unit and the walk): about 2.5 % of a core.
 pub const PERIOD: Duration = Duration::from_millis(50);
 
 /// Xorshift steps in one unit (about 0.75 ms on the machine r51 ran on).
@@ -17,6 +26,17 @@ pub const STEPS: u64 = 300_000;
 
 /// Fewest units in the load window for a reading.
 pub const MIN_UNITS: usize = 20;
+
+/// Slots in the walk's table (4 bytes each: 1 MiB, a core's L2 cache on the machines the
+/// audit was read on).
+pub const WALK_SLOTS: usize = 1 << 18;
+
+/// Dependent loads in one walk (about 0.5 ms on the machine r60 ran on).
+pub const WALK_STEPS: usize = 6_000;
+
+/// One timed round of the gauge: when it started (CLOCK_MONOTONIC, ns) and the CPU time of
+/// its integer unit and of its walk, ns.
+pub type Round = (u64, u64, u64);
 
 /// The gauge's reading over an audit's load window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -27,26 +47,36 @@ pub struct MachineGauge {
     pub spread_s: [f64; 2],
     /// Units timed in the window.
     pub units: usize,
+    /// The median CPU time of one walk through memory, seconds (None in audits made before
+    /// the gauge walked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walk_s: Option<f64>,
 }
 
 impl MachineGauge {
-    /// The reading of `units` (each unit's start on CLOCK_MONOTONIC and its CPU time, ns)
-    /// that started inside `[from, to]`; None with fewer than [`MIN_UNITS`] there.
-    pub fn of(units: &[(u64, u64)], from: u64, to: u64) -> Option<Self> {
-        let mut t: Vec<f64> = units
+    /// The reading of the rounds that started inside `[from, to]`; None with fewer than
+    /// [`MIN_UNITS`] there.
+    pub fn of(rounds: &[Round], from: u64, to: u64) -> Option<Self> {
+        let inside: Vec<&Round> = rounds
             .iter()
-            .filter(|(at, _)| (from..=to).contains(at))
-            .map(|(_, ns)| *ns as f64 * 1e-9)
+            .filter(|(at, _, _)| (from..=to).contains(at))
             .collect();
-        if t.len() < MIN_UNITS {
+        if inside.len() < MIN_UNITS {
             return None;
         }
-        t.sort_by(f64::total_cmp);
+        let sorted = |ns: fn(&Round) -> u64| {
+            let mut t: Vec<f64> = inside.iter().map(|r| ns(r) as f64 * 1e-9).collect();
+            t.sort_by(f64::total_cmp);
+            t
+        };
+        let t = sorted(|r| r.1);
+        let walks = sorted(|r| r.2);
         let at = |q: f64| super::nearest_rank(&t, q);
         Some(Self {
             unit_s: at(0.5),
             spread_s: [at(0.1), at(0.9)],
             units: t.len(),
+            walk_s: Some(super::nearest_rank(&walks, 0.5)).filter(|w| *w > 0.0),
         })
     }
 }
@@ -55,7 +85,7 @@ impl MachineGauge {
 /// early leaves no gauge behind).
 pub struct Gauge {
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Vec<(u64, u64)>>>,
+    thread: Option<std::thread::JoinHandle<Vec<Round>>>,
 }
 
 impl Gauge {
@@ -64,15 +94,20 @@ impl Gauge {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = std::thread::spawn(move || {
-            let mut units = Vec::new();
+            let table = walk_table();
+            let mut slot = 0;
+            let mut rounds = Vec::new();
             while !flag.load(Ordering::Relaxed) {
                 let at = mono_ns();
                 let c0 = thread_cpu_ns();
                 std::hint::black_box(unit(std::hint::black_box(at)));
-                units.push((at, thread_cpu_ns().saturating_sub(c0)));
+                let c1 = thread_cpu_ns();
+                slot = walk(&table, slot);
+                let c2 = thread_cpu_ns();
+                rounds.push((at, c1.saturating_sub(c0), c2.saturating_sub(c1)));
                 std::thread::sleep(PERIOD);
             }
-            units
+            rounds
         });
         Self {
             stop,
@@ -80,8 +115,8 @@ impl Gauge {
         }
     }
 
-    /// Stops the thread and gives every unit it timed (start, CPU ns).
-    pub fn stop(mut self) -> Vec<(u64, u64)> {
+    /// Stops the thread and gives every round it timed.
+    pub fn stop(mut self) -> Vec<Round> {
         self.stop.store(true, Ordering::Relaxed);
         self.thread
             .take()
@@ -94,6 +129,30 @@ impl Drop for Gauge {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
+}
+
+/// The walk's table: one cycle through all [`WALK_SLOTS`] slots in an order drawn from a
+/// fixed seed (Sattolo's shuffle), so each step's load depends on the one before and lands
+/// where no prefetcher can guess.
+fn walk_table() -> Vec<u32> {
+    let mut table: Vec<u32> = (0..WALK_SLOTS as u32).collect();
+    let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+    for i in (1..WALK_SLOTS).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        table.swap(i, (x % i as u64) as usize);
+    }
+    table
+}
+
+/// One walk: [`WALK_STEPS`] loads along the table's cycle from `slot`, giving where it
+/// stopped (the next walk goes on from there, through parts of the table not just read).
+fn walk(table: &[u32], mut slot: usize) -> usize {
+    for _ in 0..WALK_STEPS {
+        slot = table[slot] as usize;
+    }
+    std::hint::black_box(slot)
 }
 
 /// One unit of work: [`STEPS`] xorshift steps, a chain no compiler can shorten.
@@ -112,11 +171,14 @@ fn unit(seed: u64) -> u64 {
 mod tests {
     use super::*;
 
-    /// The reading takes the window's units only, and its median and spread by rank.
+    /// The reading takes the window's rounds only, and its medians and spread by rank.
     #[test]
     fn the_reading_is_the_windows_median() {
-        // 100 units a millisecond apart, unit i taking i + 1 microseconds.
-        let units: Vec<(u64, u64)> = (0..100).map(|i| (i * 1_000_000, (i + 1) * 1_000)).collect();
+        // 100 rounds a millisecond apart, round i's unit taking i + 1 microseconds and its
+        // walk twice that.
+        let units: Vec<Round> = (0..100)
+            .map(|i| (i * 1_000_000, (i + 1) * 1_000, (i + 1) * 2_000))
+            .collect();
         let g = MachineGauge::of(&units, 10_000_000, 59_000_000).unwrap();
         assert_eq!(g.units, 50);
         // Units 10..=59: times 11..=60 us; by nearest rank the median is the 25th of 50
@@ -124,6 +186,7 @@ mod tests {
         assert!((g.unit_s - 35e-6).abs() < 1e-12, "{g:?}");
         assert!((g.spread_s[0] - 15e-6).abs() < 1e-12, "{g:?}");
         assert!((g.spread_s[1] - 55e-6).abs() < 1e-12, "{g:?}");
+        assert!((g.walk_s.unwrap() - 70e-6).abs() < 1e-12, "{g:?}");
         assert!(
             MachineGauge::of(&units, 0, 18_000_000).is_none(),
             "19 units"
@@ -141,7 +204,24 @@ mod tests {
         std::thread::sleep(PERIOD * 3);
         let units = g.stop();
         assert!(!units.is_empty() && units.len() < 100, "{}", units.len());
-        assert!(units.iter().all(|(_, ns)| *ns > 0));
+        assert!(units.iter().all(|(_, ns, walk)| *ns > 0 && *walk > 0));
         assert!(units.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    /// The walk's table is one cycle through every slot: from any slot, the walk comes back
+    /// to it after exactly [`WALK_SLOTS`] steps and not before, so no walk circles a few
+    /// slots a cache could keep.
+    #[test]
+    fn the_walk_passes_every_slot_once_a_cycle() {
+        let table = walk_table();
+        let mut slot = 0;
+        for step in 1..=WALK_SLOTS {
+            slot = table[slot] as usize;
+            assert!(
+                slot != 0 || step == WALK_SLOTS,
+                "back at 0 after {step} steps"
+            );
+        }
+        assert_eq!(slot, 0);
     }
 }

@@ -133,6 +133,10 @@ pub struct Simulated {
     /// run puts it, where the run and every calibration audit were gauged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub given_the_machine: Option<GivenMachine>,
+    /// For an audit held out: the same loop at the speed the gauge's walk through memory
+    /// during this run puts it, where the run and every calibration audit were so gauged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_the_walk: Option<GivenMachine>,
     /// For an audit held out: the loop at the fastest and the slowest speed its
     /// calibration audits ran, where they ran at more than one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -224,12 +228,13 @@ pub struct GivenSpeed {
 }
 
 /// The loop of a held-out audit forecast from the machine's speed during its run: the
-/// audit's gauge (a fixed unit of work timed beside the client) against the calibration
-/// audits' gauges and speeds (`heisenbench_sim::client_loop::predict_given_machine`).
+/// audit's gauge (a fixed unit of work, or a fixed walk through memory, timed beside the
+/// client) against the calibration audits' gauges and speeds
+/// (`heisenbench_sim::client_loop::predict_given_machine` and `predict_given_walk`).
 /// Nothing of the run's client is read: a forecast, unlike [`GivenSpeed`].
 #[derive(Debug, Serialize, Deserialize, Clone, Copy, PartialEq)]
 pub struct GivenMachine {
-    /// The gauge's median in this run, seconds a unit.
+    /// The gauge's median in this run (its unit's or its walk's), seconds.
     pub unit_s: f64,
     /// The calibration audits' gauges, their geometric mean, seconds a unit.
     pub calibration_unit_s: f64,
@@ -370,6 +375,11 @@ impl Simulated {
     /// against the measured ones (None where the run or its calibration was not gauged).
     pub fn given_machine_errors(&self) -> Option<[Option<f64>; 2]> {
         Some(self.errors_of(&self.given_the_machine?.reported_s))
+    }
+
+    /// The same, forecast from the gauge's walk through memory.
+    pub fn given_walk_errors(&self) -> Option<[Option<f64>; 2]> {
+        Some(self.errors_of(&self.given_the_walk?.reported_s))
     }
 
     /// The relative errors of the mean and the p99 of `reported` against the measured ones
@@ -519,6 +529,24 @@ impl Simulated {
                 "  given the machine's speed:       {}; the mean {}, the p99 {} (a unit of work beside the client took {} \
                  against {} over the calibration's {} audits, which ran at {:.2} of the fitted costs: this run's path put at \
                  {:.2}, as the unit's ratio to the power {}; read from the machine, not from this run's client)",
+                cells(g.reported_s.map(Some)),
+                signed_percent(errors[0]),
+                signed_percent(errors[1]),
+                f(g.unit_s),
+                f(g.calibration_unit_s),
+                g.audits,
+                g.calibration_speed,
+                g.speed,
+                g.power
+            )?;
+        }
+        if let Some(g) = self.given_the_walk {
+            let errors = self.given_walk_errors().unwrap_or([None, None]);
+            writeln!(
+                out,
+                "  given the memory's speed:        {}; the mean {}, the p99 {} (a walk through memory beside the client \
+                 took {} against {} over the calibration's {} audits, which ran at {:.2} of the fitted costs: this run's \
+                 path put at {:.2}, as the walk's ratio to the power {}; read from the machine, not from this run's client)",
                 cells(g.reported_s.map(Some)),
                 signed_percent(errors[0]),
                 signed_percent(errors[1]),
@@ -1292,14 +1320,14 @@ impl AuditReport {
                 .iter()
                 .filter(|(s, m)| ((s.prediction.reported_s[i] - m) / m).abs() <= 0.25)
                 .count();
-            let gauged: Vec<bool> = measured
-                .iter()
-                .filter_map(|(s, _)| {
-                    let e = s.error_at(&s.given_the_machine?.reported_s, i)?;
-                    Some(e.abs() <= 0.25)
-                })
-                .collect();
-            let gauged = held_in("given the machine's speed", &gauged);
+            let given = |line: fn(&Simulated) -> Option<GivenMachine>| -> Vec<bool> {
+                measured
+                    .iter()
+                    .filter_map(|(s, _)| Some(s.error_at(&line(s)?.reported_s, i)?.abs() <= 0.25))
+                    .collect()
+            };
+            let gauged = held_in("given the machine's speed", &given(|s| s.given_the_machine))
+                + &held_in("given the memory's speed", &given(|s| s.given_the_walk));
             let noise = sampling_noise(&with_noise, i);
             let places: Vec<Place> = measured
                 .iter()
@@ -1439,6 +1467,7 @@ impl AuditReport {
                 _ => None,
             },
             gauge_s: c.gauge.map(|g| g.unit_s),
+            walk_s: c.gauge.and_then(|g| g.walk_s),
         })
     }
 
@@ -1616,10 +1645,13 @@ impl AuditReport {
             )?;
         }
         if let Some(g) = c.gauge {
+            let walk = g.walk_s.map_or(String::new(), |w| {
+                format!(", and a fixed walk through memory {} at the median", f(w))
+            });
             writeln!(
                 out,
                 "  the machine's speed: a fixed unit of work beside the client took {} of CPU at the median \
-                 (10-90%: {} to {}, {} units in the load window); a slower machine takes longer, and a Python \
+                 (10-90%: {} to {}, {} units in the load window){walk}; a slower machine takes longer, and a Python \
                  client's CPU a request grows with it",
                 f(g.unit_s),
                 f(g.spread_s[0]),
