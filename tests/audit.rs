@@ -1392,14 +1392,16 @@ fn a_held_out_audit_is_simulated_again_at_its_own_speed() {
 /// calibration audits and in the held-out one at 112 req/s, 0.9 ms in the one at 195. Each
 /// held-out audit is forecast again at the speed its gauge gives: the calibration's mean
 /// speed at 112, and that times 0.9^1.8 at 195, whose excess is then forecast lower than
-/// from the costs alone (that run was faster than the calibration, r24). The series as the
-/// audits wrote it, without gauges, gives no such forecast (the other tests' fixtures).
+/// from the costs alone (that run was faster than the calibration, r24). Its walk through
+/// memory, twice the unit's time throughout, gives the forecast given the memory's speed at
+/// the power 1. The series as the audits wrote it, without gauges, gives no such forecast
+/// (the other tests' fixtures).
 #[test]
 fn a_held_out_audit_is_forecast_from_the_machines_gauge() {
     let fixture =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sglang-0.5.6-series.json");
     let mut series: Value = serde_json::from_slice(&std::fs::read(&fixture).unwrap()).unwrap();
-    let gauge = |unit_s: f64| serde_json::json!({"unit_s": unit_s, "spread_s": [unit_s * 0.95, unit_s * 1.05], "units": 400});
+    let gauge = |unit_s: f64| serde_json::json!({"unit_s": unit_s, "spread_s": [unit_s * 0.95, unit_s * 1.05], "units": 400, "walk_s": 2.0 * unit_s});
     for group in ["points", "calibration"] {
         for p in series[group].as_array_mut().expect("audits") {
             let unit = if p["observed"]["offered"]["rate_per_s"].as_f64() == Some(195.0) {
@@ -1432,6 +1434,12 @@ fn a_held_out_audit_is_forecast_from_the_machines_gauge() {
         let unit = num(&g["unit_s"]);
         let expected = num(&g["calibration_speed"]) * (unit / 1e-3).powf(1.8);
         assert!((num(&g["speed"]) - expected).abs() < 1e-9, "{g}");
+        let w = &sim["given_the_walk"];
+        assert!((num(&w["power"]) - 1.0).abs() < 1e-12, "{w}");
+        assert!((num(&w["calibration_unit_s"]) - 2e-3).abs() < 1e-15, "{w}");
+        let walked = num(&w["calibration_speed"]) * num(&w["unit_s"]) / 2e-3;
+        assert!((num(&w["speed"]) - walked).abs() < 1e-9, "{w}");
+        assert!((num(&w["unit_s"]) - 2.0 * unit).abs() < 1e-15, "{w}");
         let (forecast, given) = (
             num(&sim["prediction"]["reported_s"][0]),
             num(&g["reported_s"][0]),
@@ -1454,8 +1462,15 @@ fn a_held_out_audit_is_forecast_from_the_machines_gauge() {
         "{text}"
     );
     assert!(text.contains(", given the machine's speed in "), "{text}");
+    assert_eq!(
+        text.matches("given the memory's speed:").count(),
+        2,
+        "{text}"
+    );
+    assert!(text.contains(", given the memory's speed in "), "{text}");
     let (plain, _) = read_fixture("sglang-0.5.6-series.json");
     assert!(!plain.contains("given the machine's speed"), "{plain}");
+    assert!(!plain.contains("given the memory's speed"), "{plain}");
 }
 
 /// Two series read as one calibration (`--from A,B`): here the same series twice, whose

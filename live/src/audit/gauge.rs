@@ -7,10 +7,10 @@
 //! The two units see different things. The integer unit runs in registers: it slows as the
 //! core does (its clock, time taken by the host). The walk's every step waits on a load from
 //! a table the size of a core's L2 cache that other work has evicted meanwhile: it slows as
-//! the caches and memory do (neighbours sharing them), as an interpreter's work does. On a
-//! machine whose cores held their speed while its memory did not, a client's CPU a request
-//! moved by half from one run to the next while the integer unit moved by 1.6 % and the walk
-//! much as the client did (RESULTS.md, r60).
+//! the caches and memory do (neighbours sharing them), as an interpreter's work does. Where
+//! a client's CPU a request moved by half from one launch to the next, the integer unit
+//! moved by 1.6 % and a longer walk through the same table about as the client did
+//! (bench/audit/RESULTS.md, r60).
 
 use crate::time::{mono_ns, thread_cpu_ns};
 use serde::{Deserialize, Serialize};
