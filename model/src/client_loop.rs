@@ -917,6 +917,7 @@ pub struct AuditedLoad {
     pub gauge_s: Option<f64>,
     /// The median CPU time of the gauge's walk through memory in the load window, seconds
     /// (None where the audit's gauge did not walk).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub walk_s: Option<f64>,
 }
 
