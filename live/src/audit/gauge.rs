@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// Time between two units of work (the integer unit and the walk): about 2.5 % of a core.
+/// Time between two rounds of work (the integer unit and the walk): under 3 % of a core.
 pub const PERIOD: Duration = Duration::from_millis(50);
 
 /// Xorshift steps in one unit (about 0.75 ms on the machine r51 ran on).
@@ -31,7 +31,7 @@ pub const MIN_UNITS: usize = 20;
 /// audit was read on).
 pub const WALK_SLOTS: usize = 1 << 18;
 
-/// Dependent loads in one walk (about 0.5 ms on the machine r60 ran on).
+/// Dependent loads in one walk (0.64-0.75 ms on the machine r60 ran on).
 pub const WALK_STEPS: usize = 6_000;
 
 /// One timed round of the gauge: when it started (CLOCK_MONOTONIC, ns) and the CPU time of
