@@ -430,9 +430,10 @@ def ranged(sim):
     if r is None or m[0] is None or m[3] is None:
         return None
     return (r["mean_s"][0] <= m[0] <= r["mean_s"][1], r["p99_s"][0] <= m[3] <= r["p99_s"][1])
-def gauged(sim):
-    # The forecast at the speed the machine's gauge gives the run: its errors.
-    g, m = sim.get("given_the_machine"), sim["measured_excess_s"]
+def gauged(sim, line="given_the_machine"):
+    # The forecast at the speed the machine's gauge gives the run (its integer unit, or
+    # with line="given_the_walk" its walk through memory): its errors.
+    g, m = sim.get(line), sim["measured_excess_s"]
     if g is None or m[0] is None or m[3] is None:
         return None
     return ((g["reported_s"][0] - m[0]) / m[0], (g["reported_s"][3] - m[3]) / m[3])
@@ -446,15 +447,15 @@ def places(sim):
         return "below" if m[i] < lo else "above" if m[i] > hi else "inside"
     return place(0), place(3)
 print()
-print("| client | series | held out at (achieved) | measured excess mean / p99 ms | forecast from its own series: error of the mean / p99 | from every series | from the others | from the others, given the machine's speed (its gauge) | against the others' speeds: mean / p99 | inside the others' forecast range: mean / p99 | the others' forecast inside the run's own 95 % interval: mean / p99 |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("| client | series | held out at (achieved) | measured excess mean / p99 ms | forecast from its own series: error of the mean / p99 | from every series | from the others | from the others, given the machine's speed (its gauge's unit) | from the others, given the memory's speed (its gauge's walk) | against the others' speeds: mean / p99 | inside the others' forecast range: mean / p99 | the others' forecast inside the run's own 95 % interval: mean / p99 |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for tool in sys.argv[3:]:
     pooled = os.path.join(out, f"{tool}-pooled.json")
     if not os.path.exists(pooled):
         print(f"| {tool} | no reading of the series together |")
         continue
     every = {key(p): p for p in json.load(open(pooled))["points"]}
-    within = {"own": [0, 0, 0], "every": [0, 0, 0], "others": [0, 0, 0], "machine": [0, 0, 0]}
+    within = {"own": [0, 0, 0], "every": [0, 0, 0], "others": [0, 0, 0], "machine": [0, 0, 0], "walk": [0, 0, 0]}
     inside = [0, 0, 0]
     in_range = [0, 0, 0]
     held = [0, 0, 0]
@@ -475,6 +476,7 @@ for tool in sys.argv[3:]:
                 es[name] = errors(q) if q else None
             q = others.get(key(p), {}).get("simulated")
             es["machine"] = gauged(q) if q else None
+            es["walk"] = gauged(q, "given_the_walk") if q else None
             band = places(q) if q else None
             if band is not None:
                 inside[0] += band[0] == "inside"
@@ -498,7 +500,7 @@ for tool in sys.argv[3:]:
                     w[2] += 1
             mean_p99 = "-" if m[0] is None or m[3] is None else f"{m[0] * 1e3:.2f} / {m[3] * 1e3:.2f}"
             print(f"| {tool} | {k} | {o['offered']['rate_per_s']:g} ({o['truth']['achieved_rate_per_s']:.0f}) | {mean_p99} "
-                  f"| {show(es['own'])} | {show(es['every'])} | {show(es['others'])} | {show(es['machine'])} | {'-' if band is None else ' / '.join(band)} "
+                  f"| {show(es['own'])} | {show(es['every'])} | {show(es['others'])} | {show(es['machine'])} | {show(es['walk'])} | {'-' if band is None else ' / '.join(band)} "
                   f"| {'-' if within_range is None else ' / '.join('yes' if x else 'no' for x in within_range)} "
                   f"| {'-' if sampled is None else ' / '.join('yes' if x else 'no' for x in sampled)} |")
     print(f"| {tool} | within 25 %, mean / p99 | | | " + " | ".join(f"{w[0]} / {w[1]} of {w[2]}" for w in within.values())
