@@ -371,17 +371,6 @@ impl Simulated {
         Some(self.errors_of(&self.given_its_speed?.reported_s))
     }
 
-    /// The relative errors of the mean and the p99 forecast from the machine's gauge
-    /// against the measured ones (None where the run or its calibration was not gauged).
-    pub fn given_machine_errors(&self) -> Option<[Option<f64>; 2]> {
-        Some(self.errors_of(&self.given_the_machine?.reported_s))
-    }
-
-    /// The same, forecast from the gauge's walk through memory.
-    pub fn given_walk_errors(&self) -> Option<[Option<f64>; 2]> {
-        Some(self.errors_of(&self.given_the_walk?.reported_s))
-    }
-
     /// The relative errors of the mean and the p99 of `reported` against the measured ones
     /// (None where either is missing).
     fn errors_of(&self, reported: &[f64; 4]) -> [Option<f64>; 2] {
@@ -522,31 +511,28 @@ impl Simulated {
                 g.speed
             )?;
         }
-        if let Some(g) = self.given_the_machine {
-            let errors = self.given_machine_errors().unwrap_or([None, None]);
+        let gauges = [
+            (
+                self.given_the_machine,
+                "given the machine's speed: ",
+                "a unit of work",
+                "unit's",
+            ),
+            (
+                self.given_the_walk,
+                "given the memory's speed:  ",
+                "a walk through memory",
+                "walk's",
+            ),
+        ];
+        for (g, label, work, ratio) in gauges {
+            let Some(g) = g else { continue };
+            let errors = self.errors_of(&g.reported_s);
             writeln!(
                 out,
-                "  given the machine's speed:       {}; the mean {}, the p99 {} (a unit of work beside the client took {} \
+                "  {label}      {}; the mean {}, the p99 {} ({work} beside the client took {} \
                  against {} over the calibration's {} audits, which ran at {:.2} of the fitted costs: this run's path put at \
-                 {:.2}, as the unit's ratio to the power {}; read from the machine, not from this run's client)",
-                cells(g.reported_s.map(Some)),
-                signed_percent(errors[0]),
-                signed_percent(errors[1]),
-                f(g.unit_s),
-                f(g.calibration_unit_s),
-                g.audits,
-                g.calibration_speed,
-                g.speed,
-                g.power
-            )?;
-        }
-        if let Some(g) = self.given_the_walk {
-            let errors = self.given_walk_errors().unwrap_or([None, None]);
-            writeln!(
-                out,
-                "  given the memory's speed:        {}; the mean {}, the p99 {} (a walk through memory beside the client \
-                 took {} against {} over the calibration's {} audits, which ran at {:.2} of the fitted costs: this run's \
-                 path put at {:.2}, as the walk's ratio to the power {}; read from the machine, not from this run's client)",
+                 {:.2}, as the {ratio} ratio to the power {}; read from the machine, not from this run's client)",
                 cells(g.reported_s.map(Some)),
                 signed_percent(errors[0]),
                 signed_percent(errors[1]),
