@@ -264,8 +264,9 @@ fn audit_finds_a_clients_cost_and_predicts_its_bias() {
 /// machine: the client's own HTTP work adds a little to both), simulate its loop with the
 /// clock it is told, and put the loop's saturation at 1 / (a + 100 b), about 125 req/s.
 /// The loop is fitted on both rates of the series (`--fit-on 2`), the first simulated only
-/// once the second is in, and held against a third audit at 0.3 of the saturation it
-/// predicts (`--hold-at`).
+/// once the second is in, then on a third audit at 0.4 of the saturation that fit predicts
+/// with them (`--fit-at`), and held against a fourth at 0.3 of the saturation the second
+/// fit predicts (`--hold-at`).
 #[test]
 fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     let flags = [
@@ -281,6 +282,8 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
         "10",
         "--clock",
         "intended",
+        "--fit-at",
+        "0.4",
         "--hold-at",
         "0.3",
         "--batched",
@@ -308,11 +311,15 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     let r = &series["points"][0];
     let sim = &r["simulated"];
     let points = series["points"].as_array().expect("points");
-    assert_eq!(points.len(), 3, "two listed rates and one held out");
+    assert_eq!(
+        points.len(),
+        4,
+        "two listed rates, one fitted at --fit-at and one held out"
+    );
     for (i, point) in points.iter().enumerate() {
         assert!(point["simulated"]["prediction"].is_object(), "{point}");
         let fitted = &point["simulated"]["fitted_here"];
-        assert_eq!(fitted.as_bool().unwrap_or(false), i < 2, "{point}");
+        assert_eq!(fitted.as_bool().unwrap_or(false), i < 3, "{point}");
         // The machine's busy cores in the window: some (the client and the mock), and no
         // more than it has.
         let m = &point["observed"]["client"]["machine"];
@@ -323,7 +330,13 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
         assert!(busy > 0.0 && busy <= cores + 0.05, "{m}");
     }
     let on = sim["prediction"]["before_send_from"].as_str().unwrap_or("");
-    assert!(on.contains("audits at"), "{on}");
+    // Fitted on three audits at the longer length (their achieved rates named).
+    let on_rates = on
+        .rsplit("fitted on the audits at ")
+        .next()
+        .and_then(|at| at.split(" x ").next())
+        .unwrap_or("");
+    assert_eq!(on_rates.matches(" req/s").count(), 3, "{on}");
     let costs = &sim["prediction"]["costs"];
     let (a, b) = (
         costs["per_request_s"].as_f64().expect("per request"),
@@ -355,8 +368,17 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
         (saturation / 125.0 - 1.0).abs() <= 0.2,
         "saturation {saturation} against 125 req/s"
     );
-    // The held-out audit ran at 0.3 of that saturation, rounded to whole requests a second.
-    let held = points[2]["observed"]["offered"]["rate_per_s"]
+    // The audit --fit-at added ran at 0.4 of the first fit's saturation (not in the file:
+    // about 125 req/s, as the second's), whole requests a second; the held-out one at 0.3
+    // of the second fit's, rounded so.
+    let fit_at = points[2]["observed"]["offered"]["rate_per_s"]
+        .as_f64()
+        .expect("a rate");
+    assert!(
+        fit_at.fract() == 0.0 && (fit_at / 50.0 - 1.0).abs() <= 0.2,
+        "{fit_at} against 0.4 x 125 req/s"
+    );
+    let held = points[3]["observed"]["offered"]["rate_per_s"]
         .as_f64()
         .expect("a rate");
     assert_eq!(
@@ -398,10 +420,10 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     assert_eq!(batched["audit"]["observed"]["offered"]["rate_per_s"], 40.0);
     let rate = bound["rate_per_s"].as_f64().expect("a rate");
     assert!(rate > 0.0 && rate <= 40.0 * 1.25, "{rate}");
-    assert_eq!(points[2]["simulated"]["prediction"]["batched"], *bound);
+    assert_eq!(points[3]["simulated"]["prediction"]["batched"], *bound);
     // The file read again (`--from`) gives the same loop and the same prediction: nothing
     // in it depends on anything but the audits and the seed; and without `--fit-on` it is
-    // fitted on the audits the file's series was fitted on (two).
+    // fitted on the audits the file's series was fitted on (three).
     let dir = std::env::temp_dir().join(format!("heisenbench-audit-from-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("series.json");
@@ -447,7 +469,7 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     // loop simulated at its load, beside the series' own audits, gives the prediction the
     // series made there; an audit of another client is refused on one line.
     let held_file = dir.join("held.json");
-    std::fs::write(&held_file, points[2].to_string()).unwrap();
+    std::fs::write(&held_file, points[3].to_string()).unwrap();
     let out = audit_ok(
         &[
             &from[..],
@@ -463,10 +485,10 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     let held_points = with_held["points"].as_array().expect("points");
     assert_eq!(
         held_points.len(),
-        4,
-        "the series' three and the one held out"
+        5,
+        "the series' four and the one held out"
     );
-    let (own, apart) = (&held_points[2]["simulated"], &held_points[3]["simulated"]);
+    let (own, apart) = (&held_points[3]["simulated"], &held_points[4]["simulated"]);
     assert!(!apart["fitted_here"].as_bool().unwrap_or(false), "{apart}");
     assert_eq!(
         own["prediction"]["reported_s"],
@@ -485,7 +507,7 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         err
     };
-    let mut other = points[2].clone();
+    let mut other = points[3].clone();
     other["label"] = Value::from("another client");
     std::fs::write(&held_file, other.to_string()).unwrap();
     let err = refused(&[
@@ -510,11 +532,23 @@ fn a_cost_split_finds_a_clients_costs_per_request_and_per_chunk() {
     // Fitted on more audits than the file holds.
     let err = refused(&[
         "--fit-on".as_ref(),
-        "4".as_ref(),
+        "5".as_ref(),
         "--from".as_ref(),
         file.as_os_str(),
     ]);
-    assert!(err.contains("--fit-on 4"), "{err}");
+    assert!(err.contains("--fit-on 5"), "{err}");
+    // An audit fitted at --fit-at with a listed rate held out: refused before any runs.
+    let err = refused(&[
+        "--rates".as_ref(),
+        "10,20".as_ref(),
+        "--cost-split".as_ref(),
+        "5".as_ref(),
+        "--fit-at".as_ref(),
+        "0.5".as_ref(),
+        "--".as_ref(),
+        "true".as_ref(),
+    ]);
+    assert!(err.contains("fit-at"), "{err}");
     // A series without calibration audits.
     std::fs::write(
         &file,

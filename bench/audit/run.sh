@@ -26,7 +26,10 @@
 # table then holds those predictions against what the tool reported. FIT_ON=N fits the
 # loop on the first N rates at once (`--fit-on N`) and holds it against the rest;
 # HOLD_AT="0.4 0.7" then audits each tool again at those fractions of the saturation its
-# fitted loop predicts (`--hold-at`), held out like the rest. BATCHED=1s adds an audit at twice the
+# fitted loop predicts (`--hold-at`), held out like the rest. FIT_AT=0.55 (with FIT_ON as
+# many as RATES) first audits each tool at that fraction of the saturation its fitted loop
+# predicts and fits the loop again with it (`--fit-at`): a calibration that reaches the
+# held-out loads. BATCHED=1s adds an audit at twice the
 # first rate whose server releases the responses together every second (`--batched`):
 # the CPU a request with the loop's work met in batches, and the throughput that bounds.
 #
@@ -193,6 +196,7 @@ for tool in $TOOLS; do
     HOLD=()
     if [ -n "${HOLD_AT:-}" ]; then HOLD=(--hold-at "${HOLD_AT// /,}"); fi
     if [ -n "${BATCHED:-}" ]; then HOLD+=(--batched "$BATCHED"); fi
+    if [ -n "${FIT_AT:-}" ]; then HOLD+=(--fit-at "$FIT_AT"); fi
     series=()
     for k in $(seq 1 "$SERIES"); do
       name=$tool-split

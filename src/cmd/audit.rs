@@ -95,8 +95,11 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
     let mut shorts: Vec<AuditReport> = Vec::new();
     // The loop is read once the audits it is fitted on are in; those before the last of
     // them are simulated then.
-    let fit_on = a.fit_on_count();
+    let mut fit_on = a.fit_on_count();
     let mut reading: Option<Result<(LoopReading, SplitFrom), String>> = None;
+    // The audit --fit-at asks for joins the queue, and the fit, once the listed ones are
+    // done; the loop is then read again with it.
+    let mut fit_at_queued = a.fit_at.is_none();
     // The held-out audits --hold-at asks for join the queue once the listed ones are done.
     let template = configs.last().cloned();
     let mut held_queued = a.hold_at.is_empty();
@@ -217,6 +220,44 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
             failure = report.failure();
         }
         reports.push(report);
+        if queue.is_empty() && !fit_at_queued {
+            fit_at_queued = true;
+            let more = match &reading {
+                Some(Ok((r, _))) => {
+                    let saturation = r.fitted.saturation_per_s;
+                    a.fit_rate(saturation)
+                        .map(|rate| rate.map(|r| (saturation, r)))
+                }
+                Some(Err(why)) => Err(format!("--fit-at: the loop was not read: {why}")),
+                None => Err("--fit-at: the loop was not read".into()),
+            };
+            match (more, &template) {
+                (Ok(Some((saturation, rate))), Some(t)) => {
+                    if !a.json {
+                        writeln!(
+                            out,
+                            "== fitted again with one more audit at {} of the fitted loop's saturation ({saturation:.0} req/s): {rate} req/s",
+                            a.fit_at.unwrap_or_default()
+                        )?;
+                    }
+                    queue.push_back(AuditConfig {
+                        rate_per_s: rate,
+                        work_dir: work_dir.join(format!("fit-{rate}")),
+                        ..t.clone()
+                    });
+                    // Read the loop again once it is in, on every audit so far and it.
+                    fit_on = reports.len() + 1;
+                    reading = None;
+                }
+                (Err(why), _) => {
+                    if !a.json {
+                        writeln!(out, "fitted-at audit: not made: {why}")?;
+                    }
+                    failure.get_or_insert(why);
+                }
+                (Ok(_), _) => {}
+            }
+        }
         if queue.is_empty() && !held_queued {
             held_queued = true;
             let held = match &reading {

@@ -87,6 +87,13 @@ pub struct AuditFlags {
     /// capacity.
     #[arg(long, value_delimiter = ',', num_args = 1.., requires = "cost_split", value_parser = parse_fraction)]
     pub hold_at: Vec<f64>,
+    /// With --cost-split and every rate fitted on (--fit-on as many as --rates): after
+    /// them, audit the client once more at this fraction of the saturation the fitted loop
+    /// predicts, and fit the loop again on all of them with it. A calibration that reaches
+    /// the loads --hold-at then asks for: a client whose CPU a request falls as its load
+    /// grows (vLLM's bench's does) is otherwise fitted only where it spends the most.
+    #[arg(long, requires = "cost_split", value_parser = parse_fraction)]
+    pub fit_at: Option<f64>,
     /// With --cost-split: also audit the client at twice the first rate with the server
     /// holding every response to the next whole period of this length (`mock
     /// --release-every`), so that its loop meets the responses in batches as it does past
@@ -219,6 +226,13 @@ impl AuditFlags {
                 "must be at most the number of rates asked for",
             ));
         }
+        if self.fit_at.is_some() && self.fit_on_count() != rates {
+            return Err(ModelError::invalid(
+                "fit-at",
+                format!("--fit-on {} with {rates} rates", self.fit_on_count()),
+                "needs every rate fitted on (--fit-on as many as --rates): the audit it adds is fitted on with them",
+            ));
+        }
         if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
             return Err(ModelError::invalid(
                 "tolerance",
@@ -239,16 +253,15 @@ impl AuditFlags {
     /// The offered rates of the held-out audits `--hold-at` asks for, given the saturation
     /// the fitted loop predicts: whole requests a second, at least one.
     pub fn held_rates(&self, saturation_per_s: f64) -> Result<Vec<f64>, String> {
-        if !(saturation_per_s.is_finite() && saturation_per_s > 0.0) {
-            return Err(format!(
-                "--hold-at: the fitted loop predicts no saturation to hold it at ({saturation_per_s} req/s)"
-            ));
-        }
-        Ok(self
-            .hold_at
-            .iter()
-            .map(|f| (f * saturation_per_s).round().max(1.0))
-            .collect())
+        rates_at("--hold-at", &self.hold_at, saturation_per_s)
+    }
+
+    /// The offered rate of the audit `--fit-at` adds to the fit, given the saturation the
+    /// loop fitted on the listed rates predicts (None without the flag).
+    pub fn fit_rate(&self, saturation_per_s: f64) -> Result<Option<f64>, String> {
+        self.fit_at
+            .map(|f| rates_at("--fit-at", &[f], saturation_per_s).map(|r| r[0]))
+            .transpose()
     }
 
     /// The audits the client's loop is fitted on (`--fit-on`, default 1).
@@ -310,6 +323,20 @@ fn parse_period(s: &str) -> Result<Duration, String> {
 }
 
 /// A share of the saturation: above 0 and at most 1.
+/// `fractions` of a fitted loop's saturation as offered rates: whole requests a second, at
+/// least one; refused (for `flag`) where the loop predicts no saturation.
+fn rates_at(flag: &str, fractions: &[f64], saturation_per_s: f64) -> Result<Vec<f64>, String> {
+    if !(saturation_per_s.is_finite() && saturation_per_s > 0.0) {
+        return Err(format!(
+            "{flag}: the fitted loop predicts no saturation to audit it at ({saturation_per_s} req/s)"
+        ));
+    }
+    Ok(fractions
+        .iter()
+        .map(|f| (f * saturation_per_s).round().max(1.0))
+        .collect())
+}
+
 fn parse_fraction(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(f) if f > 0.0 && f <= 1.0 => Ok(f),
