@@ -14,6 +14,7 @@
 #   SPLIT=20 FIT_ON=2 RATES="30 60" HOLD_AT="0.4 0.7" bash bench/audit/run.sh
 #   REPEAT=5 RATES=100 TOOLS=vllm bash bench/audit/run.sh
 #   SPLIT=20 FIT_ON=2 RATES="50 100" HOLD_AT="0.4 0.7" REPEAT=3 bash bench/audit/run.sh
+#   SPLIT=20 FIT_ON=2 FIT_AT=0.55 RATES="50 100" HOLD_AT="0.4 0.7" TOOLS=vllm bash bench/audit/run.sh
 #
 # Without SPLIT, the table ends with the highest rate each tool held (the server saw 95 % of
 # the offered rate or more, and its true TTFT median stayed within 50 ms of the quietest): RATES="150 200 250 300 350 400 500 600" DURATION=10s reads the

@@ -405,7 +405,9 @@ pub const GAUGE_POWER: f64 = 1.8;
 /// the integer unit to the power 24; between two later sittings it moved about four times
 /// as much as the gauge's own walk (bench/audit/RESULTS.md, r60). Held against [`GAUGE_POWER`]
 /// on the integer unit by a rule fixed first, over 24 held-out audits, it came within 25 % in
-/// 14 means and 14 p99s against 13 and 11.
+/// 14 means and 14 p99s against 13 and 11. vLLM's bench, slowing by a fifth over sixteen
+/// audits in ten minutes, went as the walk to the power 1.9 ± 0.4 with its load held apart
+/// (r61): a value to hold against fresh sittings, not one fitted into this constant.
 pub const WALK_POWER: f64 = 1.0;
 
 /// The client's speed at a reading of the audit's gauge (the machine's speed during the
