@@ -322,7 +322,6 @@ fn parse_period(s: &str) -> Result<Duration, String> {
     }
 }
 
-/// A share of the saturation: above 0 and at most 1.
 /// `fractions` of a fitted loop's saturation as offered rates: whole requests a second, at
 /// least one; refused (for `flag`) where the loop predicts no saturation.
 fn rates_at(flag: &str, fractions: &[f64], saturation_per_s: f64) -> Result<Vec<f64>, String> {
@@ -337,6 +336,7 @@ fn rates_at(flag: &str, fractions: &[f64], saturation_per_s: f64) -> Result<Vec<
         .collect())
 }
 
+/// A share of the saturation: above 0 and at most 1.
 fn parse_fraction(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(f) if f > 0.0 && f <= 1.0 => Ok(f),
