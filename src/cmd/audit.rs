@@ -222,15 +222,10 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
         reports.push(report);
         if queue.is_empty() && !fit_at_queued {
             fit_at_queued = true;
-            let more = match &reading {
-                Some(Ok((r, _))) => {
-                    let saturation = r.fitted.saturation_per_s;
-                    a.fit_rate(saturation)
-                        .map(|rate| rate.map(|r| (saturation, r)))
-                }
-                Some(Err(why)) => Err(format!("--fit-at: the loop was not read: {why}")),
-                None => Err("--fit-at: the loop was not read".into()),
-            };
+            let more = saturation_of(&reading, "--fit-at").and_then(|saturation| {
+                a.fit_rate(saturation)
+                    .map(|rate| rate.map(|r| (saturation, r)))
+            });
             match (more, &template) {
                 (Ok(Some((saturation, rate))), Some(t)) => {
                     if !a.json {
@@ -260,14 +255,8 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
         }
         if queue.is_empty() && !held_queued {
             held_queued = true;
-            let held = match &reading {
-                Some(Ok((r, _))) => {
-                    let saturation = r.fitted.saturation_per_s;
-                    a.held_rates(saturation).map(|rates| (saturation, rates))
-                }
-                Some(Err(why)) => Err(format!("--hold-at: the loop was not read: {why}")),
-                None => Err("--hold-at: the loop was not read".into()),
-            };
+            let held = saturation_of(&reading, "--hold-at")
+                .and_then(|saturation| a.held_rates(saturation).map(|rates| (saturation, rates)));
             match (held, &template) {
                 (Ok((saturation, rates)), Some(t)) => {
                     if !a.json {
@@ -336,6 +325,19 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
             discard(&work_dir);
             Ok(())
         }
+    }
+}
+
+/// The saturation the loop read so far predicts, for `flag` to place its audits by; the
+/// reason it cannot where the loop was not read.
+fn saturation_of(
+    reading: &Option<Result<(LoopReading, SplitFrom), String>>,
+    flag: &str,
+) -> Result<f64, String> {
+    match reading {
+        Some(Ok((r, _))) => Ok(r.fitted.saturation_per_s),
+        Some(Err(why)) => Err(format!("{flag}: the loop was not read: {why}")),
+        None => Err(format!("{flag}: the loop was not read")),
     }
 }
 
