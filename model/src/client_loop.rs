@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ModelError, Result};
 use crate::scenario::Stamp;
+use crate::stats::Recorder;
 
 /// The client's CPU per request at one output length and rate, as one audit measured it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -1057,6 +1058,15 @@ pub struct LoopPrediction {
     /// every TTFT the prediction reports.
     #[serde(default)]
     pub delay_s: f64,
+    /// The share of [`Self::delay_s`] drawn afresh for each request from an exponential
+    /// (the rest is the same for every request): fitted with the slice on the audits' p50,
+    /// p90 and p99. 0: every request pays the same latency.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_spread: f64,
+    /// The simulated TTFT the client reports, before the latency beyond the CPU: what the
+    /// latency's spread is added to. Only in memory.
+    #[serde(skip)]
+    pub loop_part: Option<Recorder>,
     /// The longest a request's send or finish work runs on the loop before the jobs queued
     /// meanwhile get a turn, seconds (`None`: each runs whole). An asyncio client runs a
     /// request's own path as many callbacks, one between two awaits each; fitted on the
@@ -1133,6 +1143,11 @@ pub struct LoopPrediction {
     /// beside its inputs so that a reader of the series need not work it out again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batched_saturation_per_s: Option<f64>,
+}
+
+/// A field at 0 is left out of a file.
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// The share of the rate asked for that a client must send for the rate to count as held.
@@ -1361,6 +1376,8 @@ mod tests {
             before_send: 0.5,
             before_send_from: String::new(),
             delay_s: 0.0,
+            delay_spread: 0.0,
+            loop_part: None,
             slice_s: None,
             clock: ClockStart::OwnSend,
             stamp: Stamp::default(),

@@ -13,7 +13,7 @@ use crate::units::Quantile;
 /// Mergeable ([`Recorder::merge`] is associative and exact, `Default` is its identity) and
 /// serialisable: it travels as its non-empty buckets, `[value, count]` pairs, which
 /// rebuild the same histogram bucket for bucket.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(into = "RecorderWire", try_from = "RecorderWire")]
 pub struct Recorder {
     hist: Histogram<u64>,
@@ -97,6 +97,45 @@ impl Recorder {
         }
     }
 
+    /// The q-quantile, seconds, of a sample plus a time drawn independently from an
+    /// exponential of mean `mean_s`: each sample with a random latency added. The sum's
+    /// distribution function at `t` is each bucket's share times the chance that the
+    /// exponential makes up the rest; the quantile is found by bisection between 0 and the
+    /// largest sample plus the exponential's own q-quantile (the sum is below that with
+    /// chance at least q). A `mean_s` of 0 or less is [`Recorder::quantile_s`].
+    pub fn quantile_plus_exponential_s(&self, q: f64, mean_s: f64) -> f64 {
+        if mean_s <= 0.0 || self.count == 0 {
+            return self.quantile_s(q);
+        }
+        let n = self.count as f64;
+        let buckets: Vec<(f64, f64)> = self
+            .hist
+            .iter_recorded()
+            .map(|v| {
+                let at = v.value_iterated_to().min(self.max_ns) as f64 * 1e-9;
+                (at, v.count_at_value() as f64 / n)
+            })
+            .collect();
+        let below = |t: f64| -> f64 {
+            buckets
+                .iter()
+                .take_while(|(at, _)| *at <= t)
+                .map(|(at, share)| share * -(-(t - at) / mean_s).exp_m1())
+                .sum()
+        };
+        let (mut lo, mut hi) = (0.0, self.max_ns as f64 * 1e-9 - mean_s * (-q).ln_1p());
+        // Sixty halvings take any bracket below a second to far under a nanosecond.
+        for _ in 0..60 {
+            let mid = 0.5 * (lo + hi);
+            if below(mid) < q {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        hi
+    }
+
     /// The CDF as (value in seconds, cumulative probability) at `n` evenly spaced
     /// probabilities plus the tail levels 0.99, 0.999 and 1 (empty when no samples).
     pub fn cdf(&self, n: usize) -> Vec<(f64, f64)> {
@@ -129,6 +168,19 @@ impl Recorder {
             p999_s: p999,
             max_s: self.max_ns as f64 * 1e-9,
         }
+    }
+}
+
+/// The summary, not the histogram's thousands of buckets.
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("count", &self.count)
+            .field("mean_s", &self.mean_s())
+            .field("p50_s", &self.quantile_s(0.5))
+            .field("p99_s", &self.quantile_s(0.99))
+            .field("max_ns", &self.max_ns)
+            .finish()
     }
 }
 
@@ -322,6 +374,53 @@ mod tests {
         assert_eq!(r.fraction_at_most(50), Some(0.5));
         assert_eq!(r.fraction_at_most(1_000), Some(1.0));
         assert_eq!(r.fraction_at_most(0), Some(0.0));
+    }
+
+    /// Checked against closed forms: a point mass at c plus an exponential of mean m has
+    /// its q-quantile at c - m ln(1 - q); two equal point masses at 0 and at c mix two such.
+    #[test]
+    fn a_sample_plus_an_exponential_has_the_closed_forms_quantiles() {
+        let mut point = Recorder::default();
+        point.record_n(1_000_000, 1000);
+        let m = 2e-3;
+        for q in [0.5_f64, 0.9, 0.99] {
+            let want = 1e-3 - m * (-q).ln_1p();
+            let got = point.quantile_plus_exponential_s(q, m);
+            assert!(
+                (got / want - 1.0).abs() < 1e-6,
+                "q {q}: {got} against {want}"
+            );
+        }
+        assert_eq!(
+            point.quantile_plus_exponential_s(0.9, 0.0),
+            point.quantile_s(0.9)
+        );
+        // Half at 0 and half at 10 ms, plus an exponential of mean 1 ms: the sum's
+        // distribution function is known, and each quantile found must sit where it is q.
+        let mut two = Recorder::default();
+        two.record_n(0, 500);
+        two.record_n(10_000_000, 500);
+        let (c, m) = (two.quantile_s(1.0), 1e-3);
+        let cdf = |t: f64| {
+            0.5 * (1.0 - (-t / m).exp())
+                + if t > c {
+                    0.5 * (1.0 - (-(t - c) / m).exp())
+                } else {
+                    0.0
+                }
+        };
+        for q in [0.3, 0.5, 0.75, 0.99] {
+            let got = two.quantile_plus_exponential_s(q, m);
+            assert!(
+                (cdf(got) - q).abs() < 1e-9,
+                "q {q}: F({got}) = {}",
+                cdf(got)
+            );
+        }
+        // Below a half the mass at 10 ms plays no part: t = -m ln(1 - 2q).
+        let q = 0.3;
+        let want = -m * (1.0 - q / 0.5_f64).ln();
+        assert!((two.quantile_plus_exponential_s(q, m) / want - 1.0).abs() < 1e-6);
     }
 
     fn rec(values: &[u64]) -> Recorder {

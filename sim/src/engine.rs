@@ -18,6 +18,7 @@ use heisenbench_model::scenario::{Arrivals, Policy, Stamp, Stop};
 use heisenbench_model::schedule::{Planned, Schedule, UserShapes, user_shapes};
 use heisenbench_model::service::Service;
 use heisenbench_model::slo::Judged;
+use heisenbench_model::stats::Recorder;
 use rand::RngExt;
 
 use crate::events::EventQueue;
@@ -315,6 +316,15 @@ impl Simulation {
     pub fn run(mut self) -> SimReport {
         while self.step() {}
         self.report()
+    }
+
+    /// As [`Simulation::run`], with every TTFT the run recorded handed back as well: from
+    /// the intended send, and from the start of each request's send job.
+    pub fn run_keeping_ttfts(mut self) -> (SimReport, [Recorder; 2]) {
+        while self.step() {}
+        let report = self.report();
+        let t = std::mem::take(&mut self.tally);
+        (report, [t.ttft_intended, t.ttft_send_start])
     }
 
     /// The report of the run so far (complete once [`Simulation::step`] returned false).

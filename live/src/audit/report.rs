@@ -408,8 +408,16 @@ impl Simulated {
         };
         let delay = if p.delay_s > 0.0 {
             format!(
-                "; {} of latency a request that takes no CPU of the loop (fitted with the share)",
-                f(p.delay_s)
+                "; {} of latency a request that takes no CPU of the loop (fitted with the share{})",
+                f(p.delay_s),
+                if p.delay_spread > 0.0 {
+                    format!(
+                        "; {:.0} % of it drawn for each request from an exponential, fitted with the slice on the quantiles",
+                        100.0 * p.delay_spread
+                    )
+                } else {
+                    String::new()
+                }
             )
         } else {
             String::new()
