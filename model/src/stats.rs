@@ -98,14 +98,25 @@ impl Recorder {
     }
 
     /// The q-quantile, seconds, of a sample plus a time drawn independently from an
-    /// exponential of mean `mean_s`: each sample with a random latency added. The sum's
-    /// distribution function at `t` is each bucket's share times the chance that the
-    /// exponential makes up the rest; the quantile is found by bisection between 0 and the
-    /// largest sample plus the exponential's own q-quantile (the sum is below that with
-    /// chance at least q). A `mean_s` of 0 or less is [`Recorder::quantile_s`].
+    /// exponential of mean `mean_s`: each sample with a random latency added. A `mean_s`
+    /// of 0 or less is [`Recorder::quantile_s`]. Several quantiles of the same sum are
+    /// cheaper through [`Recorder::quantiles_plus_exponential_s`].
     pub fn quantile_plus_exponential_s(&self, q: f64, mean_s: f64) -> f64 {
+        self.quantiles_plus_exponential_s([q], mean_s)[0]
+    }
+
+    /// [`Recorder::quantile_plus_exponential_s`] at each of `qs`, over one pass of the
+    /// histogram. The sum's distribution function at `t` is each bucket's share times the
+    /// chance that the exponential makes up the rest; each quantile is found by bisection
+    /// between 0 and the largest sample plus the exponential's own q-quantile (the sum is
+    /// below that with chance at least q).
+    pub fn quantiles_plus_exponential_s<const N: usize>(
+        &self,
+        qs: [f64; N],
+        mean_s: f64,
+    ) -> [f64; N] {
         if mean_s <= 0.0 || self.count == 0 {
-            return self.quantile_s(q);
+            return qs.map(|q| self.quantile_s(q));
         }
         let n = self.count as f64;
         let buckets: Vec<(f64, f64)> = self
@@ -123,17 +134,19 @@ impl Recorder {
                 .map(|(at, share)| share * -(-(t - at) / mean_s).exp_m1())
                 .sum()
         };
-        let (mut lo, mut hi) = (0.0, self.max_ns as f64 * 1e-9 - mean_s * (-q).ln_1p());
-        // Sixty halvings take any bracket below a second to far under a nanosecond.
-        for _ in 0..60 {
-            let mid = 0.5 * (lo + hi);
-            if below(mid) < q {
-                lo = mid;
-            } else {
-                hi = mid;
+        qs.map(|q| {
+            let (mut lo, mut hi) = (0.0, self.max_ns as f64 * 1e-9 - mean_s * (-q).ln_1p());
+            // Sixty halvings take any bracket below a second to far under a nanosecond.
+            for _ in 0..60 {
+                let mid = 0.5 * (lo + hi);
+                if below(mid) < q {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
             }
-        }
-        hi
+            hi
+        })
     }
 
     /// The CDF as (value in seconds, cumulative probability) at `n` evenly spaced
@@ -409,8 +422,9 @@ mod tests {
                     0.0
                 }
         };
-        for q in [0.3, 0.5, 0.75, 0.99] {
-            let got = two.quantile_plus_exponential_s(q, m);
+        // The several-quantile form, in one pass, against the same truth.
+        let qs = [0.3, 0.5, 0.75, 0.99];
+        for (q, got) in qs.into_iter().zip(two.quantiles_plus_exponential_s(qs, m)) {
             assert!(
                 (cdf(got) - q).abs() < 1e-9,
                 "q {q}: F({got}) = {}",

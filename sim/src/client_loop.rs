@@ -330,11 +330,12 @@ pub fn fit_loop(
     targets: &[FitTarget],
 ) -> Result<LoopPrediction, ModelError> {
     let fit = |slice| fit_share(costs, slice, clock, targets);
-    let p99s: Vec<Option<f64>> = targets
+    // The p50, p90 and p99 each audit measured, where positive.
+    let tails: Vec<[Option<f64>; 3]> = targets
         .iter()
-        .map(|t| t.excess_s[3].filter(|&x| x > 0.0))
+        .map(|t| [1, 2, 3].map(|i| t.excess_s[i].filter(|&x| x > 0.0)))
         .collect();
-    if p99s.iter().all(Option::is_none) {
+    if tails.iter().all(|t| t[2].is_none()) {
         return fit(None).map(|mut fits| fits.swap_remove(0));
     }
     // Each slice's fit is a seeded simulation of its own: run side by side, taken in order.
@@ -344,11 +345,6 @@ pub fn fit_loop(
             .map(|r| r.join().expect("a slice's fit does not panic"))
             .collect()
     });
-    // The p50, p90 and p99 each audit measured, where positive.
-    let tails: Vec<[Option<f64>; 3]> = targets
-        .iter()
-        .map(|t| [1, 2, 3].map(|i| t.excess_s[i].filter(|&x| x > 0.0)))
-        .collect();
     let miss = |runs: &[LoopPrediction]| {
         let logs: Vec<f64> = runs
             .iter()
@@ -381,12 +377,12 @@ pub fn fit_loop(
 /// The mean, p50, p90 and p99 of `loop_part` with `fixed_s` added to every request and an
 /// exponential of mean `drawn_s` drawn for each.
 fn quantiles(loop_part: &Recorder, fixed_s: f64, drawn_s: f64) -> [f64; 4] {
-    let q = |q: f64| fixed_s + loop_part.quantile_plus_exponential_s(q, drawn_s);
+    let [p50, p90, p99] = loop_part.quantiles_plus_exponential_s([0.5, 0.9, 0.99], drawn_s);
     [
         loop_part.mean_s() + fixed_s + drawn_s,
-        q(0.5),
-        q(0.9),
-        q(0.99),
+        fixed_s + p50,
+        fixed_s + p90,
+        fixed_s + p99,
     ]
 }
 
