@@ -366,6 +366,18 @@ impl BatchedBound {
     }
 }
 
+/// The shape of the latency a fit finds beyond a client's CPU (its path through its
+/// libraries and wake-ups), chosen per tool on audits held out of the fit
+/// (bench/audit/RESULTS.md, r62-r63).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LatencyShape {
+    /// The same for every request; the slice is fitted on the p99s alone.
+    Constant,
+    /// A share of it, fitted with the slice on the p50s, p90s and p99s, drawn for each
+    /// request from an exponential (the mean kept).
+    Drawn,
+}
+
 /// How a tool paces its requests, from its source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

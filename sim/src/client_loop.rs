@@ -13,7 +13,8 @@
 
 use heisenbench_model::ModelError;
 use heisenbench_model::client_loop::{
-    AuditedLoad, ClockStart, CoreWait, CostSample, FillingCosts, LoopCosts, LoopPrediction,
+    AuditedLoad, ClockStart, CoreWait, CostSample, FillingCosts, LatencyShape, LoopCosts,
+    LoopPrediction,
 };
 use heisenbench_model::scenario::{
     Arrivals, ClientModel, EventCosts, Lengths, Policy, Stamp, Stop, Workload,
@@ -315,18 +316,20 @@ const SLICES: [Option<f64>; 6] = [
 ];
 
 /// The slice (whole, 2, 1, 0.5, 0.25 or 0.1 ms), the share before the send and the latency
-/// beyond the CPU, with its spread, whose simulation comes closest to the audits in
-/// `targets`: per slice the share and latency are fitted on the means and medians
-/// ([`fit_before_send`]); then the slice and the share of the latency drawn for each
-/// request from an exponential (0 to 1 by tenths, the mean unchanged) are the pair whose
-/// p50s, p90s and p99s come closest, as the mean of the absolute log ratios. A whole job
-/// in a request's way lengthens the tail long before it moves the mean; a latency that
-/// differs from one request to the next lowers the median and lengthens the tail at
-/// once, as a constant one cannot. Without a positive p99 to fit on, jobs run whole and
-/// the latency is constant. The prediction is at the first target's load.
+/// beyond the CPU whose simulation comes closest to the audits in `targets`: per slice the
+/// share and latency are fitted on the means and medians ([`fit_before_send`]). With a
+/// constant latency (`shape`), the slice is then the one whose p99s come closest, as the
+/// mean of the absolute log ratios: a whole job in a request's way lengthens the tail long
+/// before it moves the mean. With a drawn one, the slice and the share of the latency drawn
+/// for each request from an exponential (0 to 1 by tenths, the mean unchanged) are the pair
+/// whose p50s, p90s and p99s come closest: a latency that differs from one request to the
+/// next lowers the median and lengthens the tail at once, as a constant one cannot.
+/// Without a positive p99 to fit on, jobs run whole and the latency is constant. The
+/// prediction is at the first target's load.
 pub fn fit_loop(
     costs: &LoopCosts,
     clock: ClockStart,
+    shape: LatencyShape,
     targets: &[FitTarget],
 ) -> Result<LoopPrediction, ModelError> {
     let fit = |slice| fit_share(costs, slice, clock, targets);
@@ -345,12 +348,18 @@ pub fn fit_loop(
             .map(|r| r.join().expect("a slice's fit does not panic"))
             .collect()
     });
+    let (spreads, fitted_on): (&[f64], &[usize]) = match shape {
+        LatencyShape::Constant => (&[0.0], &[2]),
+        LatencyShape::Drawn => (&SPREADS, &[0, 1, 2]),
+    };
     let miss = |runs: &[LoopPrediction]| {
         let logs: Vec<f64> = runs
             .iter()
             .zip(&tails)
             .flat_map(|(p, m)| {
-                (0..3).filter_map(move |i| Some((p.reported_s[i + 1].max(1e-9) / m[i]?).ln().abs()))
+                fitted_on
+                    .iter()
+                    .filter_map(move |&i| Some((p.reported_s[i + 1].max(1e-9) / m[i]?).ln().abs()))
             })
             .collect();
         logs.iter().sum::<f64>() / logs.len() as f64
@@ -360,7 +369,7 @@ pub fn fit_loop(
     let mut best: Option<(f64, Vec<LoopPrediction>)> = None;
     for runs in fits {
         let runs = runs?;
-        for spread in SPREADS {
+        for &spread in spreads {
             let spread_runs: Vec<LoopPrediction> = runs
                 .iter()
                 .map(|p| with_delay(p.clone(), 0.0, spread))
@@ -558,9 +567,9 @@ fn load_of(a: &AuditedLoad, seed: u64) -> LoopLoad {
 
 /// Reads a client's loop ([`LoopReading`]) from audits at a shorter length (`shorter`) and
 /// one or more longer audits (`longs`, the first at the rate of the first shorter one);
-/// `clock` is where the tool starts its TTFT. One shorter audit splits the CPU per request
-/// into a part per request and a part per chunk ([`LoopCosts::split`]); audits at two rates
-/// also find the part per second ([`LoopCosts::fit`]), which the simulated jobs leave out
+/// `clock` is where the tool starts its TTFT, `shape` the form of the latency beyond its
+/// CPU. One shorter audit splits the CPU per request into a part per request and a part
+/// per chunk ([`LoopCosts::split`]); audits at two rates also find the part per second ([`LoopCosts::fit`]), which the simulated jobs leave out
 /// (it is spent whatever the load). The share before the send, the latency beyond the CPU
 /// and the slice are fitted on every longer audit at once ([`fit_loop`]). The busiest
 /// process's costs are fitted the same way where they can be, for the saturation. Refused
@@ -569,6 +578,7 @@ pub fn read_loop(
     shorter: &[AuditedLoad],
     longs: &[AuditedLoad],
     clock: ClockStart,
+    shape: LatencyShape,
     seed: u64,
 ) -> Result<LoopReading, ModelError> {
     let Some(long) = longs.first() else {
@@ -644,7 +654,7 @@ pub fn read_loop(
     .flatten()
     .filter_map(|(samples, cores)| FillingCosts::fit(&samples, cores).ok())
     .collect();
-    let mut fitted = fit_loop(&costs, clock, &targets)?
+    let mut fitted = fit_loop(&costs, clock, shape, &targets)?
         .with_busiest(busiest)
         .with_machine(machine)
         .with_filling(&filling);
@@ -1128,14 +1138,29 @@ mod tests {
         let fit = fit_loop(
             &costs,
             ClockStart::Intended,
+            LatencyShape::Drawn,
             &[target(l, [mean, p50, p90, p99])],
         )
         .unwrap();
         assert_eq!(fit.slice_s, Some(5e-4), "{fit:?}");
+        // With a constant latency, from the p99 alone, and nothing drawn.
+        let fit = fit_loop(
+            &costs,
+            ClockStart::Intended,
+            LatencyShape::Constant,
+            &[target(l, [mean, p50, p90, p99])],
+        )
+        .unwrap();
+        assert_eq!(
+            (fit.slice_s, fit.delay_spread),
+            (Some(5e-4), 0.0),
+            "{fit:?}"
+        );
         // Without a p99, jobs run whole.
         let fit = fit_loop(
             &costs,
             ClockStart::Intended,
+            LatencyShape::Drawn,
             &[target(l, [mean, p50, p90, None])],
         )
         .unwrap();
@@ -1226,7 +1251,13 @@ mod tests {
                 "{p:?} against {t:?}"
             );
         }
-        let fit = fit_loop(&costs, ClockStart::Intended, &[light, heavy]).unwrap();
+        let fit = fit_loop(
+            &costs,
+            ClockStart::Intended,
+            LatencyShape::Drawn,
+            &[light, heavy],
+        )
+        .unwrap();
         assert_eq!(fit, {
             let mut again =
                 fit_share(&costs, fit.slice_s, ClockStart::Intended, &[light, heavy]).unwrap();
@@ -1276,7 +1307,14 @@ mod tests {
         let costs = costs(1.5e-3, 10e-6, 0.0);
         let audit = |chunks: u32| audit_of(&costs, &load(50.0, chunks));
         let (short, long) = (audit(20), audit(200));
-        let r = read_loop(&[short], &[long], ClockStart::OwnSend, 3).unwrap();
+        let r = read_loop(
+            &[short],
+            &[long],
+            ClockStart::OwnSend,
+            LatencyShape::Drawn,
+            3,
+        )
+        .unwrap();
         assert!((r.fitted.costs.per_request_s - 1.5e-3).abs() < 1e-12);
         assert!((r.fitted.before_send - 0.6).abs() < 1e-9, "{r:?}");
         assert_eq!(r.shorter[0].reported_s.map(Some), short.excess_s);
@@ -1284,8 +1322,17 @@ mod tests {
             excess_s: [None; 4],
             ..long
         };
-        assert!(read_loop(&[short], &[no_mean], ClockStart::OwnSend, 3).is_err());
-        assert!(read_loop(&[], &[long], ClockStart::OwnSend, 3).is_err());
+        assert!(
+            read_loop(
+                &[short],
+                &[no_mean],
+                ClockStart::OwnSend,
+                LatencyShape::Drawn,
+                3
+            )
+            .is_err()
+        );
+        assert!(read_loop(&[], &[long], ClockStart::OwnSend, LatencyShape::Drawn, 3).is_err());
     }
 
     /// Audits of a loop whose wait to wake grows with its load (0.1 ms + 1 ms a core of
@@ -1304,7 +1351,14 @@ mod tests {
             audit_of(&costs, &l)
         };
         let (short, long) = (audit(50.0, 20), audit(50.0, 200));
-        let r = read_loop(&[short], &[long], ClockStart::OwnSend, 3).unwrap();
+        let r = read_loop(
+            &[short],
+            &[long],
+            ClockStart::OwnSend,
+            LatencyShape::Drawn,
+            3,
+        )
+        .unwrap();
         let law = r.fitted.wake_wait_law.expect("a law from two readings");
         assert!((law.base - 1e-4).abs() < 1e-9, "{law:?}");
         assert!((law.per_core - 1e-3).abs() < 1e-9, "{law:?}");
@@ -1338,6 +1392,7 @@ mod tests {
             &[audit(1.0, 50.0, 20)],
             &[audit(1.0, 50.0, 200)],
             ClockStart::OwnSend,
+            LatencyShape::Drawn,
             3,
         )
         .unwrap();
@@ -1382,6 +1437,7 @@ mod tests {
                 ..audit(1.0, 50.0, 200)
             }],
             ClockStart::OwnSend,
+            LatencyShape::Drawn,
             3,
         )
         .unwrap();
@@ -1435,6 +1491,7 @@ mod tests {
             &[gauged(1.0, 50.0, 20, Some(1e-3))],
             &[gauged(1.0, 50.0, 200, Some(1e-3))],
             ClockStart::OwnSend,
+            LatencyShape::Drawn,
             3,
         )
         .unwrap();
@@ -1485,6 +1542,7 @@ mod tests {
             &[gauged(1.0, 50.0, 20, None)],
             &[gauged(1.0, 50.0, 200, Some(1e-3))],
             ClockStart::OwnSend,
+            LatencyShape::Drawn,
             3,
         )
         .unwrap();
@@ -1508,8 +1566,9 @@ mod tests {
             )
         };
         let ((s1, l1), (s2, l2)) = (sitting(1.5e-3), sitting(2.5e-3));
-        let one =
-            |s: &[AuditedLoad], l: &[AuditedLoad]| read_loop(s, l, ClockStart::OwnSend, 3).unwrap();
+        let one = |s: &[AuditedLoad], l: &[AuditedLoad]| {
+            read_loop(s, l, ClockStart::OwnSend, LatencyShape::Drawn, 3).unwrap()
+        };
         // The faster sitting alone (the slower one is its mirror, and each reading
         // simulates its audits many times over).
         let fast = one(&s1, &l1);
@@ -1588,7 +1647,14 @@ mod tests {
             }
         };
         let (short, short_fast, long) = (audit(50.0, 20), audit(100.0, 20), audit(50.0, 200));
-        let r = read_loop(&[short, short_fast], &[long], ClockStart::OwnSend, 3).unwrap();
+        let r = read_loop(
+            &[short, short_fast],
+            &[long],
+            ClockStart::OwnSend,
+            LatencyShape::Drawn,
+            3,
+        )
+        .unwrap();
         let c = r.fitted.costs;
         assert!((c.per_second - 0.1).abs() < 1e-9, "{c:?}");
         assert!((c.per_request_s - 1.5e-3).abs() < 1e-9, "{c:?}");
@@ -1621,6 +1687,7 @@ mod tests {
             &[on_machine(short), on_machine(short_fast)],
             &[on_machine(long)],
             ClockStart::OwnSend,
+            LatencyShape::Drawn,
             3,
         )
         .unwrap();
@@ -1638,6 +1705,7 @@ mod tests {
             &[on_machine(short), short_fast],
             &[on_machine(long)],
             ClockStart::OwnSend,
+            LatencyShape::Drawn,
             3,
         )
         .unwrap();
@@ -1679,7 +1747,14 @@ mod tests {
             }
         };
         let (short, short_fast, long) = (audit(50.0, 20), audit(100.0, 20), audit(50.0, 200));
-        let r = read_loop(&[short, short_fast], &[long], ClockStart::OwnSend, 3).unwrap();
+        let r = read_loop(
+            &[short, short_fast],
+            &[long],
+            ClockStart::OwnSend,
+            LatencyShape::Drawn,
+            3,
+        )
+        .unwrap();
         assert_eq!(r.fitted.filling.len(), 1, "{:?}", r.fitted.filling);
         let f = r.fitted.filling[0];
         assert_eq!(f.cores, cores);

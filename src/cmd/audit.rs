@@ -12,7 +12,8 @@ use heisenbench_live::audit::report::{
 };
 use heisenbench_live::audit::{self, AuditConfig, AuditError};
 use heisenbench_model::client_loop::{
-    AuditedLoad, ClockStart, GapLateness, GapReading, HELD_SHARE, LoopPrediction, Pacing,
+    AuditedLoad, ClockStart, GapLateness, GapReading, HELD_SHARE, LatencyShape, LoopPrediction,
+    Pacing,
 };
 use heisenbench_model::units::format_seconds;
 use heisenbench_sim::client_loop::{self, GaugedSpeed, LoopReading};
@@ -378,7 +379,13 @@ fn read_client_loop(
     let clock = clock
         .or(fit_on[0].observed.reported.as_ref().map(|r| r.clock()))
         .unwrap_or(ClockStart::OwnSend);
-    let mut r = client_loop::read_loop(&s, &longs, clock, SEED).map_err(|e| e.to_string())?;
+    let shape = fit_on[0]
+        .observed
+        .reported
+        .as_ref()
+        .map_or(LatencyShape::Constant, |r| r.latency_shape());
+    let mut r =
+        client_loop::read_loop(&s, &longs, clock, shape, SEED).map_err(|e| e.to_string())?;
     // A tool that sleeps each gap from its last wake sends less than it was asked for at
     // any load: how much less, read from every calibration audit.
     let paces_each_gap = fit_on[0]

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use heisenbench_model::client_loop::{ClockStart, Pacing};
+use heisenbench_model::client_loop::{ClockStart, LatencyShape, Pacing};
 use heisenbench_model::scenario::Stamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -129,6 +129,16 @@ impl Reported {
         match self.tool.as_str() {
             "SGLang bench_serving" => Pacing::EachGap,
             _ => Pacing::Schedule,
+        }
+    }
+
+    /// The shape of the latency beyond the tool's CPU, as held out on fresh sittings
+    /// (bench/audit/RESULTS.md, r62-r63): vLLM's bench forecast nearer with a share drawn
+    /// for each request, inference-perf did not; the tools not held to it keep a constant.
+    pub fn latency_shape(&self) -> LatencyShape {
+        match self.tool.as_str() {
+            "vllm bench serve" => LatencyShape::Drawn,
+            _ => LatencyShape::Constant,
         }
     }
 
@@ -772,6 +782,12 @@ mod tests {
         );
         assert_eq!(r.pacing(), Pacing::EachGap);
         assert_eq!(vllm(&v).map(|r| r.pacing()), Some(Pacing::Schedule));
+        // The same keys read as vLLM's draw a share of the latency; SGLang's keep it constant.
+        assert_eq!(r.latency_shape(), LatencyShape::Constant);
+        assert_eq!(
+            vllm(&v).map(|r| r.latency_shape()),
+            Some(LatencyShape::Drawn)
+        );
         let t = r.ttft.expect("ttft");
         // The file says 4.765 ms mean and 16.955 ms p99, and has no p90 of TTFT.
         assert!((t.mean_s.unwrap() - 4.76492365096783e-3).abs() < 1e-12);
