@@ -880,6 +880,15 @@ mod tests {
         FitTarget { load, excess_s }
     }
 
+    /// A loop read from its audits as the Python tools' are: the clock at their own send,
+    /// a share of the latency drawn, one seed.
+    fn read_own_send(
+        shorter: &[AuditedLoad],
+        longs: &[AuditedLoad],
+    ) -> Result<LoopReading, ModelError> {
+        read_loop(shorter, longs, ClockStart::OwnSend, LatencyShape::Drawn, 3)
+    }
+
     /// The audit a known loop of `costs` makes at load `l`, 0.6 of a request's fixed cost
     /// before its send, its clock from its own send: its CPU a request as the costs say, and
     /// the TTFT it adds as simulated.
@@ -1307,14 +1316,7 @@ mod tests {
         let costs = costs(1.5e-3, 10e-6, 0.0);
         let audit = |chunks: u32| audit_of(&costs, &load(50.0, chunks));
         let (short, long) = (audit(20), audit(200));
-        let r = read_loop(
-            &[short],
-            &[long],
-            ClockStart::OwnSend,
-            LatencyShape::Drawn,
-            3,
-        )
-        .unwrap();
+        let r = read_own_send(&[short], &[long]).unwrap();
         assert!((r.fitted.costs.per_request_s - 1.5e-3).abs() < 1e-12);
         assert!((r.fitted.before_send - 0.6).abs() < 1e-9, "{r:?}");
         assert_eq!(r.shorter[0].reported_s.map(Some), short.excess_s);
@@ -1322,17 +1324,8 @@ mod tests {
             excess_s: [None; 4],
             ..long
         };
-        assert!(
-            read_loop(
-                &[short],
-                &[no_mean],
-                ClockStart::OwnSend,
-                LatencyShape::Drawn,
-                3
-            )
-            .is_err()
-        );
-        assert!(read_loop(&[], &[long], ClockStart::OwnSend, LatencyShape::Drawn, 3).is_err());
+        assert!(read_own_send(&[short], &[no_mean]).is_err());
+        assert!(read_own_send(&[], &[long]).is_err());
     }
 
     /// Audits of a loop whose wait to wake grows with its load (0.1 ms + 1 ms a core of
@@ -1351,14 +1344,7 @@ mod tests {
             audit_of(&costs, &l)
         };
         let (short, long) = (audit(50.0, 20), audit(50.0, 200));
-        let r = read_loop(
-            &[short],
-            &[long],
-            ClockStart::OwnSend,
-            LatencyShape::Drawn,
-            3,
-        )
-        .unwrap();
+        let r = read_own_send(&[short], &[long]).unwrap();
         let law = r.fitted.wake_wait_law.expect("a law from two readings");
         assert!((law.base - 1e-4).abs() < 1e-9, "{law:?}");
         assert!((law.per_core - 1e-3).abs() < 1e-9, "{law:?}");
@@ -1388,14 +1374,7 @@ mod tests {
         let audit = |k: f64, rate: f64, chunks: u32| {
             audit_of(&costs(1.5e-3 * k, 10e-6 * k, 0.0), &load(rate, chunks))
         };
-        let r = read_loop(
-            &[audit(1.0, 50.0, 20)],
-            &[audit(1.0, 50.0, 200)],
-            ClockStart::OwnSend,
-            LatencyShape::Drawn,
-            3,
-        )
-        .unwrap();
+        let r = read_own_send(&[audit(1.0, 50.0, 20)], &[audit(1.0, 50.0, 200)]).unwrap();
         assert!(
             (r.fitted.costs.per_request_s - 1.5e-3).abs() < 1e-9,
             "{r:?}"
@@ -1430,15 +1409,12 @@ mod tests {
         // any run against audits that found different loops between them.
         let elsewhere = AuditedLoad { loops: 2, ..slower };
         assert!(predict_given_speed(&r, &elsewhere, 3).unwrap().is_none());
-        let mixed = read_loop(
+        let mixed = read_own_send(
             &[audit(1.0, 50.0, 20)],
             &[AuditedLoad {
                 loops: 2,
                 ..audit(1.0, 50.0, 200)
             }],
-            ClockStart::OwnSend,
-            LatencyShape::Drawn,
-            3,
         )
         .unwrap();
         assert_eq!((r.loops_read_on, mixed.loops_read_on), (Some(1), None));
@@ -1487,12 +1463,9 @@ mod tests {
             walk_s: unit_s.map(|_| 2e-3),
             ..audit_of(&costs(1.5e-3 * k, 10e-6 * k, 0.0), &load(rate, chunks))
         };
-        let r = read_loop(
+        let r = read_own_send(
             &[gauged(1.0, 50.0, 20, Some(1e-3))],
             &[gauged(1.0, 50.0, 200, Some(1e-3))],
-            ClockStart::OwnSend,
-            LatencyShape::Drawn,
-            3,
         )
         .unwrap();
         let g = r.gauged.expect("a gauged calibration");
@@ -1538,12 +1511,9 @@ mod tests {
         assert!(predict_given_machine(&r, &ungauged, 3).unwrap().is_none());
         let elsewhere = AuditedLoad { loops: 2, ..slower };
         assert!(predict_given_machine(&r, &elsewhere, 3).unwrap().is_none());
-        let half = read_loop(
+        let half = read_own_send(
             &[gauged(1.0, 50.0, 20, None)],
             &[gauged(1.0, 50.0, 200, Some(1e-3))],
-            ClockStart::OwnSend,
-            LatencyShape::Drawn,
-            3,
         )
         .unwrap();
         assert!(half.gauged.is_none());
@@ -1566,9 +1536,7 @@ mod tests {
             )
         };
         let ((s1, l1), (s2, l2)) = (sitting(1.5e-3), sitting(2.5e-3));
-        let one = |s: &[AuditedLoad], l: &[AuditedLoad]| {
-            read_loop(s, l, ClockStart::OwnSend, LatencyShape::Drawn, 3).unwrap()
-        };
+        let one = |s: &[AuditedLoad], l: &[AuditedLoad]| read_own_send(s, l).unwrap();
         // The faster sitting alone (the slower one is its mirror, and each reading
         // simulates its audits many times over).
         let fast = one(&s1, &l1);
@@ -1647,14 +1615,7 @@ mod tests {
             }
         };
         let (short, short_fast, long) = (audit(50.0, 20), audit(100.0, 20), audit(50.0, 200));
-        let r = read_loop(
-            &[short, short_fast],
-            &[long],
-            ClockStart::OwnSend,
-            LatencyShape::Drawn,
-            3,
-        )
-        .unwrap();
+        let r = read_own_send(&[short, short_fast], &[long]).unwrap();
         let c = r.fitted.costs;
         assert!((c.per_second - 0.1).abs() < 1e-9, "{c:?}");
         assert!((c.per_request_s - 1.5e-3).abs() < 1e-9, "{c:?}");
@@ -1683,12 +1644,9 @@ mod tests {
             )),
             ..a
         };
-        let r = read_loop(
+        let r = read_own_send(
             &[on_machine(short), on_machine(short_fast)],
             &[on_machine(long)],
-            ClockStart::OwnSend,
-            LatencyShape::Drawn,
-            3,
         )
         .unwrap();
         let (m, cores) = r.fitted.machine.expect("the machine fitted");
@@ -1701,14 +1659,7 @@ mod tests {
         );
         assert!((r.fitted.saturation_per_s - expected).abs() < 1e-6, "{r:?}");
         // One audit without the machine's reading: no machine bound.
-        let r = read_loop(
-            &[on_machine(short), short_fast],
-            &[on_machine(long)],
-            ClockStart::OwnSend,
-            LatencyShape::Drawn,
-            3,
-        )
-        .unwrap();
+        let r = read_own_send(&[on_machine(short), short_fast], &[on_machine(long)]).unwrap();
         assert!(r.fitted.machine.is_none());
     }
 
@@ -1747,14 +1698,7 @@ mod tests {
             }
         };
         let (short, short_fast, long) = (audit(50.0, 20), audit(100.0, 20), audit(50.0, 200));
-        let r = read_loop(
-            &[short, short_fast],
-            &[long],
-            ClockStart::OwnSend,
-            LatencyShape::Drawn,
-            3,
-        )
-        .unwrap();
+        let r = read_own_send(&[short, short_fast], &[long]).unwrap();
         assert_eq!(r.fitted.filling.len(), 1, "{:?}", r.fitted.filling);
         let f = r.fitted.filling[0];
         assert_eq!(f.cores, cores);
