@@ -884,6 +884,32 @@ impl std::str::FromStr for ClockStart {
     }
 }
 
+impl std::fmt::Display for LatencyShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Constant => "constant",
+            Self::Drawn => "drawn",
+        })
+    }
+}
+
+impl std::str::FromStr for LatencyShape {
+    type Err = ModelError;
+
+    /// `constant` or `drawn`.
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "constant" => Ok(Self::Constant),
+            "drawn" => Ok(Self::Drawn),
+            _ => Err(ModelError::invalid(
+                "latency shape",
+                s,
+                "use constant or drawn",
+            )),
+        }
+    }
+}
+
 /// What one audit measured of a client's loop: its load, its CPU and the TTFT it added.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AuditedLoad {
@@ -2109,10 +2135,14 @@ mod tests {
     }
 
     #[test]
-    fn the_clock_reads_as_it_prints() {
+    fn the_clock_and_the_latency_shape_read_as_they_print() {
         for c in [ClockStart::Intended, ClockStart::OwnSend] {
             assert_eq!(c.to_string().parse::<ClockStart>().unwrap(), c);
         }
         assert!("send".parse::<ClockStart>().is_err());
+        for l in [LatencyShape::Constant, LatencyShape::Drawn] {
+            assert_eq!(l.to_string().parse::<LatencyShape>().unwrap(), l);
+        }
+        assert!("exponential".parse::<LatencyShape>().is_err());
     }
 }

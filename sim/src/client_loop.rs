@@ -352,35 +352,33 @@ pub fn fit_loop(
         LatencyShape::Constant => (&[0.0], &[2]),
         LatencyShape::Drawn => (&SPREADS, &[0, 1, 2]),
     };
-    let miss = |runs: &[LoopPrediction]| {
+    let miss = |runs: &[LoopPrediction], spread: f64| {
         let logs: Vec<f64> = runs
             .iter()
             .zip(&tails)
             .flat_map(|(p, m)| {
+                let reported = reported_at(p, spread);
                 fitted_on
                     .iter()
-                    .filter_map(move |&i| Some((p.reported_s[i + 1].max(1e-9) / m[i]?).ln().abs()))
+                    .filter_map(move |&i| Some((reported[i + 1].max(1e-9) / m[i]?).ln().abs()))
             })
             .collect();
         logs.iter().sum::<f64>() / logs.len() as f64
     };
-    // Each slice's fit at each spread of its latency beyond the CPU: the mean stays, the
-    // quantiles move, so no simulation is run again.
-    let mut best: Option<(f64, Vec<LoopPrediction>)> = None;
-    for runs in fits {
-        let runs = runs?;
+    // Each slice's fit scored at each spread of its latency beyond the CPU: the mean stays,
+    // the quantiles move, so no simulation is run again, and only the best is kept.
+    let mut fits = fits.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let mut best: Option<(f64, usize, f64)> = None;
+    for (k, runs) in fits.iter().enumerate() {
         for &spread in spreads {
-            let spread_runs: Vec<LoopPrediction> = runs
-                .iter()
-                .map(|p| with_delay(p.clone(), 0.0, spread))
-                .collect();
-            let m = miss(&spread_runs);
-            if best.as_ref().is_none_or(|(b, _)| m < *b) {
-                best = Some((m, spread_runs));
+            let m = miss(runs, spread);
+            if best.is_none_or(|(b, ..)| m < b) {
+                best = Some((m, k, spread));
             }
         }
     }
-    Ok(best.expect("SLICES is not empty").1.swap_remove(0))
+    let (_, k, spread) = best.expect("SLICES is not empty");
+    Ok(with_delay(fits.swap_remove(k).swap_remove(0), 0.0, spread))
 }
 
 /// The mean, p50, p90 and p99 of `loop_part` with `fixed_s` added to every request and an
@@ -399,15 +397,25 @@ fn quantiles(loop_part: &Recorder, fixed_s: f64, drawn_s: f64) -> [f64; 4] {
 /// it drawn for each request from an exponential (the mean is the same at any spread).
 fn with_delay(mut p: LoopPrediction, delay_s: f64, spread: f64) -> LoopPrediction {
     p.delay_s += delay_s;
-    match &p.loop_part {
-        Some(loop_part) => {
-            p.delay_spread = spread;
-            let drawn = p.delay_s * spread;
-            p.reported_s = quantiles(loop_part, p.delay_s - drawn, drawn);
-        }
-        None => p.reported_s = p.reported_s.map(|x| x + delay_s),
+    if p.loop_part.is_some() {
+        p.delay_spread = spread;
+        p.reported_s = reported_at(&p, spread);
+    } else {
+        p.reported_s = p.reported_s.map(|x| x + delay_s);
     }
     p
+}
+
+/// The mean, p50, p90 and p99 `p` reports with the share `spread` of its latency beyond the
+/// CPU drawn for each request; as it stands where its loop's own part was not kept.
+fn reported_at(p: &LoopPrediction, spread: f64) -> [f64; 4] {
+    match &p.loop_part {
+        Some(loop_part) => {
+            let drawn = p.delay_s * spread;
+            quantiles(loop_part, p.delay_s - drawn, drawn)
+        }
+        None => p.reported_s,
+    }
 }
 
 /// The spreads of the latency beyond the CPU a fit tries: the share of it drawn for each

@@ -177,7 +177,14 @@ pub fn run(a: AuditFlags, out: &mut dyn Write) -> Result<(), Failure> {
         if !shorts.is_empty() && index + 1 >= fit_on {
             let r = reading.get_or_insert_with(|| {
                 let on: Vec<&AuditReport> = reports.iter().chain([&report]).collect();
-                read_client_loop(&shorts, &on, a.clock, a.preemptions, batched.as_ref(), &[])
+                read_client_loop(
+                    &shorts,
+                    &on,
+                    (a.clock, a.latency_shape),
+                    a.preemptions,
+                    batched.as_ref(),
+                    &[],
+                )
             });
             let simulated = r.as_ref().map_err(Clone::clone).and_then(|r| {
                 if index + 1 == fit_on {
@@ -344,13 +351,15 @@ fn saturation_of(
 
 /// The client's loop read from the shorter audits `shorts` and the longer `fit_on` (the
 /// share before the send, the latency and the slice fitted on all of them at once), with
-/// where its costs came from; `preemptions`: the loop also loses its core while it has
-/// work, as often as the audits read. A tool that sleeps each gap has its lateness read
-/// net of the draws in `drawn` where every calibration audit has them.
+/// where its costs came from; `clock` and `shape`: where the tool starts its TTFT and the
+/// shape of its latency beyond the CPU, each by the tool read where not given;
+/// `preemptions`: the loop also loses its core while it has work, as often as the audits
+/// read. A tool that sleeps each gap has its lateness read net of the draws in `drawn`
+/// where every calibration audit has them.
 fn read_client_loop(
     shorts: &[AuditReport],
     fit_on: &[&AuditReport],
-    clock: Option<ClockStart>,
+    (clock, shape): (Option<ClockStart>, Option<LatencyShape>),
     preemptions: bool,
     batched: Option<&BatchedAudit>,
     drawn: &[DrawnGaps],
@@ -379,11 +388,13 @@ fn read_client_loop(
     let clock = clock
         .or(fit_on[0].observed.reported.as_ref().map(|r| r.clock()))
         .unwrap_or(ClockStart::OwnSend);
-    let shape = fit_on[0]
-        .observed
-        .reported
-        .as_ref()
-        .map_or(LatencyShape::Constant, |r| r.latency_shape());
+    let shape = shape
+        .or(fit_on[0]
+            .observed
+            .reported
+            .as_ref()
+            .map(|r| r.latency_shape()))
+        .unwrap_or(LatencyShape::Constant);
     let mut r =
         client_loop::read_loop(&s, &longs, clock, shape, SEED).map_err(|e| e.to_string())?;
     // A tool that sleeps each gap from its last wake sends less than it was asked for at
@@ -635,7 +646,7 @@ fn read_again(
     let reading = read_client_loop(
         &calibration,
         &on,
-        a.clock,
+        (a.clock, a.latency_shape),
         a.preemptions,
         batched.as_ref(),
         &drawn,

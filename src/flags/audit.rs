@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use heisenbench_model::ModelError;
-use heisenbench_model::client_loop::ClockStart;
+use heisenbench_model::client_loop::{ClockStart, LatencyShape};
 use heisenbench_model::plan;
 use heisenbench_model::units::{Rate, Seconds};
 
@@ -105,6 +105,13 @@ pub struct AuditFlags {
     /// every other known tool's its own).
     #[arg(long, requires = "loop_reading")]
     pub clock: Option<ClockStart>,
+    /// With --cost-split or --from: the shape of the latency the fit finds beyond the
+    /// client's CPU, constant (the same for every request, the slice fitted on the p99s) or
+    /// drawn (a share of it drawn for each request, fitted with the slice on the p50s, p90s
+    /// and p99s) (default: by the tool whose results were read; drawn for vLLM's bench,
+    /// constant for every other tool; see docs/audit.md).
+    #[arg(long, requires = "loop_reading")]
+    pub latency_shape: Option<LatencyShape>,
     /// Which CPU of the processes holding the client's connections is its loop's work:
     /// main-thread (their main threads', where they ran most of it: the other threads run
     /// beside the loop) or process (all of it: the other threads run Python under the
@@ -439,6 +446,7 @@ mod tests {
         let f = parse(&["--rate", "7", "--cost-split", "20", "--", "c"]).unwrap();
         assert!(f.budget().is_ok());
         assert!(parse(&["--rate", "7", "--clock", "intended", "--", "c"]).is_err());
+        assert!(parse(&["--rate", "7", "--latency-shape", "drawn", "--", "c"]).is_err());
         assert!(parse(&["--rate", "7"]).is_err());
         // The wire is measured live, so a reading from a file cannot ask for it.
         assert!(parse(&["--from", "a.json", "--wire"]).is_err());
@@ -494,6 +502,8 @@ mod tests {
             "2",
             "--clock",
             "intended",
+            "--latency-shape",
+            "constant",
             "--preemptions",
             "--figure",
             "fig",
@@ -503,6 +513,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(f.loops, Some(2));
+        assert_eq!(f.latency_shape, Some(LatencyShape::Constant));
         assert!(parse_checked::<AuditFlags>(&["--rate", "7", "--port", "9", "--", "c"]).is_ok());
     }
 }
