@@ -133,8 +133,9 @@ impl Reported {
     }
 
     /// The shape of the latency beyond the tool's CPU, as held out on fresh sittings
-    /// (bench/audit/RESULTS.md, r62-r63): vLLM's bench forecast nearer with a share drawn
-    /// for each request, inference-perf did not; the tools not held to it keep a constant.
+    /// (bench/audit/RESULTS.md, r62-r64): vLLM's bench forecast nearer with a share drawn
+    /// for each request, inference-perf and AIPerf did not; the tools not held to it keep a
+    /// constant.
     pub fn latency_shape(&self) -> LatencyShape {
         match self.tool.as_str() {
             "vllm bench serve" => LatencyShape::Drawn,
