@@ -368,10 +368,12 @@ impl BatchedBound {
 
 /// The shape of the latency a fit finds beyond a client's CPU (its path through its
 /// libraries and wake-ups), chosen per tool on audits held out of the fit
-/// (bench/audit/RESULTS.md, r62-r63).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// (bench/audit/RESULTS.md, r62-r64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LatencyShape {
     /// The same for every request; the slice is fitted on the p99s alone.
+    #[default]
     Constant,
     /// A share of it, fitted with the slice on the p50s, p90s and p99s, drawn for each
     /// request from an exponential (the mean kept).
@@ -884,6 +886,13 @@ impl std::str::FromStr for ClockStart {
     }
 }
 
+impl LatencyShape {
+    /// Whether it is the constant one (the default).
+    pub fn is_constant(&self) -> bool {
+        *self == Self::Constant
+    }
+}
+
 impl std::fmt::Display for LatencyShape {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
@@ -1101,6 +1110,10 @@ pub struct LoopPrediction {
     /// p90 and p99. 0: every request pays the same latency.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub delay_spread: f64,
+    /// The shape [`Self::delay_s`] was fitted with: drawn where a share of it was fitted
+    /// (even a share of 0), constant where it was not tried.
+    #[serde(default, skip_serializing_if = "LatencyShape::is_constant")]
+    pub latency_shape: LatencyShape,
     /// The simulated TTFT the client reports, before the latency beyond the CPU: what the
     /// latency's spread is added to. Only in memory.
     #[serde(skip)]
@@ -1415,6 +1428,7 @@ mod tests {
             before_send_from: String::new(),
             delay_s: 0.0,
             delay_spread: 0.0,
+            latency_shape: LatencyShape::Constant,
             loop_part: None,
             slice_s: None,
             clock: ClockStart::OwnSend,

@@ -167,6 +167,7 @@ pub fn simulate(
         before_send_from: String::new(),
         delay_s: 0.0,
         delay_spread: 0.0,
+        latency_shape: LatencyShape::Constant,
         loop_part: Some(loop_part),
         slice_s,
         clock,
@@ -378,7 +379,9 @@ pub fn fit_loop(
         }
     }
     let (_, k, spread) = best.expect("SLICES is not empty");
-    Ok(with_delay(fits.swap_remove(k).swap_remove(0), 0.0, spread))
+    let mut fitted = with_delay(fits.swap_remove(k).swap_remove(0), 0.0, spread);
+    fitted.latency_shape = shape;
+    Ok(fitted)
 }
 
 /// The mean, p50, p90 and p99 of `loop_part` with `fixed_s` added to every request and an
@@ -780,6 +783,7 @@ pub fn predict_audit(
     .with_pacing(fitted.gap_lateness)
     .with_batched(fitted.batched);
     p.before_send_from.clone_from(&fitted.before_send_from);
+    p.latency_shape = fitted.latency_shape;
     p.wake_wait_law = fitted.wake_wait_law;
     if let Some(law) = fitted.wake_wait_law {
         p.wake_wait_from = format!(
@@ -1159,7 +1163,11 @@ mod tests {
             &[target(l, [mean, p50, p90, p99])],
         )
         .unwrap();
-        assert_eq!(fit.slice_s, Some(5e-4), "{fit:?}");
+        assert_eq!(
+            (fit.slice_s, fit.latency_shape),
+            (Some(5e-4), LatencyShape::Drawn),
+            "{fit:?}"
+        );
         // With a constant latency, from the p99 alone, and nothing drawn.
         let fit = fit_loop(
             &costs,
@@ -1169,8 +1177,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (fit.slice_s, fit.delay_spread),
-            (Some(5e-4), 0.0),
+            (fit.slice_s, fit.delay_spread, fit.latency_shape),
+            (Some(5e-4), 0.0, LatencyShape::Constant),
             "{fit:?}"
         );
         // Without a p99, jobs run whole.
@@ -1360,6 +1368,8 @@ mod tests {
         assert_eq!(r.fitted.wake_wait_s, long.wake_wait_s);
         let faster = audit(120.0, 200);
         let p = predict_audit(&r.fitted, &faster, 3).unwrap();
+        // The forecast carries the shape its latency was fitted with.
+        assert_eq!(p.latency_shape, LatencyShape::Drawn);
         for (p, m) in p.reported_s.iter().zip(faster.excess_s) {
             assert!((p - m.unwrap()).abs() < 1e-6 * p, "{p} against {m:?}");
         }

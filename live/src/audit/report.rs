@@ -410,7 +410,7 @@ impl Simulated {
             format!(
                 "; {} of latency a request that takes no CPU of the loop (fitted with the share{})",
                 f(p.delay_s),
-                if p.delay_spread > 0.0 {
+                if p.delay_spread > 0.0 || !p.latency_shape.is_constant() {
                     format!(
                         "; {:.0} % of it drawn for each request from an exponential, fitted with the slice on the quantiles",
                         100.0 * p.delay_spread
