@@ -1286,7 +1286,10 @@ mod tests {
         assert_eq!(fit, {
             let mut again =
                 fit_share(&costs, fit.slice_s, ClockStart::Intended, &[light, heavy]).unwrap();
-            with_delay(again.swap_remove(0), 0.0, fit.delay_spread)
+            LoopPrediction {
+                latency_shape: LatencyShape::Drawn,
+                ..with_delay(again.swap_remove(0), 0.0, fit.delay_spread)
+            }
         });
         assert!(fit.delay_spread >= 0.3, "{fit:?}");
         let at_held = |spread: f64| {
